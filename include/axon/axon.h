@@ -1,0 +1,100 @@
+/* axon C API. Every call returns an axon_status_t; on failure axon_last_error() says why. */
+#ifndef AXON_AXON_H
+#define AXON_AXON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  AXON_SUCCESS = 0,
+  AXON_IN_PROGRESS = 1,
+  AXON_ERR_INVALID_ARGUMENT = -1,
+  AXON_ERR_INVALID_PE = -2,
+  AXON_ERR_OUT_OF_BOUNDS = -3,
+  AXON_ERR_NOT_INITIALIZED = -4,
+  AXON_ERR_ALREADY_INITIALIZED = -5,
+  AXON_ERR_TIMEOUT = -6,
+  AXON_ERR_PEER_DEAD = -7,
+  AXON_ERR_BOOTSTRAP = -8,
+  AXON_ERR_COLLECTIVE_MISMATCH = -9,
+  AXON_ERR_OUT_OF_MEMORY = -10,
+  AXON_ERR_SYSTEM = -11,
+  AXON_ERR_UNSUPPORTED = -12,
+  AXON_ERR_INTERNAL = -13
+} axon_status_t;
+
+typedef enum { AXON_SIGNAL_SET = 0, AXON_SIGNAL_ADD = 1 } axon_signal_op_t;
+typedef enum { AXON_CMP_EQ = 0, AXON_CMP_NE, AXON_CMP_GT, AXON_CMP_GE, AXON_CMP_LT, AXON_CMP_LE } axon_cmp_t;
+
+/* Teams are handles; AXON_TEAM_WORLD and AXON_TEAM_NODE always exist after init. */
+typedef int32_t axon_team_t;
+#define AXON_TEAM_INVALID ((axon_team_t)-1)
+#define AXON_TEAM_WORLD ((axon_team_t)0)
+#define AXON_TEAM_NODE ((axon_team_t)1)
+
+/* The message of the last failed call on this thread ("" when none). */
+const char* axon_last_error(void);
+const char* axon_status_name(axon_status_t status);
+
+axon_status_t axon_init(void);
+axon_status_t axon_finalize(void);
+axon_status_t axon_my_pe(int* pe);
+axon_status_t axon_n_pes(int* n);
+
+axon_status_t axon_malloc(size_t bytes, void** out);
+axon_status_t axon_calloc(size_t count, size_t elem_bytes, void** out);
+axon_status_t axon_free(void* ptr);
+axon_status_t axon_ptr(const void* addr, int pe, void** out);
+
+axon_status_t axon_put(void* dest, const void* src, size_t bytes, int pe);
+axon_status_t axon_get(void* dest, const void* src, size_t bytes, int pe);
+axon_status_t axon_put_nbi(void* dest, const void* src, size_t bytes, int pe);
+axon_status_t axon_get_nbi(void* dest, const void* src, size_t bytes, int pe);
+axon_status_t axon_put_signal(void* dest, const void* src, size_t bytes, uint64_t* sig, uint64_t value,
+                              axon_signal_op_t op, int pe);
+axon_status_t axon_put_signal_nbi(void* dest, const void* src, size_t bytes, uint64_t* sig,
+                                  uint64_t value, axon_signal_op_t op, int pe);
+axon_status_t axon_signal_op(uint64_t* sig, uint64_t value, axon_signal_op_t op, int pe);
+axon_status_t axon_signal_fetch(const uint64_t* sig, uint64_t* out);
+axon_status_t axon_signal_wait_until(uint64_t* sig, axon_cmp_t cmp, uint64_t value, uint64_t* seen);
+
+/* Atomics: T is int32, int64, uint32, uint64. `fetched` may be NULL for the fetching forms. */
+#define AXON_DECLARE_ATOMICS(T, CT)                                                            \
+  axon_status_t axon_atomic_fetch_##T(const CT* src, int pe, CT* fetched);                   \
+  axon_status_t axon_atomic_set_##T(CT* dest, CT value, int pe);                             \
+  axon_status_t axon_atomic_swap_##T(CT* dest, CT value, int pe, CT* fetched);               \
+  axon_status_t axon_atomic_compare_swap_##T(CT* dest, CT cond, CT value, int pe, CT* fetched); \
+  axon_status_t axon_atomic_fetch_add_##T(CT* dest, CT value, int pe, CT* fetched);          \
+  axon_status_t axon_atomic_add_##T(CT* dest, CT value, int pe);                             \
+  axon_status_t axon_atomic_fetch_and_##T(CT* dest, CT value, int pe, CT* fetched);          \
+  axon_status_t axon_atomic_fetch_or_##T(CT* dest, CT value, int pe, CT* fetched);           \
+  axon_status_t axon_atomic_fetch_xor_##T(CT* dest, CT value, int pe, CT* fetched);
+AXON_DECLARE_ATOMICS(int32, int32_t)
+AXON_DECLARE_ATOMICS(int64, int64_t)
+AXON_DECLARE_ATOMICS(uint32, uint32_t)
+AXON_DECLARE_ATOMICS(uint64, uint64_t)
+#undef AXON_DECLARE_ATOMICS
+
+axon_status_t axon_fence(void);
+axon_status_t axon_quiet(void);
+axon_status_t axon_barrier_all(void);
+axon_status_t axon_sync_all(void);
+
+axon_status_t axon_team_my_pe(axon_team_t team, int* pe);
+axon_status_t axon_team_n_pes(axon_team_t team, int* n);
+axon_status_t axon_team_translate_pe(axon_team_t from, int pe, axon_team_t to, int* out);
+/* *out is AXON_TEAM_INVALID on PEs outside the new team. */
+axon_status_t axon_team_split_strided(axon_team_t parent, int start, int stride, int size, axon_team_t* out);
+axon_status_t axon_team_barrier(axon_team_t team);
+axon_status_t axon_team_sync(axon_team_t team);
+axon_status_t axon_team_destroy(axon_team_t team);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AXON_AXON_H */

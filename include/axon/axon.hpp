@@ -1,0 +1,8 @@
+// axon: the whole C++ host API.
+#pragma once
+
+#include "axon/error.hpp"
+#include "axon/memory.hpp"
+#include "axon/onesided.hpp"
+#include "axon/runtime.hpp"
+#include "axon/team.hpp"

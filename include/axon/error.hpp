@@ -1,0 +1,48 @@
+// axon::Error: every failure the library reports, with a machine-readable code.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace axon {
+
+// Values match axon_status_t in axon.h (0 is success, 1 is "in progress").
+enum class ErrorCode : int {
+  InvalidArgument = -1,     // a bad value that is not one of the more specific cases below
+  InvalidPe = -2,           // a PE outside the world or team
+  OutOfBounds = -3,         // an address outside the symmetric heap, or a range past its allocation
+  NotInitialized = -4,      // a call before init() or after finalize()
+  AlreadyInitialized = -5,  // init() called twice
+  Timeout = -6,             // a bounded wait ran past AXON_TIMEOUT
+  PeerDead = -7,            // a PE we depend on exited or was killed
+  Bootstrap = -8,           // the key-value store could not be reached or failed
+  CollectiveMismatch = -9,  // PEs called a collective with different arguments
+  OutOfMemory = -10,        // the heap cap or the backing store is exhausted
+  System = -11,             // an operating-system call failed
+  Unsupported = -12,        // no transport or build feature supports the request
+  Internal = -13,           // a bug in axon: please report it
+};
+
+// The name of a code, e.g. "Timeout".
+const char* errorCodeName(ErrorCode code) noexcept;
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message);
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+// An operating-system call failed; keeps errno.
+class SystemError : public Error {
+ public:
+  SystemError(const std::string& what, int err);
+  int sysErrno() const noexcept { return errno_; }
+
+ private:
+  int errno_;
+};
+
+}  // namespace axon

@@ -1,0 +1,50 @@
+// Teams: ordered subsets of the world's PEs (OpenSHMEM 1.5 teams).
+#pragma once
+
+#include <memory>
+
+namespace axon {
+
+namespace detail {
+struct TeamState;
+}
+
+class Team {
+ public:
+  // An invalid team (what a split returns to PEs outside the new team).
+  Team() = default;
+
+  static Team world();
+  // The PEs that share memory with this one (same node).
+  static Team node();
+
+  bool valid() const noexcept { return static_cast<bool>(state_); }
+  int myPe() const;   // my index in the team
+  int nPes() const;
+  // The index in `other` of this team's PE `pe`, or -1 when that PE is not in `other`.
+  int translate(int pe, const Team& other) const;
+  // The world rank of this team's PE `pe`.
+  int worldPe(int pe) const;
+
+  // Collective over this team: the PEs start, start+stride, ..., (size of them, indices in this
+  // team) form the new team. PEs outside it get an invalid Team. Throws InvalidArgument when
+  // the triple leaves the team, CollectiveMismatch when PEs pass different triples.
+  Team splitStrided(int start, int stride, int size) const;
+
+  // Completes this PE's outstanding puts (quiet), then synchronizes the team.
+  void barrier() const;
+  // Synchronization only: no completion of outstanding puts.
+  void sync() const;
+
+  // Collective over the team; the object becomes invalid on every PE.
+  void destroy();
+
+  const detail::TeamState* state() const noexcept { return state_.get(); }
+
+ private:
+  explicit Team(std::shared_ptr<detail::TeamState> s) : state_(std::move(s)) {}
+  friend struct detail::TeamState;
+  std::shared_ptr<detail::TeamState> state_;
+};
+
+}  // namespace axon

@@ -1,0 +1,185 @@
+// The C API: each call catches what the C++ API throws and turns it into a status.
+#include "axon/axon.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "axon/axon.hpp"
+
+namespace {
+
+thread_local std::string g_lastError;
+
+// Teams handed to C callers, by handle. World and node are fixed handles.
+std::mutex g_teamsMutex;
+std::map<axon_team_t, axon::Team> g_teams;
+axon_team_t g_nextTeam = 2;
+
+template <class F>
+axon_status_t guarded(F&& f) {
+  try {
+    f();
+    return AXON_SUCCESS;
+  } catch (const axon::Error& e) {
+    g_lastError = e.what();
+    return static_cast<axon_status_t>(e.code());
+  } catch (const std::exception& e) {
+    g_lastError = std::string("internal error: ") + e.what();
+    return AXON_ERR_INTERNAL;
+  } catch (...) {
+    g_lastError = "internal error: unknown exception";
+    return AXON_ERR_INTERNAL;
+  }
+}
+
+axon::Team teamOf(axon_team_t handle) {
+  if (handle == AXON_TEAM_WORLD) return axon::Team::world();
+  if (handle == AXON_TEAM_NODE) return axon::Team::node();
+  std::lock_guard lock(g_teamsMutex);
+  auto it = g_teams.find(handle);
+  if (it == g_teams.end()) {
+    throw axon::Error(axon::ErrorCode::InvalidArgument,
+                      "axon: team handle " + std::to_string(handle) + " is not a live team");
+  }
+  return it->second;
+}
+
+template <class T>
+void requireOut(T* p, const char* what) {
+  if (!p) throw axon::Error(axon::ErrorCode::InvalidArgument, std::string("axon: ") + what + " is NULL");
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* axon_last_error(void) { return g_lastError.c_str(); }
+
+const char* axon_status_name(axon_status_t status) {
+  if (status == AXON_SUCCESS) return "Success";
+  if (status == AXON_IN_PROGRESS) return "InProgress";
+  return axon::errorCodeName(static_cast<axon::ErrorCode>(status));
+}
+
+axon_status_t axon_init(void) { return guarded([] { axon::init(); }); }
+axon_status_t axon_finalize(void) {
+  return guarded([] {
+    {
+      std::lock_guard lock(g_teamsMutex);
+      g_teams.clear();
+    }
+    axon::finalize();
+  });
+}
+axon_status_t axon_my_pe(int* pe) { return guarded([&] { requireOut(pe, "pe"); *pe = axon::myPe(); }); }
+axon_status_t axon_n_pes(int* n) { return guarded([&] { requireOut(n, "n"); *n = axon::nPes(); }); }
+
+axon_status_t axon_malloc(size_t bytes, void** out) {
+  return guarded([&] { requireOut(out, "out"); *out = axon::malloc(bytes); });
+}
+axon_status_t axon_calloc(size_t count, size_t elem, void** out) {
+  return guarded([&] { requireOut(out, "out"); *out = axon::calloc(count, elem); });
+}
+axon_status_t axon_free(void* ptr) { return guarded([&] { axon::free(ptr); }); }
+axon_status_t axon_ptr(const void* addr, int pe, void** out) {
+  return guarded([&] { requireOut(out, "out"); *out = axon::ptr(addr, pe); });
+}
+
+axon_status_t axon_put(void* d, const void* s, size_t n, int pe) { return guarded([&] { axon::put(d, s, n, pe); }); }
+axon_status_t axon_get(void* d, const void* s, size_t n, int pe) { return guarded([&] { axon::get(d, s, n, pe); }); }
+axon_status_t axon_put_nbi(void* d, const void* s, size_t n, int pe) { return guarded([&] { axon::putNbi(d, s, n, pe); }); }
+axon_status_t axon_get_nbi(void* d, const void* s, size_t n, int pe) { return guarded([&] { axon::getNbi(d, s, n, pe); }); }
+
+axon_status_t axon_put_signal(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v,
+                              axon_signal_op_t op, int pe) {
+  return guarded([&] { axon::putSignal(d, s, n, sig, v, static_cast<axon::SignalOp>(op), pe); });
+}
+axon_status_t axon_put_signal_nbi(void* d, const void* s, size_t n, uint64_t* sig, uint64_t v,
+                                  axon_signal_op_t op, int pe) {
+  return guarded([&] { axon::putSignalNbi(d, s, n, sig, v, static_cast<axon::SignalOp>(op), pe); });
+}
+axon_status_t axon_signal_op(uint64_t* sig, uint64_t v, axon_signal_op_t op, int pe) {
+  return guarded([&] { axon::signalOp(sig, v, static_cast<axon::SignalOp>(op), pe); });
+}
+axon_status_t axon_signal_fetch(const uint64_t* sig, uint64_t* out) {
+  return guarded([&] { requireOut(out, "out"); *out = axon::signalFetch(sig); });
+}
+axon_status_t axon_signal_wait_until(uint64_t* sig, axon_cmp_t cmp, uint64_t v, uint64_t* seen) {
+  return guarded([&] {
+    uint64_t got = axon::signalWaitUntil(sig, static_cast<axon::Cmp>(cmp), v);
+    if (seen) *seen = got;
+  });
+}
+
+#define AXON_DEFINE_ATOMICS(T, CT)                                                                   \
+  axon_status_t axon_atomic_fetch_##T(const CT* src, int pe, CT* out) {                            \
+    return guarded([&] { CT r = axon::atomicFetch(src, pe); if (out) *out = r; });                 \
+  }                                                                                                \
+  axon_status_t axon_atomic_set_##T(CT* d, CT v, int pe) {                                         \
+    return guarded([&] { axon::atomicSet(d, v, pe); });                                            \
+  }                                                                                                \
+  axon_status_t axon_atomic_swap_##T(CT* d, CT v, int pe, CT* out) {                               \
+    return guarded([&] { CT r = axon::atomicSwap(d, v, pe); if (out) *out = r; });                 \
+  }                                                                                                \
+  axon_status_t axon_atomic_compare_swap_##T(CT* d, CT c, CT v, int pe, CT* out) {                 \
+    return guarded([&] { CT r = axon::atomicCompareSwap(d, c, v, pe); if (out) *out = r; });       \
+  }                                                                                                \
+  axon_status_t axon_atomic_fetch_add_##T(CT* d, CT v, int pe, CT* out) {                          \
+    return guarded([&] { CT r = axon::atomicFetchAdd(d, v, pe); if (out) *out = r; });             \
+  }                                                                                                \
+  axon_status_t axon_atomic_add_##T(CT* d, CT v, int pe) {                                         \
+    return guarded([&] { axon::atomicAdd(d, v, pe); });                                            \
+  }                                                                                                \
+  axon_status_t axon_atomic_fetch_and_##T(CT* d, CT v, int pe, CT* out) {                          \
+    return guarded([&] { CT r = axon::atomicFetchAnd(d, v, pe); if (out) *out = r; });             \
+  }                                                                                                \
+  axon_status_t axon_atomic_fetch_or_##T(CT* d, CT v, int pe, CT* out) {                           \
+    return guarded([&] { CT r = axon::atomicFetchOr(d, v, pe); if (out) *out = r; });              \
+  }                                                                                                \
+  axon_status_t axon_atomic_fetch_xor_##T(CT* d, CT v, int pe, CT* out) {                          \
+    return guarded([&] { CT r = axon::atomicFetchXor(d, v, pe); if (out) *out = r; });             \
+  }
+AXON_DEFINE_ATOMICS(int32, int32_t)
+AXON_DEFINE_ATOMICS(int64, int64_t)
+AXON_DEFINE_ATOMICS(uint32, uint32_t)
+AXON_DEFINE_ATOMICS(uint64, uint64_t)
+#undef AXON_DEFINE_ATOMICS
+
+axon_status_t axon_fence(void) { return guarded([] { axon::fence(); }); }
+axon_status_t axon_quiet(void) { return guarded([] { axon::quiet(); }); }
+axon_status_t axon_barrier_all(void) { return guarded([] { axon::barrierAll(); }); }
+axon_status_t axon_sync_all(void) { return guarded([] { axon::syncAll(); }); }
+
+axon_status_t axon_team_my_pe(axon_team_t t, int* pe) {
+  return guarded([&] { requireOut(pe, "pe"); *pe = teamOf(t).myPe(); });
+}
+axon_status_t axon_team_n_pes(axon_team_t t, int* n) {
+  return guarded([&] { requireOut(n, "n"); *n = teamOf(t).nPes(); });
+}
+axon_status_t axon_team_translate_pe(axon_team_t from, int pe, axon_team_t to, int* out) {
+  return guarded([&] { requireOut(out, "out"); *out = teamOf(from).translate(pe, teamOf(to)); });
+}
+axon_status_t axon_team_split_strided(axon_team_t parent, int start, int stride, int size, axon_team_t* out) {
+  return guarded([&] {
+    requireOut(out, "out");
+    axon::Team team = teamOf(parent).splitStrided(start, stride, size);
+    *out = AXON_TEAM_INVALID;
+    if (!team.valid()) return;
+    std::lock_guard lock(g_teamsMutex);
+    *out = g_nextTeam++;
+    g_teams[*out] = team;
+  });
+}
+axon_status_t axon_team_barrier(axon_team_t t) { return guarded([&] { teamOf(t).barrier(); }); }
+axon_status_t axon_team_sync(axon_team_t t) { return guarded([&] { teamOf(t).sync(); }); }
+axon_status_t axon_team_destroy(axon_team_t t) {
+  return guarded([&] {
+    axon::Team team = teamOf(t);
+    team.destroy();
+    std::lock_guard lock(g_teamsMutex);
+    g_teams.erase(t);
+  });
+}
+
+}  // extern "C"

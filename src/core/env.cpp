@@ -1,0 +1,90 @@
+#include "core/env.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "axon/error.hpp"
+
+extern char** environ;
+
+namespace axon {
+namespace {
+
+constexpr std::size_t kKiB = 1024;
+constexpr std::size_t kDefaultHeapMax = 8 * kKiB * kKiB * kKiB;  // virtual reservation only
+constexpr std::size_t kDefaultHeapChunk = 16 * kKiB * kKiB;
+
+std::optional<std::string> lookup(const EnvVars& vars, const char* name) {
+  auto it = vars.find(name);
+  if (it == vars.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+int parseLogLevel(const std::string& text) {
+  if (text == "error" || text == "0") return 0;
+  if (text == "warn" || text == "1") return 1;
+  if (text == "info" || text == "2") return 2;
+  if (text == "debug" || text == "3") return 3;
+  throw Error(ErrorCode::InvalidArgument,
+              "AXON_LOG='" + text + "' is not one of error, warn, info, debug");
+}
+
+}  // namespace
+
+std::size_t parseByteSize(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  std::string suffix = end ? std::string(end) : std::string();
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();
+  if (!suffix.empty() && suffix.back() == 'I') suffix.pop_back();  // "GiB" == "G"
+  double scale = 1;
+  if (suffix == "K") scale = 1024.0;
+  else if (suffix == "M") scale = 1024.0 * 1024;
+  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty()) scale = -1;
+  if (end == text.c_str() || scale < 0 || !(value > 0) || !std::isfinite(value) ||
+      value * scale > 1e18) {
+    throw Error(ErrorCode::InvalidArgument,
+                what + "='" + text + "' is not a positive size (examples: 65536, 64M, 8G)");
+  }
+  return static_cast<std::size_t>(value * scale);
+}
+
+double parseSeconds(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(value > 0) || !std::isfinite(value)) {
+    throw Error(ErrorCode::InvalidArgument,
+                what + "='" + text + "' is not a positive number of seconds");
+  }
+  return value;
+}
+
+Env Env::fromVars(const EnvVars& vars) {
+  Env env;
+  env.launch = detectLaunch(vars);
+  if (auto v = lookup(vars, "AXON_TIMEOUT")) env.timeoutSec = parseSeconds(*v, "AXON_TIMEOUT");
+  env.heapMax = kDefaultHeapMax;
+  if (auto v = lookup(vars, "AXON_HEAP_MAX")) env.heapMax = parseByteSize(*v, "AXON_HEAP_MAX");
+  env.heapChunk = kDefaultHeapChunk;
+  if (auto v = lookup(vars, "AXON_HEAP_CHUNK")) env.heapChunk = parseByteSize(*v, "AXON_HEAP_CHUNK");
+  if (auto v = lookup(vars, "AXON_LOG")) env.logLevel = parseLogLevel(*v);
+  return env;
+}
+
+EnvVars Env::processVars() {
+  EnvVars vars;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return vars;
+}
+
+Env Env::fromProcess() { return fromVars(processVars()); }
+
+}  // namespace axon

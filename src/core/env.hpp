@@ -1,0 +1,35 @@
+// Env: every AXON_* variable (and the launcher variables we read) read once, validated, typed.
+// docs/configuration.md lists them; keep the two in step.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "bootstrap/launch_detect.hpp"
+
+namespace axon {
+
+using EnvVars = std::map<std::string, std::string>;
+
+struct Env {
+  LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
+  double timeoutSec = 300.0;    // AXON_TIMEOUT: bound on every wait
+  std::size_t heapMax = 0;      // AXON_HEAP_MAX: cap of the symmetric heap per PE
+  std::size_t heapChunk = 0;    // AXON_HEAP_CHUNK: granularity by which the heap grows
+  int logLevel = 1;             // AXON_LOG: 0 error, 1 warn, 2 info, 3 debug
+
+  // The process environment. init() reads it once and keeps it for the life of the runtime.
+  static Env fromProcess();
+  // Parse a given set of variables; throws axon::Error(InvalidArgument) naming the variable.
+  static Env fromVars(const EnvVars& vars);
+  static EnvVars processVars();
+};
+
+// "64M", "4G", "123", "1.5G" -> bytes. Throws InvalidArgument naming `what` on a bad value.
+std::size_t parseByteSize(const std::string& text, const std::string& what);
+// "300", "2.5" -> seconds; must be positive.
+double parseSeconds(const std::string& text, const std::string& what);
+
+}  // namespace axon

@@ -1,0 +1,230 @@
+#include "core/runtime.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "axon/error.hpp"
+#include "axon/runtime.hpp"
+#include "core/log.hpp"
+#include "core/team_state.hpp"
+#include "onesided/team_barrier.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace axon {
+namespace {
+
+std::unique_ptr<Runtime> g_runtime;
+bool g_wasFinalized = false;
+std::mutex g_lifecycle;
+
+// Processes with the same host name and boot id share /dev/shm and can map each other's heaps.
+std::string hostIdentity() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(host) + "/" + boot;
+}
+
+struct PeerCard {
+  std::string host;
+  pid_t pid = 0;
+  std::string segment;
+  std::size_t mapped = 0;
+
+  std::string encode() const {
+    return host + "\n" + std::to_string(pid) + "\n" + segment + "\n" + std::to_string(mapped);
+  }
+  static PeerCard decode(const std::string& s) {
+    PeerCard c;
+    std::istringstream in(s);
+    std::string pid, mapped;
+    std::getline(in, c.host);
+    std::getline(in, pid);
+    std::getline(in, c.segment);
+    std::getline(in, mapped);
+    c.pid = static_cast<pid_t>(std::stol(pid));
+    c.mapped = std::stoull(mapped);
+    return c;
+  }
+};
+
+}  // namespace
+
+Runtime::Runtime(Env env) : env_(std::move(env)) {
+  logThreshold() = env_.logLevel;
+  boot_ = std::make_unique<Bootstrap>(env_.launch, env_.timeoutSec);
+  heap_ = std::make_unique<SymmetricHeap>(myPe(), nPes(), env_.heapMax, env_.heapChunk);
+  // The control block is the first allocation, so it sits at offset 0 on every PE.
+  controlOffset_ = *heap_->allocator().allocate(sizeof(ControlBlock), 4096);
+  heap_->growLocal(heap_->allocator().top());
+  exchangePeers();
+
+  std::vector<int> all(nPes()), local;
+  for (int pe = 0; pe < nPes(); ++pe) {
+    all[pe] = pe;
+    if (nodeLocal_[pe]) local.push_back(pe);
+  }
+  bool allLocal = static_cast<int>(local.size()) == nPes();
+  world_ = detail::TeamState::make(0, all, myPe(), allLocal, "world");
+  node_ = detail::TeamState::make(1, local, myPe(), true, "node");
+  teamSlots_ = 0b11;
+}
+
+void Runtime::exchangePeers() {
+  PeerCard me{hostIdentity(), ::getpid(), heap_->localName(), heap_->mapped()};
+  auto cards = boot_->allgatherWorld("init", me.encode());
+  nodeLocal_.assign(nPes(), false);
+  std::vector<pid_t> pids(nPes(), 0);
+  std::vector<PeerCard> peers;
+  for (int pe = 0; pe < nPes(); ++pe) peers.push_back(PeerCard::decode(cards[pe]));
+  for (int pe = 0; pe < nPes(); ++pe) {
+    if (peers[pe].host != me.host) continue;
+    nodeLocal_[pe] = true;
+    pids[pe] = peers[pe].pid;
+    if (pe == myPe()) continue;
+    heap_->attachPeer(pe, peers[pe].segment);
+    heap_->mapPeer(pe, peers[pe].mapped);
+  }
+  // Everyone has opened every name it needs: the names can go, so a crash later leaks nothing.
+  boot_->barrier("init-attached", [&] {
+    std::vector<int> v(nPes());
+    for (int i = 0; i < nPes(); ++i) v[i] = i;
+    return v;
+  }());
+  heap_->unlinkLocalName();
+  liveness_ = Liveness(std::move(pids));
+
+  int localCount = static_cast<int>(std::count(nodeLocal_.begin(), nodeLocal_.end(), true));
+  if (localCount != nPes()) {
+    throw Error(ErrorCode::Unsupported,
+                "PE " + std::to_string(myPe()) + ": " + std::to_string(nPes() - localCount) +
+                    " PEs run on other nodes; this build of axon moves data only between PEs "
+                    "that share memory (one node)");
+  }
+  if (localCount != env_.launch.localSize) {
+    log(LogLevel::Warn, myPe(),
+        "the launcher (" + env_.launch.source + ") says " + std::to_string(env_.launch.localSize) +
+            " PEs per node but " + std::to_string(localCount) + " share this node");
+  }
+  shm_ = std::make_unique<ShmTransport>(nodeLocal_);
+  route_.assign(nPes(), nullptr);
+  for (int pe = 0; pe < nPes(); ++pe) {
+    if (shm_->reaches(pe)) route_[pe] = shm_.get();
+  }
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::finalize() {
+  // Every PE must be done touching every heap before any heap is unmapped.
+  try {
+    teamBarrier(*this, *world_.state(), "finalize");
+  } catch (...) {
+    boot_->finalize();
+    throw;
+  }
+  boot_->finalize();
+}
+
+void Runtime::checkPe(int pe, const char* api) const {
+  if (pe < 0 || pe >= nPes()) {
+    throw Error(ErrorCode::InvalidPe, "PE " + std::to_string(myPe()) + ": " + api + ": PE " +
+                                          std::to_string(pe) + " is outside the world [0, " +
+                                          std::to_string(nPes()) + ")");
+  }
+}
+
+std::string Runtime::describe(const void* addr) const {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%p", addr);
+  std::string s = buf;
+  if (heap_->contains(addr)) s += " (heap offset " + std::to_string(heap_->offsetOf(addr)) + ")";
+  return s;
+}
+
+RemoteRef Runtime::resolve(const void* addr, std::size_t bytes, int pe, const char* api,
+                           const char* role) const {
+  checkPe(pe, api);
+  auto who = [&] { return "PE " + std::to_string(myPe()) + ": " + api + ": " + role + " "; };
+  if (!heap_->contains(addr)) {
+    throw Error(ErrorCode::OutOfBounds,
+                who() + describe(addr) + " is not in the symmetric heap (allocate it with "
+                        "axon::malloc, or pass it as the local side of the call)");
+  }
+  std::size_t off = heap_->offsetOf(addr);
+  auto block = heap_->allocator().find(off);
+  if (!block || block->offset == controlOffset_) {
+    throw Error(ErrorCode::OutOfBounds,
+                who() + describe(addr) + " is in the heap but not in a live allocation (freed?)");
+  }
+  if (bytes > block->end() - off) {
+    throw Error(ErrorCode::OutOfBounds,
+                who() + "range of " + std::to_string(bytes) + " bytes at " + describe(addr) +
+                    " runs " + std::to_string(bytes - (block->end() - off)) +
+                    " bytes past its allocation (" + std::to_string(block->size) +
+                    " bytes at heap offset " + std::to_string(block->offset) + ")");
+  }
+  return RemoteRef{pe, off, heap_->peerAddress(pe, off)};
+}
+
+Transport& Runtime::transportTo(int pe, const char* api) const {
+  checkPe(pe, api);
+  if (!route_[pe]) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe()) + ": " + api +
+                                            ": no transport reaches PE " + std::to_string(pe));
+  }
+  return *route_[pe];
+}
+
+void Runtime::fenceAll() { shm_->fence(); }
+void Runtime::quietAll() { shm_->quiet(); }
+
+ControlBlock& Runtime::control(int pe) const {
+  return *static_cast<ControlBlock*>(heap_->peerAddress(pe, controlOffset_));
+}
+
+Runtime& runtime(const char* api) {
+  if (!g_runtime) {
+    throw Error(ErrorCode::NotInitialized,
+                std::string("axon: ") + api + " called " +
+                    (g_wasFinalized ? "after finalize()" : "before init()"));
+  }
+  return *g_runtime;
+}
+
+void init() {
+  std::lock_guard lock(g_lifecycle);
+  if (g_runtime) {
+    throw Error(ErrorCode::AlreadyInitialized,
+                "axon: init() called twice (PE " + std::to_string(g_runtime->myPe()) +
+                    " is already initialized); call finalize() first");
+  }
+  g_runtime = std::make_unique<Runtime>(Env::fromProcess());
+}
+
+void finalize() {
+  std::lock_guard lock(g_lifecycle);
+  Runtime& rt = runtime("finalize");
+  // Whatever finalize meets (a dead peer, a timeout), this PE leaves: the runtime goes.
+  struct Leave {
+    ~Leave() {
+      g_runtime.reset();
+      g_wasFinalized = true;
+    }
+  } leave;
+  rt.finalize();
+}
+
+bool isInitialized() noexcept { return static_cast<bool>(g_runtime); }
+int myPe() { return runtime("my_pe").myPe(); }
+int nPes() { return runtime("n_pes").nPes(); }
+std::string launcherName() { return runtime("launcher_name").env().launch.source; }
+
+}  // namespace axon

@@ -1,0 +1,154 @@
+// Team handles: world, node, split_strided, translation, barrier.
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "axon/error.hpp"
+#include "axon/onesided.hpp"
+#include "axon/team.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+#include "onesided/team_barrier.hpp"
+
+namespace axon {
+namespace detail {
+
+Team TeamState::make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
+                     std::string name) {
+  auto s = std::make_shared<TeamState>();
+  s->slot = slot;
+  s->members = std::move(members);
+  auto it = std::find(s->members.begin(), s->members.end(), myWorldRank);
+  s->myIndex = it == s->members.end() ? -1 : static_cast<int>(it - s->members.begin());
+  s->sharedMemory = sharedMemory;
+  s->name = std::move(name);
+  return Team(std::move(s));
+}
+
+}  // namespace detail
+
+namespace {
+
+const detail::TeamState& requireValid(const Team& t, const char* api) {
+  if (!t.valid()) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("axon: ") + api + " on an invalid team (a team this PE is not in, or "
+                                              "one that was destroyed)");
+  }
+  return *t.state();
+}
+
+void checkTeamPe(const detail::TeamState& s, int pe, const char* api) {
+  if (pe < 0 || pe >= static_cast<int>(s.members.size())) {
+    throw Error(ErrorCode::InvalidPe, std::string("axon: ") + api + ": PE " + std::to_string(pe) +
+                                          " is outside team " + s.name + " [0, " +
+                                          std::to_string(s.members.size()) + ")");
+  }
+}
+
+}  // namespace
+
+Team Team::world() { return runtime("team_world").world(); }
+Team Team::node() { return runtime("team_node").node(); }
+
+int Team::myPe() const { return requireValid(*this, "team_my_pe").myIndex; }
+int Team::nPes() const { return static_cast<int>(requireValid(*this, "team_n_pes").members.size()); }
+
+int Team::worldPe(int pe) const {
+  const auto& s = requireValid(*this, "team_world_pe");
+  checkTeamPe(s, pe, "team_world_pe");
+  return s.members[pe];
+}
+
+int Team::translate(int pe, const Team& other) const {
+  const auto& s = requireValid(*this, "team_translate_pe");
+  const auto& o = requireValid(other, "team_translate_pe");
+  checkTeamPe(s, pe, "team_translate_pe");
+  auto it = std::find(o.members.begin(), o.members.end(), s.members[pe]);
+  return it == o.members.end() ? -1 : static_cast<int>(it - o.members.begin());
+}
+
+Team Team::splitStrided(int start, int stride, int size) const {
+  auto& s = const_cast<detail::TeamState&>(requireValid(*this, "team_split_strided"));
+  Runtime& rt = runtime("team_split_strided");
+  const int n = static_cast<int>(s.members.size());
+  const int splitNo = s.splits++;
+  // Everyone checks the triple, contributes it and its free team slots, and learns the others':
+  // so a bad or mismatched triple fails on every PE alike, and the new team's slot is free on
+  // all its members.
+  std::string problem;
+  if (size < 1 || start < 0 || start >= n || (size > 1 && stride < 1) ||
+      static_cast<long long>(start) + static_cast<long long>(stride) * (size - 1) >= n) {
+    problem = "start " + std::to_string(start) + ", stride " + std::to_string(stride) + ", size " +
+              std::to_string(size) + " leaves team " + s.name + " of " + std::to_string(n) + " PEs";
+  }
+  struct Contribution {
+    int start, stride, size;
+    std::uint64_t slots;
+  } mine{start, stride, size, rt.teamSlotsInUse()};
+  std::string blob(reinterpret_cast<const char*>(&mine), sizeof(mine));
+  auto all = rt.bootstrap().allgather("split-" + s.name, s.members, blob);
+  std::uint64_t taken = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    Contribution c;
+    std::memcpy(&c, all[i].data(), sizeof(c));
+    if (c.start != start || c.stride != stride || c.size != size) {
+      throw Error(ErrorCode::CollectiveMismatch,
+                  "PE " + std::to_string(rt.myPe()) + ": team_split_strided on team " + s.name +
+                      ": this PE passed (" + std::to_string(start) + ", " + std::to_string(stride) +
+                      ", " + std::to_string(size) + ") but PE " + std::to_string(s.members[i]) +
+                      " passed (" + std::to_string(c.start) + ", " + std::to_string(c.stride) +
+                      ", " + std::to_string(c.size) + ")");
+    }
+    taken |= c.slots;
+  }
+  if (!problem.empty()) throw Error(ErrorCode::InvalidArgument, "axon: team_split_strided: " + problem);
+  if (~taken == 0) {
+    throw Error(ErrorCode::OutOfMemory, "axon: team_split_strided: all " + std::to_string(kMaxTeams) +
+                                            " team slots are in use; destroy teams you no longer need");
+  }
+  const int slot = std::countr_one(taken);
+  std::vector<int> members;
+  for (int i = 0; i < size; ++i) members.push_back(s.members[start + i * stride]);
+  if (std::find(members.begin(), members.end(), rt.myPe()) == members.end()) return Team();
+  bool shared = std::all_of(members.begin(), members.end(),
+                            [&](int pe) { return rt.nodeLocal()[pe]; });
+  rt.teamSlotsInUse() |= std::uint64_t{1} << slot;
+  // The slot's counters are zero on every member: fresh, or zeroed by the destroy that freed it.
+  return detail::TeamState::make(slot, std::move(members), rt.myPe(), shared,
+                                 s.name + "." + std::to_string(splitNo));
+}
+
+void Team::barrier() const {
+  const auto& s = requireValid(*this, "team_barrier");
+  Runtime& rt = runtime("team_barrier");
+  rt.quietAll();
+  teamBarrier(rt, s, "barrier");
+}
+
+void Team::sync() const {
+  const auto& s = requireValid(*this, "team_sync");
+  teamBarrier(runtime("team_sync"), s, "sync");
+}
+
+void Team::destroy() {
+  const auto& s = requireValid(*this, "team_destroy");
+  Runtime& rt = runtime("team_destroy");
+  if (s.slot <= 1) {
+    throw Error(ErrorCode::InvalidArgument, "axon: team_destroy: the world and node teams cannot be destroyed");
+  }
+  // After this barrier no member will increment our counters for this team again (each
+  // increment of it was waited for), so the row can be zeroed for the next team in the slot.
+  teamBarrier(rt, s, "team_destroy");
+  if (s.sharedMemory) {
+    for (auto& word : rt.control(rt.myPe()).barrier[s.slot]) {
+      std::atomic_ref<std::uint64_t>(word).store(0, std::memory_order_relaxed);
+    }
+  }
+  rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
+  state_.reset();
+}
+
+}  // namespace axon

@@ -1,0 +1,25 @@
+// What a Team handle points to.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "axon/team.hpp"
+
+namespace axon::detail {
+
+struct TeamState {
+  int slot = -1;             // row of ControlBlock::barrier used by this team
+  std::vector<int> members;  // world ranks, in team order
+  int myIndex = -1;
+  bool sharedMemory = false; // every member maps every other's heap: barrier through the heap
+  std::uint64_t barriers = 0;  // barriers completed; the next one waits for counters > this
+  std::string name;          // "world", "node", "split3"; used in messages and store keys
+  int splits = 0;            // teams split from this one so far, for unique names
+
+  static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
+                   std::string name);
+};
+
+}  // namespace axon::detail

@@ -1,0 +1,40 @@
+#include "memory/symmetric_heap.hpp"
+
+#include <unistd.h>
+
+#include <random>
+
+namespace axon {
+namespace {
+
+std::string freshSegmentName(int pe) {
+  std::random_device rd;
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "/axon-%d-%08x-pe%d", static_cast<int>(::getpid()), rd(), pe);
+  return buf;
+}
+
+}  // namespace
+
+SymmetricHeap::SymmetricHeap(int myPe, int nPes, std::size_t capacity, std::size_t chunk)
+    : myPe_(myPe), capacity_(capacity), chunk_(chunk), segments_(nPes), allocator_(capacity) {
+  segments_[myPe_].emplace(ShmSegment::create(freshSegmentName(myPe), capacity));
+}
+
+void SymmetricHeap::attachPeer(int pe, const std::string& name) {
+  segments_[pe].emplace(ShmSegment::open(name, capacity_));
+}
+
+std::size_t SymmetricHeap::growLocal(std::size_t end) {
+  std::size_t target = (end + chunk_ - 1) / chunk_ * chunk_;
+  if (target > capacity_) target = capacity_;
+  if (end > target) target = end;  // ShmSegment reports the cap overflow with the numbers
+  segments_[myPe_]->growTo(target);
+  return segments_[myPe_]->mapped();
+}
+
+void SymmetricHeap::mapPeer(int pe, std::size_t bytes) {
+  if (pe != myPe_ && segments_[pe]) segments_[pe]->growTo(bytes);
+}
+
+}  // namespace axon

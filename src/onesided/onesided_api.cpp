@@ -1,0 +1,181 @@
+// The host one-sided API: validate, resolve, hand to the transport that reaches the PE.
+#include <cstring>
+
+#include "axon/error.hpp"
+#include "axon/onesided.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+#include "onesided/team_barrier.hpp"
+#include "onesided/wait.hpp"
+
+namespace axon {
+
+const char* cmpName(Cmp cmp) noexcept {
+  switch (cmp) {
+    case Cmp::Eq: return "==";
+    case Cmp::Ne: return "!=";
+    case Cmp::Gt: return ">";
+    case Cmp::Ge: return ">=";
+    case Cmp::Lt: return "<";
+    case Cmp::Le: return "<=";
+  }
+  return "?";
+}
+
+namespace {
+
+void checkLocal(const void* p, std::size_t bytes, const char* api, const char* role) {
+  if (bytes > 0 && !p) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("axon: ") + api + ": " + role + " is null but " + std::to_string(bytes) +
+                    " bytes were asked for");
+  }
+}
+
+void checkSignalOp(SignalOp op, const char* api) {
+  if (op != SignalOp::Set && op != SignalOp::Add) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("axon: ") + api + ": signal op must be SignalOp::Set or SignalOp::Add");
+  }
+}
+
+void checkCmp(Cmp cmp, const char* api) {
+  if (static_cast<int>(cmp) < static_cast<int>(Cmp::Eq) || static_cast<int>(cmp) > static_cast<int>(Cmp::Le)) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": unknown comparison");
+  }
+}
+
+// A signal word: symmetric, inside an allocation, 8-byte aligned.
+RemoteRef resolveSignal(Runtime& rt, const std::uint64_t* sig, int pe, const char* api) {
+  RemoteRef ref = rt.resolve(sig, sizeof(std::uint64_t), pe, api, "sig");
+  if (reinterpret_cast<std::uintptr_t>(sig) % alignof(std::uint64_t) != 0) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +
+                                                " is not 8-byte aligned");
+  }
+  return ref;
+}
+
+template <bool Nbi>
+void doPut(void* dest, const void* src, std::size_t bytes, int pe, const char* api) {
+  Runtime& rt = runtime(api);
+  RemoteRef ref = rt.resolve(dest, bytes, pe, api, "dest");
+  checkLocal(src, bytes, api, "src");
+  if (bytes == 0) return;
+  Transport& t = rt.transportTo(pe, api);
+  if constexpr (Nbi) t.putNbi(ref, src, bytes);
+  else t.put(ref, src, bytes);
+}
+
+template <bool Nbi>
+void doGet(void* dest, const void* src, std::size_t bytes, int pe, const char* api) {
+  Runtime& rt = runtime(api);
+  RemoteRef ref = rt.resolve(src, bytes, pe, api, "src");
+  checkLocal(dest, bytes, api, "dest");
+  if (bytes == 0) return;
+  Transport& t = rt.transportTo(pe, api);
+  if constexpr (Nbi) t.getNbi(dest, ref, bytes);
+  else t.get(dest, ref, bytes);
+}
+
+template <bool Nbi>
+void doPutSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig,
+                 std::uint64_t value, SignalOp op, int pe, const char* api) {
+  Runtime& rt = runtime(api);
+  checkSignalOp(op, api);
+  RemoteRef data = rt.resolve(dest, bytes, pe, api, "dest");
+  RemoteRef flag = resolveSignal(rt, sig, pe, api);
+  checkLocal(src, bytes, api, "src");
+  Transport& t = rt.transportTo(pe, api);
+  if (bytes > 0) {
+    if constexpr (Nbi) t.putNbi(data, src, bytes);
+    else t.put(data, src, bytes);
+  }
+  // The data must land before the signal: the transport orders them on its path to one PE, and
+  // the signal itself is a release.
+  t.fence();
+  t.signal(flag, value, op);
+}
+
+}  // namespace
+
+void put(void* dest, const void* src, std::size_t bytes, int pe) { doPut<false>(dest, src, bytes, pe, "put"); }
+void putNbi(void* dest, const void* src, std::size_t bytes, int pe) { doPut<true>(dest, src, bytes, pe, "put_nbi"); }
+void get(void* dest, const void* src, std::size_t bytes, int pe) { doGet<false>(dest, src, bytes, pe, "get"); }
+void getNbi(void* dest, const void* src, std::size_t bytes, int pe) { doGet<true>(dest, src, bytes, pe, "get_nbi"); }
+
+void putSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig,
+               std::uint64_t value, SignalOp op, int pe) {
+  doPutSignal<false>(dest, src, bytes, sig, value, op, pe, "put_signal");
+}
+
+void putSignalNbi(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig,
+                  std::uint64_t value, SignalOp op, int pe) {
+  doPutSignal<true>(dest, src, bytes, sig, value, op, pe, "put_signal_nbi");
+}
+
+void signalOp(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe) {
+  Runtime& rt = runtime("signal_op");
+  checkSignalOp(op, "signal_op");
+  RemoteRef flag = resolveSignal(rt, sig, pe, "signal_op");
+  rt.transportTo(pe, "signal_op").signal(flag, value, op);
+}
+
+std::uint64_t signalFetch(const std::uint64_t* sig) {
+  Runtime& rt = runtime("signal_fetch");
+  resolveSignal(rt, sig, rt.myPe(), "signal_fetch");
+  return std::atomic_ref<const std::uint64_t>(*sig).load(std::memory_order_acquire);
+}
+
+std::uint64_t signalWaitUntil(std::uint64_t* sig, Cmp cmp, std::uint64_t value) {
+  Runtime& rt = runtime("signal_wait_until");
+  checkCmp(cmp, "signal_wait_until");
+  resolveSignal(rt, sig, rt.myPe(), "signal_wait_until");
+  return waitUntil(rt, sig, cmp, value, WaitSite{"signal_wait_until"});
+}
+
+namespace detail {
+
+void atomic(AtomicOp op, void* dest, std::size_t width, const void* operand, const void* cond,
+            void* result, int pe) {
+  static const char* names[] = {"atomic_fetch", "atomic_set", "atomic_swap", "atomic_compare_swap",
+                                "atomic_fetch_add", "atomic_add", "atomic_fetch_and",
+                                "atomic_fetch_or", "atomic_fetch_xor"};
+  const int index = static_cast<int>(op);
+  if (index < 0 || index > static_cast<int>(AtomicOp::FetchXor)) {
+    throw Error(ErrorCode::InvalidArgument, "axon: unknown atomic operation");
+  }
+  const char* api = names[index];
+  Runtime& rt = runtime(api);
+  if (width != 4 && width != 8) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": atomics take 4- or 8-byte integers");
+  }
+  RemoteRef ref = rt.resolve(dest, width, pe, api, "dest");
+  if (reinterpret_cast<std::uintptr_t>(dest) % width != 0) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": dest " + rt.describe(dest) +
+                                                " is not " + std::to_string(width) + "-byte aligned");
+  }
+  rt.transportTo(pe, api).atomic(op, ref, width, operand, cond, result);
+}
+
+}  // namespace detail
+
+void fence() {
+  runtime("fence").fenceAll();
+}
+
+void quiet() {
+  runtime("quiet").quietAll();
+}
+
+void barrierAll() {
+  Runtime& rt = runtime("barrier_all");
+  rt.quietAll();
+  teamBarrier(rt, *rt.world().state(), "barrier_all");
+}
+
+void syncAll() {
+  Runtime& rt = runtime("sync_all");
+  teamBarrier(rt, *rt.world().state(), "sync_all");
+}
+
+}  // namespace axon

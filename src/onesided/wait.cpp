@@ -1,0 +1,84 @@
+#include "onesided/wait.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+#include <thread>
+
+#include "axon/error.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AXON_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define AXON_CPU_RELAX() asm volatile("yield")
+#else
+#define AXON_CPU_RELAX() ((void)0)
+#endif
+
+namespace axon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSpinIterations = 4096;                       // ~10-50 us of pure spinning
+constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yield the core
+constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and timeout checks
+
+std::string expectedText(Cmp cmp, std::uint64_t value) {
+  return std::string(cmpName(cmp)) + " " + std::to_string(value);
+}
+
+}  // namespace
+
+std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+                        const WaitSite& site) {
+  std::atomic_ref<const std::uint64_t> ref(*word);
+  for (int i = 0; i < kSpinIterations; ++i) {
+    std::uint64_t seen = ref.load(std::memory_order_acquire);
+    if (compareValue(seen, cmp, value)) return seen;
+    AXON_CPU_RELAX();
+  }
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(rt.env().timeoutSec));
+  auto nextCheck = start + kCheckEvery;
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      std::uint64_t seen = ref.load(std::memory_order_acquire);
+      if (compareValue(seen, cmp, value)) return seen;
+      AXON_CPU_RELAX();
+    }
+    auto now = Clock::now();
+    if (now - start < kYieldPhase) {
+      ::sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    if (now < nextCheck) continue;
+    nextCheck = now + kCheckEvery;
+    std::uint64_t seen = ref.load(std::memory_order_acquire);
+    if (compareValue(seen, cmp, value)) return seen;
+    const std::string where = "at " + rt.describe(word) + " for a value " + expectedText(cmp, value) +
+                              " (seen " + std::to_string(seen) + ")";
+    std::string what = site.what;
+    if (site.team) what += std::string(" of team ") + site.team + " (round " + std::to_string(site.round) + ")";
+    int dead = rt.liveness().findDead();
+    if (dead >= 0) {
+      throw Error(ErrorCode::PeerDead,
+                  "PE " + std::to_string(rt.myPe()) + ": " + what + " gave up: PE " +
+                      std::to_string(dead) + " (pid " + std::to_string(rt.liveness().pidOf(dead)) +
+                      ") exited while this PE waited " + where);
+    }
+    if (now >= deadline) {
+      std::string on = site.waitingOn >= 0 ? " on PE " + std::to_string(site.waitingOn) : "";
+      throw Error(ErrorCode::Timeout,
+                  "PE " + std::to_string(rt.myPe()) + ": " + what + on + " timed out after " +
+                      secondsText(rt.env().timeoutSec) + " (AXON_TIMEOUT) waiting " + where);
+    }
+  }
+}
+
+}  // namespace axon

@@ -1,0 +1,42 @@
+// Bounded waiting on a 64-bit word of this PE's heap. Spins briefly (the latency path), then
+// yields, then sleeps, so that oversubscribed PEs (more PEs than cores) still progress. Every
+// so often it checks the clock against AXON_TIMEOUT and the liveness of node-local PEs.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "axon/onesided.hpp"
+
+namespace axon {
+
+class Runtime;
+
+inline bool compareValue(std::uint64_t seen, Cmp cmp, std::uint64_t value) {
+  switch (cmp) {
+    case Cmp::Eq: return seen == value;
+    case Cmp::Ne: return seen != value;
+    case Cmp::Gt: return seen > value;
+    case Cmp::Ge: return seen >= value;
+    case Cmp::Lt: return seen < value;
+    case Cmp::Le: return seen <= value;
+  }
+  return false;
+}
+
+// Names the wait in its error message; composed only when the wait fails, so that the fast
+// path allocates nothing.
+struct WaitSite {
+  const char* what;             // "signal_wait_until", "barrier"
+  const char* team = nullptr;   // for barriers: the team's name
+  int round = -1;               // for barriers: the dissemination round
+  int waitingOn = -1;           // the PE expected to update the word, when known
+};
+
+// Returns the value that satisfied the comparison. Throws Timeout or PeerDead with the PE, the
+// address, the expected and the seen value.
+std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+                        const WaitSite& site);
+
+}  // namespace axon

@@ -1,0 +1,49 @@
+// The transport interface: how bytes and atomics reach another PE's symmetric memory.
+// The one-sided layer validates every argument before it calls a transport; a transport only moves.
+// Each transport lives in its own folder and says what it can do through caps().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "axon/onesided.hpp"
+
+namespace axon {
+
+struct TransportCaps {
+  bool loadStore = false;      // peers' memory is mapped: axon::ptr works
+  bool remoteAtomics = false;  // 32/64-bit atomics on peers' memory
+  bool deviceMemory = false;   // can move GPU memory
+  bool crossNode = false;      // reaches PEs on other nodes
+  bool asyncNbi = false;       // _nbi operations really overlap (else they complete at once)
+};
+
+// A location in a PE's symmetric heap, resolved by the one-sided layer.
+struct RemoteRef {
+  int pe;
+  std::size_t offset;  // from the start of the heap
+  void* mapped;        // where this process sees it, for load/store transports; else nullptr
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const noexcept = 0;
+  virtual TransportCaps caps() const noexcept = 0;
+  virtual bool reaches(int pe) const noexcept = 0;
+
+  virtual void put(const RemoteRef& dst, const void* src, std::size_t bytes) = 0;
+  virtual void get(void* dst, const RemoteRef& src, std::size_t bytes) = 0;
+  virtual void putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) { put(dst, src, bytes); }
+  virtual void getNbi(void* dst, const RemoteRef& src, std::size_t bytes) { get(dst, src, bytes); }
+  // A 64-bit signal update with release semantics: everything put before it to the same PE is
+  // visible to whoever observes the new value.
+  virtual void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) = 0;
+  // `width` is 4 or 8; operand/cond/result as in axon::detail::atomic.
+  virtual void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
+                      const void* cond, void* result) = 0;
+  virtual void fence() = 0;
+  virtual void quiet() = 0;
+};
+
+}  // namespace axon

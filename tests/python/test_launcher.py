@@ -1,0 +1,390 @@
+"""Tests of the process launcher, `axon run`, run as a real command.
+
+The launcher is started as `python -m axon run ...`; PEs are small Python
+programs (or sh). Set AXON_TEST_PYTHONPATH to test a copy of the package that
+is not installed: it is prepended to the launcher's PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from typing import List, Optional, Sequence
+
+import pytest
+
+AXON_RUN = [sys.executable, "-m", "axon", "run"]
+
+# Generous bound on any single launcher run, so a regression fails the test
+# instead of hanging the suite.
+TIMEOUT = 30
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    extra = os.environ.get("AXON_TEST_PYTHONPATH")
+    if extra:
+        old = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = extra + (os.pathsep + old if old else "")
+    return env
+
+
+def _py(code: str) -> List[str]:
+    """Command line running ``code`` (dedented) with this interpreter."""
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def axon_run(*args: str) -> subprocess.CompletedProcess:
+    """Run ``axon run ARGS``; returns the completed process with bytes output."""
+    return subprocess.run(
+        AXON_RUN + list(args),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        timeout=TIMEOUT,
+    )
+
+
+def _lines(data: bytes) -> List[str]:
+    return data.decode("utf-8").splitlines()
+
+
+def _launcher_lines(stderr: bytes) -> List[str]:
+    """The launcher's own messages among the stderr lines."""
+    return [line for line in _lines(stderr) if line.startswith("axon run:")]
+
+
+# --------------------------------------------------------------------------
+# Environment of the PEs
+# --------------------------------------------------------------------------
+
+PRINT_AXON_VARS = """
+    import os
+    names = ["AXON_RANK", "AXON_WORLD_SIZE", "AXON_LOCAL_RANK", "AXON_LOCAL_SIZE"]
+    print(" ".join(f"{n}={os.environ[n]}" for n in names))
+"""
+
+
+def test_ranks_and_sizes_seen_by_pes():
+    result = axon_run("-n", "3", *_py(PRINT_AXON_VARS))
+    assert result.returncode == 0
+    assert result.stderr == b""
+    assert sorted(_lines(result.stdout)) == [
+        f"[{i}] AXON_RANK={i} AXON_WORLD_SIZE=3 AXON_LOCAL_RANK={i} AXON_LOCAL_SIZE=3"
+        for i in range(3)
+    ]
+
+
+def test_store_address_is_loopback_with_integer_port_shared_by_all_pes():
+    result = axon_run("-n", "4", *_py("import os; print(os.environ['AXON_STORE_ADDR'])"))
+    assert result.returncode == 0
+    lines = _lines(result.stdout)
+    assert len(lines) == 4
+    addresses = {line.split(" ", 1)[1] for line in lines}
+    assert len(addresses) == 1, "every PE must see the same store address"
+    host, port = addresses.pop().split(":")
+    assert host == "127.0.0.1"
+    assert port.isdigit() and 1 <= int(port) <= 65535
+
+
+def test_pes_inherit_the_launcher_environment():
+    env_name = "AXON_TEST_INHERITED"
+    code = f"import os; print(os.environ.get({env_name!r}, 'missing'))"
+    os.environ[env_name] = "from-parent"
+    try:
+        result = axon_run("-n", "2", *_py(code))
+    finally:
+        del os.environ[env_name]
+    assert sorted(_lines(result.stdout)) == ["[0] from-parent", "[1] from-parent"]
+
+
+def test_compiled_program_and_python_script(tmp_path):
+    sh = shutil.which("sh")
+    assert sh is not None
+    result = axon_run("-n", "2", sh, "-c", 'echo "sh $AXON_RANK/$AXON_WORLD_SIZE"')
+    assert result.returncode == 0
+    assert sorted(_lines(result.stdout)) == ["[0] sh 0/2", "[1] sh 1/2"]
+
+    script = tmp_path / "pe.py"
+    script.write_text("import os, sys\nprint('script', os.environ['AXON_RANK'], sys.argv[1:])\n")
+    result = axon_run("-n", "2", sys.executable, str(script), "a", "b")
+    assert result.returncode == 0
+    assert sorted(_lines(result.stdout)) == [
+        "[0] script 0 ['a', 'b']",
+        "[1] script 1 ['a', 'b']",
+    ]
+
+
+# --------------------------------------------------------------------------
+# Output forwarding
+# --------------------------------------------------------------------------
+
+
+def test_stdout_and_stderr_are_prefixed_and_kept_apart():
+    code = """
+        import os, sys
+        rank = os.environ["AXON_RANK"]
+        print(f"out {rank}")
+        print(f"err {rank}", file=sys.stderr)
+    """
+    result = axon_run("-n", "2", *_py(code))
+    assert result.returncode == 0
+    assert sorted(_lines(result.stdout)) == ["[0] out 0", "[1] out 1"]
+    assert sorted(_lines(result.stderr)) == ["[0] err 0", "[1] err 1"]
+
+
+def test_last_line_without_newline_and_non_utf8_bytes():
+    code = r"""
+        import sys
+        sys.stdout.buffer.write(b"bytes \xff\xfe\n")
+        sys.stdout.write("first\nno newline at the end")
+    """
+    result = axon_run("-n", "1", *_py(code))
+    assert result.returncode == 0
+    assert result.stdout == b"[0] bytes \xff\xfe\n[0] first\n[0] no newline at the end\n"
+
+
+def test_no_prefix_passes_lines_through():
+    code = "import os; print('plain', os.environ['AXON_RANK'])"
+    result = axon_run("-n", "2", "--no-prefix", *_py(code))
+    assert result.returncode == 0
+    assert sorted(_lines(result.stdout)) == ["plain 0", "plain 1"]
+
+
+def test_lines_of_many_pes_never_interleave_and_all_are_drained():
+    nprocs, count = 4, 2000
+    code = f"""
+        import os, sys
+        rank = os.environ["AXON_RANK"]
+        for i in range({count}):
+            sys.stdout.write(f"out {{rank}} {{i}} " + "x" * 80 + "\\n")
+            sys.stderr.write(f"err {{rank}} {{i}} " + "y" * 80 + "\\n")
+    """
+    result = axon_run("-n", str(nprocs), *_py(code))
+    assert result.returncode == 0
+    for stream, kind, fill in ((result.stdout, "out", "x"), (result.stderr, "err", "y")):
+        pattern = re.compile(rf"\[(\d)\] {kind} (\d) (\d+) {fill}{{80}}")
+        seen = {rank: [] for rank in range(nprocs)}
+        for line in _lines(stream):
+            match = pattern.fullmatch(line)
+            assert match is not None, f"mangled line: {line!r}"
+            assert match.group(1) == match.group(2)
+            seen[int(match.group(1))].append(int(match.group(3)))
+        # Every line arrives, in the order each PE wrote it.
+        assert all(numbers == list(range(count)) for numbers in seen.values())
+
+
+# --------------------------------------------------------------------------
+# Failures
+# --------------------------------------------------------------------------
+
+# PE 1 runs `failure`; every other PE sleeps until the launcher stops it.
+FAIL_ONE_PE = """
+    import os, signal, sys, time
+    if os.environ["AXON_RANK"] == "1":
+        {failure}
+    {peer_setup}
+    time.sleep(60)
+"""
+
+
+def _fail_one_pe(failure: str, peer_setup: str = "pass") -> List[str]:
+    return _py(FAIL_ONE_PE.format(failure=failure, peer_setup=peer_setup))
+
+
+def test_failing_pe_sets_exit_code_and_peers_are_stopped():
+    start = time.monotonic()
+    result = axon_run("-n", "2", "--grace", "0.5", *_fail_one_pe("sys.exit(3)"))
+    elapsed = time.monotonic() - start
+    assert result.returncode == 3
+    assert _launcher_lines(result.stderr) == [
+        "axon run: PE 1 exited with status 3; stopping the other PEs",
+        "axon run: PE 0 stopped by the launcher (SIGTERM)",
+    ]
+    assert elapsed < 10
+
+
+def test_peer_ignoring_sigterm_is_killed():
+    peer_setup = "signal.signal(signal.SIGTERM, signal.SIG_IGN)"
+    start = time.monotonic()
+    result = axon_run("-n", "2", "--grace", "0.2", *_fail_one_pe("sys.exit(5)", peer_setup))
+    elapsed = time.monotonic() - start
+    assert result.returncode == 5
+    assert _launcher_lines(result.stderr) == [
+        "axon run: PE 1 exited with status 5; stopping the other PEs",
+        "axon run: PE 0 stopped by the launcher (SIGKILL)",
+    ]
+    # grace + 3 s between SIGTERM and SIGKILL, plus start-up.
+    assert elapsed < 10
+
+
+def test_processes_left_by_pes_of_a_stopped_job_are_killed():
+    # PE 0 exits at once but leaves a background job holding its output pipes;
+    # PE 1 then fails. The launcher must kill the leftover rather than wait on it.
+    sh = shutil.which("sh")
+    assert sh is not None
+    script = 'if [ "$AXON_RANK" = 0 ]; then sleep 60 & exit 0; fi; sleep 0.3; exit 3'
+    start = time.monotonic()
+    result = axon_run("-n", "2", "--grace", "0.2", sh, "-c", script)
+    elapsed = time.monotonic() - start
+    assert result.returncode == 3
+    assert _launcher_lines(result.stderr) == ["axon run: PE 1 exited with status 3"]
+    assert elapsed < 3
+
+
+def test_pe_killed_by_signal():
+    result = axon_run(
+        "-n", "2", "--grace", "0.5", *_fail_one_pe("os.kill(os.getpid(), signal.SIGKILL)")
+    )
+    assert result.returncode == 128 + signal.SIGKILL
+    assert _launcher_lines(result.stderr)[0] == (
+        "axon run: PE 1 was killed by signal 9 (SIGKILL); stopping the other PEs"
+    )
+
+
+def test_single_failing_pe_reports_status_only():
+    result = axon_run("-n", "1", *_py("import sys; sys.exit(4)"))
+    assert result.returncode == 4
+    assert _launcher_lines(result.stderr) == ["axon run: PE 0 exited with status 4"]
+
+
+class _Collector:
+    """Reads a pipe on a thread, so the test can wait for lines with a timeout."""
+
+    def __init__(self, pipe) -> None:
+        self.lines: "queue.Queue[Optional[str]]" = queue.Queue()
+        self.all: List[str] = []
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe) -> None:
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode("utf-8").rstrip("\n")
+            self.all.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, count: int, text: str, timeout: float = TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while seen < count:
+            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            assert line is not None, "pipe closed before the expected lines arrived"
+            seen += text in line
+
+    def finish(self) -> List[str]:
+        self._thread.join(TIMEOUT)
+        return self.all
+
+
+def test_sigterm_to_launcher_is_forwarded_to_every_pe():
+    # PE 0 traps SIGTERM and exits 0; PE 1 dies of it, which sets the exit code.
+    code = """
+        import os, signal, sys, time
+        if os.environ["AXON_RANK"] == "0":
+            def on_term(signum, frame):
+                print("PE 0 caught SIGTERM", flush=True)
+                sys.exit(0)
+            signal.signal(signal.SIGTERM, on_term)
+        print("ready", flush=True)
+        time.sleep(60)
+    """
+    launcher = subprocess.Popen(
+        AXON_RUN + ["-n", "2", "--grace", "5", *_py(code)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    try:
+        stdout, stderr = _Collector(launcher.stdout), _Collector(launcher.stderr)
+        stdout.wait_for(2, "ready")
+        start = time.monotonic()
+        launcher.send_signal(signal.SIGTERM)
+        returncode = launcher.wait(TIMEOUT)
+        elapsed = time.monotonic() - start
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert returncode == 128 + signal.SIGTERM
+    assert "[0] PE 0 caught SIGTERM" in stdout.finish()
+    assert [line for line in stderr.finish() if line.startswith("axon run:")] == [
+        "axon run: received SIGTERM; forwarding it to the PEs",
+        "axon run: PE 1 stopped by the launcher (SIGTERM)",
+    ]
+    # Both PEs reacted to the forwarded signal; the 5 s grace was not needed.
+    assert elapsed < 4
+
+
+# --------------------------------------------------------------------------
+# Start-up errors and the command line
+# --------------------------------------------------------------------------
+
+
+def test_program_not_found():
+    result = axon_run("-n", "2", "axon-test-no-such-program", "arg")
+    assert result.returncode == 127
+    assert result.stdout == b""
+    assert _lines(result.stderr) == [
+        "axon run: cannot start 'axon-test-no-such-program': No such file or directory"
+    ]
+
+
+def test_program_not_executable(tmp_path):
+    program = tmp_path / "not-executable"
+    program.write_text("#!/bin/sh\necho hi\n")
+    program.chmod(0o644)
+    result = axon_run("-n", "2", str(program))
+    assert result.returncode == 127
+    assert _lines(result.stderr) == [f"axon run: cannot start {str(program)!r}: Permission denied"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-n", "0", "true"],
+        ["-n", "-1", "true"],
+        ["-n", "two", "true"],
+        ["true"],
+        ["-n", "2"],
+        ["-n", "2", "--grace", "-1", "true"],
+    ],
+    ids=["zero", "negative", "not-a-number", "missing-n", "missing-program", "bad-grace"],
+)
+def test_bad_command_line_exits_2_with_one_line(args: Sequence[str]):
+    result = axon_run(*args)
+    assert result.returncode == 2
+    assert result.stdout == b""
+    lines = _lines(result.stderr)
+    assert len(lines) == 1
+    assert lines[0].startswith("axon run: error:")
+
+
+def test_bad_n_message_names_the_option():
+    result = axon_run("-n", "0", "true")
+    assert "-n/--nprocs: must be an integer >= 1, got '0'" in result.stderr.decode()
+
+
+ECHO_ARGS = "import sys; print(sys.argv[1:])"
+
+
+def test_arguments_after_the_program_reach_it_unchanged():
+    result = axon_run("-n", "1", *_py(ECHO_ARGS), "-n", "5", "--grace", "9", "--", "-h")
+    assert result.returncode == 0
+    assert _lines(result.stdout) == ["[0] ['-n', '5', '--grace', '9', '--', '-h']"]
+
+
+def test_double_dash_separates_the_program():
+    result = axon_run("-n", "2", "--", *_py(ECHO_ARGS), "--flag")
+    assert result.returncode == 0
+    assert sorted(_lines(result.stdout)) == ["[0] ['--flag']", "[1] ['--flag']"]
