@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable, List, NoReturn, Optional, Sequence
+from collections.abc import Sequence
+from typing import Callable, NoReturn
 
 from . import launcher
 
@@ -106,7 +107,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    command: List[str] = list(args.command)
+    command: list[str] = list(args.command)
     # argparse keeps the '--' that may separate our options from the program.
     if command[:1] == ["--"]:
         command = command[1:]
@@ -143,7 +144,7 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``axon`` command line (``argv`` defaults to sys.argv[1:]); return the exit code."""
     parser = build_parser()
     try:

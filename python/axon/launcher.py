@@ -26,8 +26,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Deque, Dict, List, Mapping, Optional, Sequence
+from typing import IO
 
 __all__ = [
     "EXIT_CANNOT_START",
@@ -84,8 +85,8 @@ def pe_environment(
     rank: int,
     nprocs: int,
     store_addr: str,
-    base: Optional[Mapping[str, str]] = None,
-) -> Dict[str, str]:
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Environment of PE ``rank``: ``base`` (default: ours) plus the AXON_* variables."""
     env = dict(os.environ if base is None else base)
     env.update(
@@ -98,6 +99,9 @@ def pe_environment(
             "AXON_STORE_ADDR": store_addr,
         }
     )
+    # Output goes through a pipe, where Python would buffer it in blocks: PEs' lines would then
+    # show up late and out of step with the others'. A user's explicit setting wins.
+    env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
 
@@ -140,7 +144,7 @@ class LineSink:
     def __init__(self, stream: IO[str], lock: threading.Lock) -> None:
         self._stream = stream
         # Streams replaced by test harnesses may have no binary layer.
-        self._binary: Optional[IO[bytes]] = getattr(stream, "buffer", None)
+        self._binary: IO[bytes] | None = getattr(stream, "buffer", None)
         self._lock = lock
         self._closed = False
         # Anything already written through the text layer must come out
@@ -219,10 +223,10 @@ class _SignalCatcher:
     """
 
     def __init__(self) -> None:
-        self.pending: Deque[int] = collections.deque()
-        self._previous: Dict[int, object] = {}
+        self.pending: collections.deque[int] = collections.deque()
+        self._previous: dict[int, object] = {}
 
-    def __enter__(self) -> "_SignalCatcher":
+    def __enter__(self) -> _SignalCatcher:
         if threading.current_thread() is not threading.main_thread():
             return self
         for signum in _FORWARDED_SIGNALS:
@@ -251,12 +255,12 @@ class _SignalCatcher:
 class _PE:
     rank: int
     proc: subprocess.Popen
-    readers: List[threading.Thread] = field(default_factory=list)
+    readers: list[threading.Thread] = field(default_factory=list)
     #: Last signal the launcher sent this PE, to tell "stopped by us" from "failed".
-    launcher_signal: Optional[int] = None
+    launcher_signal: int | None = None
 
     @property
-    def returncode(self) -> Optional[int]:
+    def returncode(self) -> int | None:
         return self.proc.returncode
 
     def send_signal(self, signum: int) -> None:
@@ -266,7 +270,9 @@ class _PE:
             return
         try:
             os.killpg(self.proc.pid, signum)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
+            # Gone already, or (setuid program) not ours to signal: either
+            # way there is nothing more the launcher can do for this PE.
             pass
 
 
@@ -303,10 +309,10 @@ def _start_reader(pe: _PE, source: IO[bytes], sink: LineSink, prefix: bytes, nam
     pe.readers.append(thread)
 
 
-def _start_pes(nprocs: int, argv: Sequence[str], output: _Output, prefix: bool) -> List[_PE]:
+def _start_pes(nprocs: int, argv: Sequence[str], output: _Output, prefix: bool) -> list[_PE]:
     """Start every PE; on failure stop the ones already started and raise _CannotStart."""
     store_addr = f"{_STORE_HOST}:{find_free_port()}"
-    pes: List[_PE] = []
+    pes: list[_PE] = []
     for rank in range(nprocs):
         try:
             proc = subprocess.Popen(
@@ -342,13 +348,14 @@ def _kill_and_reap(pes: Sequence[_PE]) -> None:
 
 
 def _kill_leftover_groups(pes: Sequence[_PE]) -> None:
-    """SIGKILL what remains of the PEs' process groups once a job is stopped.
+    """SIGKILL what remains of the given PEs' process groups.
 
     A PE's own children stay in its group after the PE exits (e.g. a shell
     script's background job) and may keep its output pipes open; a stopped
-    job must not leave them running. Signalling the group of a reaped PE is
-    safe: the kernel keeps a pid allocated while it names a non-empty group,
-    and an empty group's pid is not reused within the few seconds of a stop.
+    job must not leave them running. The group id is the reaped PE's pid,
+    which the kernel keeps allocated while the group has members; callers
+    pass only PEs reaped moments ago or whose pipes are still held open, so
+    the id cannot have been reused by an unrelated group.
     """
     for pe in pes:
         try:
@@ -379,17 +386,19 @@ class _Supervisor:
     """
 
     def __init__(
-        self, pes: List[_PE], grace: float, output: _Output, signals: _SignalCatcher
+        self, pes: list[_PE], grace: float, output: _Output, signals: _SignalCatcher
     ) -> None:
         self._pes = pes
         self._live = list(pes)
         self._grace = grace
         self._output = output
         self._signals = signals
-        self._stop_started: Optional[float] = None
+        self._stop_started: float | None = None
+        # PEs running when the stop began: their groups are swept at the end.
+        self._stopped: list[_PE] = []
         self._term_sent = False
         self._kill_sent = False
-        self._exit_code: Optional[int] = None
+        self._exit_code: int | None = None
 
     def run(self) -> int:
         """Supervise until every PE has exited; return the launcher's exit code."""
@@ -401,22 +410,30 @@ class _Supervisor:
             self._escalate()
             time.sleep(_POLL_INTERVAL)
         if self._stop_started is not None:
-            _kill_leftover_groups(self._pes)
+            _kill_leftover_groups(self._leftover_candidates())
         # No PE failed: 0, also when PEs handled a forwarded signal and exited 0.
         return 0 if self._exit_code is None else self._exit_code
 
     def kill_survivors(self) -> None:
         """Last resort if supervision itself fails: no PE may be left behind."""
+        self._stopped.extend(self._live)
         _kill_and_reap(self._live)
         self._live.clear()
-        _kill_leftover_groups(self._pes)
+        _kill_leftover_groups(self._leftover_candidates())
+
+    def _leftover_candidates(self) -> list[_PE]:
+        """PEs whose groups may hold leftovers and are safe to signal; see _kill_leftover_groups."""
+        return [
+            pe for pe in self._pes
+            if pe in self._stopped or any(reader.is_alive() for reader in pe.readers)
+        ]
 
     def _forward_signals(self) -> None:
         while self._signals.pending:
             signum = self._signals.pending.popleft()
             self._output.say(f"received {signal_name(signum)}; forwarding it to the PEs")
             self._signal_live(signum)
-            self._begin_stop()
+            self._begin_stop(trigger=None)
 
     def _reap(self) -> None:
         for pe in list(self._live):
@@ -438,14 +455,17 @@ class _Supervisor:
             self._output.say(f"PE {pe.rank} {describe_status(returncode)}{suffix}")
         # Even with no PE left, a failed job is "stopped": whatever its PEs
         # left running in their process groups is killed at the end.
-        self._begin_stop()
+        self._begin_stop(trigger=pe)
         # The first failure decides the exit code; the failures it causes don't.
         if self._exit_code is None:
             self._exit_code = exit_code_of(returncode)
 
-    def _begin_stop(self) -> None:
-        if self._stop_started is None:
-            self._stop_started = time.monotonic()
+    def _begin_stop(self, trigger: _PE | None) -> None:
+        """Start the escalation; ``trigger`` is the failed PE, if a failure caused it."""
+        if self._stop_started is not None:
+            return
+        self._stop_started = time.monotonic()
+        self._stopped = list(self._live) + ([trigger] if trigger is not None else [])
 
     def _escalate(self) -> None:
         if self._stop_started is None:
@@ -468,8 +488,9 @@ def run(nprocs: int, argv: list[str], *, grace: float = 2.0, prefix: bool = True
     """Run ``nprocs`` PEs of the program ``argv`` on this machine; return the exit code.
 
     The exit code is 0 when every PE exits 0; otherwise the status of the
-    first PE that failed (128+N for a PE killed by signal N); 127 when the
-    program cannot be started. ``grace`` is how long the other PEs may run on
+    first PE that failed (128+N for a PE killed by signal N), also after a
+    forwarded SIGINT/SIGTERM (so PEs that handle it and exit 0 give 0); 127
+    when the program cannot be started. ``grace`` is how long the other PEs may run on
     after a failure before the launcher stops them; ``prefix`` selects the
     ``[rank] `` prefix on forwarded output lines.
     """

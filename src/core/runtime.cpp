@@ -60,7 +60,7 @@ struct PeerCard {
 Runtime::Runtime(Env env) : env_(std::move(env)) {
   logThreshold() = env_.logLevel;
   boot_ = std::make_unique<Bootstrap>(env_.launch, env_.timeoutSec);
-  heap_ = std::make_unique<SymmetricHeap>(myPe(), nPes(), env_.heapMax, env_.heapChunk);
+  heap_ = std::make_shared<SymmetricHeap>(myPe(), nPes(), env_.heapMax, env_.heapChunk);
   // The control block is the first allocation, so it sits at offset 0 on every PE.
   controlOffset_ = *heap_->allocator().allocate(sizeof(ControlBlock), 4096);
   heap_->growLocal(heap_->allocator().top());

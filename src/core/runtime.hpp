@@ -30,6 +30,9 @@ class Runtime {
   const Env& env() const { return env_; }
   Bootstrap& bootstrap() { return *boot_; }
   SymmetricHeap& heap() { return *heap_; }
+  // Shared ownership of the mappings, for language bindings whose arrays may outlive finalize():
+  // the memory stays mapped (and private to this process) until the last holder lets go.
+  std::shared_ptr<SymmetricHeap> heapOwner() const { return heap_; }
   const Liveness& liveness() const { return liveness_; }
   const std::vector<bool>& nodeLocal() const { return nodeLocal_; }
 
@@ -57,7 +60,7 @@ class Runtime {
 
   Env env_;
   std::unique_ptr<Bootstrap> boot_;
-  std::unique_ptr<SymmetricHeap> heap_;
+  std::shared_ptr<SymmetricHeap> heap_;
   std::vector<bool> nodeLocal_;
   Liveness liveness_;
   std::unique_ptr<Transport> shm_;

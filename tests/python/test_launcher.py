@@ -17,7 +17,7 @@ import sys
 import textwrap
 import threading
 import time
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -37,7 +37,7 @@ def _env() -> dict:
     return env
 
 
-def _py(code: str) -> List[str]:
+def _py(code: str) -> list[str]:
     """Command line running ``code`` (dedented) with this interpreter."""
     return [sys.executable, "-c", textwrap.dedent(code)]
 
@@ -47,18 +47,17 @@ def axon_run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         AXON_RUN + list(args),
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         env=_env(),
         timeout=TIMEOUT,
     )
 
 
-def _lines(data: bytes) -> List[str]:
+def _lines(data: bytes) -> list[str]:
     return data.decode("utf-8").splitlines()
 
 
-def _launcher_lines(stderr: bytes) -> List[str]:
+def _launcher_lines(stderr: bytes) -> list[str]:
     """The launcher's own messages among the stderr lines."""
     return [line for line in _lines(stderr) if line.startswith("axon run:")]
 
@@ -187,23 +186,30 @@ def test_lines_of_many_pes_never_interleave_and_all_are_drained():
 # Failures
 # --------------------------------------------------------------------------
 
-# PE 1 runs `failure`; every other PE sleeps until the launcher stops it.
+# PE 1 runs `failure` once PE 0 has run `peer_setup` and created the file
+# argv[1] (so the launcher's signals cannot overtake the setup); PE 0 then
+# sleeps until the launcher stops it.
 FAIL_ONE_PE = """
     import os, signal, sys, time
+    ready = sys.argv[1]
     if os.environ["AXON_RANK"] == "1":
+        while not os.path.exists(ready):
+            time.sleep(0.01)
         {failure}
     {peer_setup}
+    open(ready, "w").close()
     time.sleep(60)
 """
 
 
-def _fail_one_pe(failure: str, peer_setup: str = "pass") -> List[str]:
-    return _py(FAIL_ONE_PE.format(failure=failure, peer_setup=peer_setup))
+def _fail_one_pe(tmp_path, failure: str, peer_setup: str = "pass") -> list[str]:
+    code = FAIL_ONE_PE.format(failure=failure, peer_setup=peer_setup)
+    return _py(code) + [str(tmp_path / "pe0-ready")]
 
 
-def test_failing_pe_sets_exit_code_and_peers_are_stopped():
+def test_failing_pe_sets_exit_code_and_peers_are_stopped(tmp_path):
     start = time.monotonic()
-    result = axon_run("-n", "2", "--grace", "0.5", *_fail_one_pe("sys.exit(3)"))
+    result = axon_run("-n", "2", "--grace", "0.5", *_fail_one_pe(tmp_path, "sys.exit(3)"))
     elapsed = time.monotonic() - start
     assert result.returncode == 3
     assert _launcher_lines(result.stderr) == [
@@ -213,10 +219,11 @@ def test_failing_pe_sets_exit_code_and_peers_are_stopped():
     assert elapsed < 10
 
 
-def test_peer_ignoring_sigterm_is_killed():
+def test_peer_ignoring_sigterm_is_killed(tmp_path):
     peer_setup = "signal.signal(signal.SIGTERM, signal.SIG_IGN)"
     start = time.monotonic()
-    result = axon_run("-n", "2", "--grace", "0.2", *_fail_one_pe("sys.exit(5)", peer_setup))
+    command = _fail_one_pe(tmp_path, "sys.exit(5)", peer_setup)
+    result = axon_run("-n", "2", "--grace", "0.2", *command)
     elapsed = time.monotonic() - start
     assert result.returncode == 5
     assert _launcher_lines(result.stderr) == [
@@ -241,10 +248,9 @@ def test_processes_left_by_pes_of_a_stopped_job_are_killed():
     assert elapsed < 3
 
 
-def test_pe_killed_by_signal():
-    result = axon_run(
-        "-n", "2", "--grace", "0.5", *_fail_one_pe("os.kill(os.getpid(), signal.SIGKILL)")
-    )
+def test_pe_killed_by_signal(tmp_path):
+    failure = "os.kill(os.getpid(), signal.SIGKILL)"
+    result = axon_run("-n", "2", "--grace", "0.5", *_fail_one_pe(tmp_path, failure))
     assert result.returncode == 128 + signal.SIGKILL
     assert _launcher_lines(result.stderr)[0] == (
         "axon run: PE 1 was killed by signal 9 (SIGKILL); stopping the other PEs"
@@ -261,8 +267,8 @@ class _Collector:
     """Reads a pipe on a thread, so the test can wait for lines with a timeout."""
 
     def __init__(self, pipe) -> None:
-        self.lines: "queue.Queue[Optional[str]]" = queue.Queue()
-        self.all: List[str] = []
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.all: list[str] = []
         self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
         self._thread.start()
 
@@ -281,7 +287,7 @@ class _Collector:
             assert line is not None, "pipe closed before the expected lines arrived"
             seen += text in line
 
-    def finish(self) -> List[str]:
+    def finish(self) -> list[str]:
         self._thread.join(TIMEOUT)
         return self.all
 

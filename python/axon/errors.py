@@ -1,0 +1,69 @@
+"""Exceptions raised by axon. Every one is an axon.Error; the code says which kind."""
+
+import builtins
+
+
+class Error(Exception):
+    """Base class of every error axon raises."""
+
+    code = 0
+
+
+class InvalidArgumentError(Error, ValueError):
+    code = -1
+
+
+class InvalidPeError(Error, ValueError):
+    code = -2
+
+
+class OutOfBoundsError(Error, IndexError):
+    code = -3
+
+
+class NotInitializedError(Error, RuntimeError):
+    code = -4
+
+
+class AlreadyInitializedError(Error, RuntimeError):
+    code = -5
+
+
+class TimeoutError(Error, builtins.TimeoutError):  # noqa: A001 - mirrors the C++ code name
+    code = -6
+
+
+class PeerDeadError(Error, RuntimeError):
+    code = -7
+
+
+class BootstrapError(Error, ConnectionError):
+    code = -8
+
+
+class CollectiveMismatchError(Error, RuntimeError):
+    code = -9
+
+
+class OutOfMemoryError(Error, MemoryError):
+    code = -10
+
+
+class SystemError(Error, OSError):  # noqa: A001
+    code = -11
+
+
+class UnsupportedError(Error, NotImplementedError):
+    code = -12
+
+
+class InternalError(Error, RuntimeError):
+    code = -13
+
+
+ALL = [
+    InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
+    AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
+    CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
+]
+BY_CODE = {cls.code: cls for cls in ALL}

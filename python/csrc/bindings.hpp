@@ -1,0 +1,14 @@
+// Declarations shared by the binding files: one registration function per public header.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace axon::py {
+
+void bindErrors(nanobind::module_& m);
+void bindRuntime(nanobind::module_& m);
+void bindMemory(nanobind::module_& m);
+void bindOnesided(nanobind::module_& m);
+void bindTeams(nanobind::module_& m);
+
+}  // namespace axon::py

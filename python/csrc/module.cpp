@@ -1,0 +1,10 @@
+#include "bindings.hpp"
+
+NB_MODULE(_axon, m) {
+  m.doc() = "axon raw bindings; use the axon package instead";
+  axon::py::bindErrors(m);
+  axon::py::bindRuntime(m);
+  axon::py::bindMemory(m);
+  axon::py::bindOnesided(m);
+  axon::py::bindTeams(m);
+}

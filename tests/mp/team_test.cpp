@@ -1,0 +1,111 @@
+// Teams: world, node, split_strided, translation, barriers, destroy and slot reuse.
+#include <gtest/gtest.h>
+
+#include <axon/axon.hpp>
+
+namespace {
+
+int me() { return axon::myPe(); }
+int np() { return axon::nPes(); }
+
+TEST(Teams, WorldAndNode) {
+  axon::Team world = axon::Team::world(), node = axon::Team::node();
+  EXPECT_EQ(world.myPe(), me());
+  EXPECT_EQ(world.nPes(), np());
+  EXPECT_EQ(node.nPes(), np());  // the launcher runs every PE on this node
+  for (int pe = 0; pe < np(); ++pe) {
+    EXPECT_EQ(world.translate(pe, node), pe);
+    EXPECT_EQ(world.worldPe(pe), pe);
+  }
+  world.barrier();
+  node.sync();
+}
+
+TEST(Teams, SplitEvenAndOdd) {
+  axon::Team world = axon::Team::world();
+  const int evens = (np() + 1) / 2, odds = np() / 2;
+  axon::Team even = world.splitStrided(0, 2, evens);
+  axon::Team odd = odds > 0 ? world.splitStrided(1, 2, odds) : axon::Team();
+  if (me() % 2 == 0) {
+    ASSERT_TRUE(even.valid());
+    EXPECT_FALSE(odd.valid());
+    EXPECT_EQ(even.myPe(), me() / 2);
+    EXPECT_EQ(even.nPes(), evens);
+    for (int i = 0; i < evens; ++i) {
+      EXPECT_EQ(even.worldPe(i), 2 * i);
+      EXPECT_EQ(even.translate(i, world), 2 * i);
+    }
+    // A PE of the world outside the team translates to -1.
+    if (np() > 1) EXPECT_EQ(world.translate(1, even), -1);
+    // Barriers of the sub-team, many times: the counters must stay in step.
+    for (int i = 0; i < 50; ++i) even.barrier();
+    even.destroy();
+    EXPECT_FALSE(even.valid());
+  } else {
+    EXPECT_FALSE(even.valid());
+    ASSERT_TRUE(odd.valid());
+    EXPECT_EQ(odd.myPe(), me() / 2);
+    for (int i = 0; i < 50; ++i) odd.sync();
+    odd.destroy();
+  }
+  world.barrier();
+}
+
+TEST(Teams, SlotsAreReusedAfterDestroy) {
+  axon::Team world = axon::Team::world();
+  // More splits than there are slots: only works if destroy frees them and zeroes the counters.
+  for (int round = 0; round < 100; ++round) {
+    axon::Team all = world.splitStrided(0, 1, np());
+    ASSERT_TRUE(all.valid());
+    EXPECT_EQ(all.myPe(), me());
+    for (int i = 0; i < 3; ++i) all.barrier();
+    all.destroy();
+  }
+}
+
+TEST(Teams, NestedSplitAndTranslate) {
+  if (np() < 4) GTEST_SKIP() << "needs 4 PEs";
+  axon::Team world = axon::Team::world();
+  axon::Team upper = world.splitStrided(np() / 2, 1, np() - np() / 2);
+  if (me() >= np() / 2) {
+    ASSERT_TRUE(upper.valid());
+    axon::Team pair = upper.splitStrided(0, 1, 2);
+    if (upper.myPe() < 2) {
+      ASSERT_TRUE(pair.valid());
+      EXPECT_EQ(pair.worldPe(pair.myPe()), me());
+      EXPECT_EQ(pair.translate(1, world), np() / 2 + 1);
+      EXPECT_EQ(pair.translate(0, upper), 0);
+      pair.barrier();
+      pair.destroy();
+    } else {
+      EXPECT_FALSE(pair.valid());
+    }
+    upper.destroy();
+  }
+  world.barrier();
+}
+
+TEST(Teams, BadSplitsFailOnEveryPe) {
+  axon::Team world = axon::Team::world();
+  try {
+    world.splitStrided(0, 1, np() + 1);
+    FAIL();
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::InvalidArgument) << e.what();
+  }
+  if (np() > 1) {
+    try {
+      world.splitStrided(0, 1, me() == 0 ? 1 : 2);
+      FAIL();
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    }
+  }
+  axon::Team invalid;
+  EXPECT_THROW(invalid.barrier(), axon::Error);
+  EXPECT_THROW(world.translate(np(), world), axon::Error);
+  EXPECT_THROW(world.destroy(), axon::Error);
+  world.barrier();
+}
+
+}  // namespace
