@@ -1,0 +1,25 @@
+"""PE 1 dies (SIGKILL) while PE 0 waits on a signal only PE 1 would set."""
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import axon
+
+axon.init()
+sig = axon.zeros(1, np.uint64)
+axon.barrier_all()
+if axon.my_pe() == 1:
+    time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGKILL)
+start = time.monotonic()
+try:
+    axon.signal_wait_until(sig, axon.Cmp.EQ, 1)
+except axon.PeerDeadError as e:
+    print(f"caught PeerDeadError after {time.monotonic() - start:.2f} s: {e}", flush=True)
+    os._exit(0)  # no finalize: its barrier would wait for the dead PE
+print("the wait returned without the signal", flush=True)
+sys.exit(1)
