@@ -46,6 +46,8 @@ bool readQuad(const Vars& vars, const char* rankVar, const char* sizeVar, const 
   }
   out.rank = *rank;
   out.worldSize = *size;
+  out.rankVar = rankVar;
+  out.sizeVar = sizeVar;
   auto localRank = localRankVar ? getInt(vars, localRankVar) : std::nullopt;
   auto localSize = localSizeVar ? getInt(vars, localSizeVar) : std::nullopt;
   // Without local information assume one node; init() checks this against the hosts it sees.
@@ -57,13 +59,14 @@ bool readQuad(const Vars& vars, const char* rankVar, const char* sizeVar, const 
 void validate(const LaunchInfo& info) {
   const std::string from = " (from " + info.source + " variables)";
   if (info.worldSize < 1) {
-    throw Error(ErrorCode::InvalidArgument, "world size " + std::to_string(info.worldSize) +
-                                                " must be at least 1" + from);
+    throw Error(ErrorCode::InvalidArgument, "world size " + std::to_string(info.worldSize) + " (" +
+                                                info.sizeVar + ") must be at least 1");
   }
   if (info.rank < 0 || info.rank >= info.worldSize) {
-    throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(info.rank) +
-                                                " is outside [0, " + std::to_string(info.worldSize) +
-                                                ")" + from);
+    throw Error(ErrorCode::InvalidArgument, "rank " + std::to_string(info.rank) + " (" +
+                                                info.rankVar + ") is outside [0, " +
+                                                std::to_string(info.worldSize) + ") (" +
+                                                info.sizeVar + ")");
   }
   if (info.localSize > 0 && (info.localRank < 0 || info.localRank >= info.localSize)) {
     throw Error(ErrorCode::InvalidArgument, "local rank " + std::to_string(info.localRank) +
@@ -94,12 +97,13 @@ void deriveLocalStore(LaunchInfo& info, const Vars& vars, std::initializer_list<
 
 int derivedStorePort(const std::string& jobKey) {
   // FNV-1a: stable across processes and builds, unlike std::hash.
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = 14695981039346656037ull;
   for (unsigned char c : jobKey) {
     h ^= c;
     h *= 1099511628211ull;
   }
-  return 20000 + static_cast<int>(h % 20000);
+  // Fold the high bits in: FNV's low bits mix poorly, and consecutive job ids would collide.
+  return 20000 + static_cast<int>((h ^ (h >> 32)) % 20000);
 }
 
 std::string firstSlurmHost(const std::string& nodelist) {

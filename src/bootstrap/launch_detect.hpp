@@ -15,6 +15,8 @@ struct LaunchInfo {
   std::string storeAddr;   // host:port of the key-value store; empty means "choose one" (world of one)
   std::string source;      // "axon", "torchrun", "slurm", "openmpi", "pmi" or "single"
   std::string storeHint;   // how storeAddr was derived, for error messages
+  std::string rankVar;     // the variables rank and size came from, for error messages
+  std::string sizeVar;
 };
 
 // Throws axon::Error(InvalidArgument) naming the variable when a value is malformed or inconsistent

@@ -21,8 +21,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One connection attempt; returns the socket or -1 with `err` set.
-int connectOnce(const net::HostPort& addr, int& err, std::string& errText) {
+// Connects `fd` without blocking past `deadline` (a host that drops packets would otherwise hold
+// a blocking connect for minutes of kernel retries). Returns 0 or an errno.
+int connectBefore(int fd, const sockaddr* sa, socklen_t len, Clock::time_point deadline) {
+  net::setNonBlocking(fd, true);
+  if (::connect(fd, sa, len) == 0) return 0;
+  if (errno != EINPROGRESS) return errno;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return ETIMEDOUT;
+    pollfd pfd{fd, POLLOUT, 0};
+    int n = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) return errno;
+    if (n <= 0) continue;
+    int soErr = 0;
+    socklen_t soLen = sizeof(soErr);
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soErr, &soLen);
+    return soErr;
+  }
+}
+
+// One connection attempt; returns a blocking socket or -1 with `err` set.
+int connectOnce(const net::HostPort& addr, Clock::time_point deadline, int& err, std::string& errText) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -38,8 +58,11 @@ int connectOnce(const net::HostPort& addr, int& err, std::string& errText) {
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
     fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
-    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
-    err = errno;
+    err = connectBefore(fd, ai->ai_addr, ai->ai_addrlen, deadline);
+    if (err == 0) {
+      net::setNonBlocking(fd, false);
+      break;
+    }
     errText = std::strerror(err);
     ::close(fd);
     fd = -1;
@@ -53,13 +76,14 @@ int connectOnce(const net::HostPort& addr, int& err, std::string& errText) {
 StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, int rank,
                          double timeoutSec)
     : addr_(addr), origin_(origin), rank_(rank), timeoutSec_(timeoutSec) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeoutSec);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeoutSec));
   int err = 0;
   std::string errText;
   int attempts = 0;
   while (true) {
     ++attempts;
-    fd_ = connectOnce(addr_, err, errText);
+    fd_ = connectOnce(addr_, deadline, err, errText);
     if (fd_ >= 0) break;
     if (Clock::now() >= deadline) {
       throw Error(ErrorCode::Bootstrap,

@@ -45,7 +45,7 @@ std::size_t parseByteSize(const std::string& text, const std::string& what) {
   else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
   else if (suffix == "T") scale = 1024.0 * 1024 * 1024 * 1024;
   else if (!suffix.empty()) scale = -1;
-  if (end == text.c_str() || scale < 0 || !(value > 0) || !std::isfinite(value) ||
+  if (end == text.c_str() || scale < 0 || !(value * scale >= 1) || !std::isfinite(value) ||
       value * scale > 1e18) {
     throw Error(ErrorCode::InvalidArgument,
                 what + "='" + text + "' is not a positive size (examples: 65536, 64M, 8G)");
