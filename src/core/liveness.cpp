@@ -25,11 +25,4 @@ bool Liveness::processAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-int Liveness::findDead() const {
-  for (std::size_t pe = 0; pe < pids_.size(); ++pe) {
-    if (pids_[pe] > 0 && !processAlive(pids_[pe])) return static_cast<int>(pe);
-  }
-  return -1;
-}
-
 }  // namespace axon

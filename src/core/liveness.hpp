@@ -14,8 +14,6 @@ class Liveness {
   // pids[pe] is the PE's process id when it runs on this node, else 0 (not checked here).
   explicit Liveness(std::vector<pid_t> pids) : pids_(std::move(pids)) {}
 
-  // The first PE found dead, or -1.
-  int findDead() const;
   pid_t pidOf(int pe) const { return pids_[pe]; }
 
   // A process that exited but was not reaped yet (a zombie) counts as dead.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -130,6 +131,7 @@ void Runtime::finalize() {
     boot_->finalize();
     throw;
   }
+  std::atomic_ref<std::uint64_t>(control(myPe()).departed).store(1, std::memory_order_release);
   boot_->finalize();
 }
 
@@ -181,6 +183,15 @@ Transport& Runtime::transportTo(int pe, const char* api) const {
                                             ": no transport reaches PE " + std::to_string(pe));
   }
   return *route_[pe];
+}
+
+int Runtime::findDeadPe() const {
+  for (int pe = 0; pe < nPes(); ++pe) {
+    if (liveness_.pidOf(pe) <= 0 || Liveness::processAlive(liveness_.pidOf(pe))) continue;
+    if (std::atomic_ref<std::uint64_t>(control(pe).departed).load(std::memory_order_acquire)) continue;
+    return pe;
+  }
+  return -1;
 }
 
 void Runtime::fenceAll() { shm_->fence(); }

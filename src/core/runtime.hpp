@@ -34,6 +34,8 @@ class Runtime {
   // the memory stays mapped (and private to this process) until the last holder lets go.
   std::shared_ptr<SymmetricHeap> heapOwner() const { return heap_; }
   const Liveness& liveness() const { return liveness_; }
+  // A node-local PE whose process is gone without having finalized, or -1.
+  int findDeadPe() const;
   const std::vector<bool>& nodeLocal() const { return nodeLocal_; }
 
   // Checks `pe`; names `api` in the error.

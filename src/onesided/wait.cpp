@@ -65,7 +65,7 @@ std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::ui
                               " (seen " + std::to_string(seen) + ")";
     std::string what = site.what;
     if (site.team) what += std::string(" of team ") + site.team + " (round " + std::to_string(site.round) + ")";
-    int dead = rt.liveness().findDead();
+    int dead = rt.findDeadPe();
     if (dead >= 0) {
       throw Error(ErrorCode::PeerDead,
                   "PE " + std::to_string(rt.myPe()) + ": " + what + " gave up: PE " +
