@@ -161,4 +161,4 @@ def test_bad_environment_is_reported():
     env = dict(os.environ, AXON_RANK="3", AXON_WORLD_SIZE="2", AXON_STORE_ADDR="127.0.0.1:1")
     code = "import axon\ntry:\n axon.init()\nexcept axon.InvalidArgumentError as e:\n print('bad:', e)\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
-    assert "rank 3 is outside [0, 2)" in res.stdout, res.stdout + res.stderr
+    assert "rank 3 (AXON_RANK) is outside [0, 2) (AXON_WORLD_SIZE)" in res.stdout, res.stdout + res.stderr
