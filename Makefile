@@ -43,6 +43,7 @@ demo: build
 	$(AXON) run -n 4 build/examples/ring_halo
 
 bench: build
+	mkdir -p bench-results
 	$(AXON) run -n 2 build/bench/host_put_bench --json bench-results/host_put.json
 
 clean:
