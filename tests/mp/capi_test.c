@@ -1,0 +1,76 @@
+/* The C API from C, across PEs: run as `axon run -n N capi_test`. Exits non-zero on any failure. */
+#include <axon/axon.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                 \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,        \
+              __LINE__, #cond, axon_last_error());                                  \
+      ++failures;                                                                   \
+    }                                                                               \
+  } while (0)
+
+int main(void) {
+  int me = -1, n = 0, i;
+  CHECK(axon_my_pe(&me) == AXON_ERR_NOT_INITIALIZED);
+  CHECK(axon_init() == AXON_SUCCESS);
+  CHECK(axon_init() == AXON_ERR_ALREADY_INITIALIZED);
+  CHECK(axon_my_pe(&me) == AXON_SUCCESS && axon_n_pes(&n) == AXON_SUCCESS);
+  int right = (me + 1) % n, left = (me + n - 1) % n;
+
+  int* buf = NULL;
+  uint64_t* sig = NULL;
+  CHECK(axon_calloc(64, sizeof(int), (void**)&buf) == AXON_SUCCESS && buf != NULL);
+  CHECK(axon_calloc(1, sizeof(uint64_t), (void**)&sig) == AXON_SUCCESS && sig != NULL);
+  int src[64];
+  for (i = 0; i < 64; ++i) src[i] = me * 100 + i;
+  CHECK(axon_put_signal(buf, src, sizeof src, sig, 1, AXON_SIGNAL_ADD, right) == AXON_SUCCESS);
+  uint64_t seen = 0;
+  CHECK(axon_signal_wait_until(sig, AXON_CMP_GE, 1, &seen) == AXON_SUCCESS && seen == 1);
+  for (i = 0; i < 64; ++i) CHECK(buf[i] == left * 100 + i);
+
+  int64_t* counter = NULL;
+  CHECK(axon_calloc(1, sizeof(int64_t), (void**)&counter) == AXON_SUCCESS);
+  int64_t before = -1;
+  CHECK(axon_atomic_fetch_add_int64(counter, 2, 0, &before) == AXON_SUCCESS && before >= 0);
+  CHECK(axon_barrier_all() == AXON_SUCCESS);
+  int64_t total = 0;
+  CHECK(axon_atomic_fetch_int64(counter, 0, &total) == AXON_SUCCESS && total == 2 * n);
+
+  /* Bad input: a clear status and message, never a crash. */
+  CHECK(axon_put(buf, src, sizeof src, n) == AXON_ERR_INVALID_PE);
+  CHECK(strstr(axon_last_error(), "is outside the world") != NULL);
+  CHECK(axon_put(buf, src, sizeof src + 4, right) == AXON_ERR_OUT_OF_BOUNDS);
+  CHECK(axon_put(src, src, 4, right) == AXON_ERR_OUT_OF_BOUNDS);
+  CHECK(strcmp(axon_status_name(AXON_ERR_OUT_OF_BOUNDS), "OutOfBounds") == 0);
+
+  /* Teams: the even PEs. */
+  axon_team_t evens = AXON_TEAM_INVALID;
+  CHECK(axon_team_split_strided(AXON_TEAM_WORLD, 0, 2, (n + 1) / 2, &evens) == AXON_SUCCESS);
+  if (me % 2 == 0) {
+    int tpe = -1, tn = 0, back = -1;
+    CHECK(evens != AXON_TEAM_INVALID);
+    CHECK(axon_team_my_pe(evens, &tpe) == AXON_SUCCESS && tpe == me / 2);
+    CHECK(axon_team_n_pes(evens, &tn) == AXON_SUCCESS && tn == (n + 1) / 2);
+    CHECK(axon_team_translate_pe(evens, tpe, AXON_TEAM_WORLD, &back) == AXON_SUCCESS && back == me);
+    CHECK(axon_team_barrier(evens) == AXON_SUCCESS);
+    CHECK(axon_team_destroy(evens) == AXON_SUCCESS);
+    CHECK(axon_team_barrier(evens) == AXON_ERR_INVALID_ARGUMENT);
+  } else {
+    CHECK(evens == AXON_TEAM_INVALID);
+  }
+
+  CHECK(axon_free(counter) == AXON_SUCCESS);
+  CHECK(axon_free(sig) == AXON_SUCCESS);
+  CHECK(axon_free(buf) == AXON_SUCCESS);
+  CHECK(axon_finalize() == AXON_SUCCESS);
+  CHECK(axon_barrier_all() == AXON_ERR_NOT_INITIALIZED);
+  CHECK(strstr(axon_last_error(), "after finalize") != NULL);
+  if (failures == 0) printf("PE %d: C API ok\n", me);
+  return failures == 0 ? 0 : 1;
+}
