@@ -7,7 +7,8 @@
 namespace axon {
 
 Bootstrap::Bootstrap(const LaunchInfo& launch, double timeoutSec)
-    : rank_(launch.rank), size_(launch.worldSize), timeoutSec_(timeoutSec) {
+    : rank_(launch.rank), size_(launch.worldSize), worldRanks_(launch.worldSize), timeoutSec_(timeoutSec) {
+  std::iota(worldRanks_.begin(), worldRanks_.end(), 0);
   net::HostPort addr;
   std::string origin = launch.storeHint;
   if (launch.storeAddr.empty()) {
@@ -49,9 +50,7 @@ std::vector<std::string> Bootstrap::allgather(const std::string& tag, const std:
 }
 
 std::vector<std::string> Bootstrap::allgatherWorld(const std::string& tag, const std::string& data) {
-  std::vector<int> all(size_);
-  std::iota(all.begin(), all.end(), 0);
-  return allgather(tag, all, data);
+  return allgather(tag, worldRanks_, data);
 }
 
 void Bootstrap::barrier(const std::string& tag, const std::vector<int>& ranks) {

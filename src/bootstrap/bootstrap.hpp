@@ -30,6 +30,9 @@ class Bootstrap {
                                      const std::string& data);
   std::vector<std::string> allgatherWorld(const std::string& tag, const std::string& data);
   void barrier(const std::string& tag, const std::vector<int>& ranks);
+  void barrierWorld(const std::string& tag) { barrier(tag, worldRanks_); }
+  // 0, 1, ..., size-1.
+  const std::vector<int>& worldRanks() const { return worldRanks_; }
 
   // Leaves: says goodbye, and on rank 0 waits (bounded) for the others before stopping the store.
   void finalize();
@@ -37,6 +40,7 @@ class Bootstrap {
  private:
   int rank_;
   int size_;
+  std::vector<int> worldRanks_;
   double timeoutSec_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> client_;

@@ -67,13 +67,12 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   heap_->growLocal(heap_->allocator().top());
   exchangePeers();
 
-  std::vector<int> all(nPes()), local;
+  std::vector<int> local;
   for (int pe = 0; pe < nPes(); ++pe) {
-    all[pe] = pe;
     if (nodeLocal_[pe]) local.push_back(pe);
   }
   bool allLocal = static_cast<int>(local.size()) == nPes();
-  world_ = detail::TeamState::make(0, all, myPe(), allLocal, "world");
+  world_ = detail::TeamState::make(0, boot_->worldRanks(), myPe(), allLocal, "world");
   node_ = detail::TeamState::make(1, local, myPe(), true, "node");
   teamSlots_ = 0b11;
 }
@@ -94,11 +93,7 @@ void Runtime::exchangePeers() {
     heap_->mapPeer(pe, peers[pe].mapped);
   }
   // Everyone has opened every name it needs: the names can go, so a crash later leaks nothing.
-  boot_->barrier("init-attached", [&] {
-    std::vector<int> v(nPes());
-    for (int i = 0; i < nPes(); ++i) v[i] = i;
-    return v;
-  }());
+  boot_->barrierWorld("init-attached");
   heap_->unlinkLocalName();
   liveness_ = Liveness(std::move(pids));
 
@@ -177,7 +172,6 @@ RemoteRef Runtime::resolve(const void* addr, std::size_t bytes, int pe, const ch
 }
 
 Transport& Runtime::transportTo(int pe, const char* api) const {
-  checkPe(pe, api);
   if (!route_[pe]) {
     throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe()) + ": " + api +
                                             ": no transport reaches PE " + std::to_string(pe));

@@ -45,7 +45,8 @@ class Runtime {
   RemoteRef resolve(const void* addr, std::size_t bytes, int pe, const char* api, const char* role) const;
   // Describes a local address for messages: "0x7f.. (heap offset 4160)".
   std::string describe(const void* addr) const;
-  // The transport that reaches `pe`; throws Unsupported naming the PE when none does.
+  // The transport that reaches `pe`, which resolve() has already checked; throws Unsupported
+  // naming the PE when none reaches it.
   Transport& transportTo(int pe, const char* api) const;
 
   ControlBlock& control(int pe) const;

@@ -71,7 +71,7 @@ int Team::translate(int pe, const Team& other) const {
 }
 
 Team Team::splitStrided(int start, int stride, int size) const {
-  auto& s = const_cast<detail::TeamState&>(requireValid(*this, "team_split_strided"));
+  const auto& s = requireValid(*this, "team_split_strided");
   Runtime& rt = runtime("team_split_strided");
   const int n = static_cast<int>(s.members.size());
   const int splitNo = s.splits++;

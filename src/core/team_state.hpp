@@ -14,9 +14,11 @@ struct TeamState {
   std::vector<int> members;  // world ranks, in team order
   int myIndex = -1;
   bool sharedMemory = false; // every member maps every other's heap: barrier through the heap
-  std::uint64_t barriers = 0;  // barriers completed; the next one waits for counters > this
+  // This PE's progress in the team, not its identity: mutable so that a const Team handle can
+  // run barriers and splits.
+  mutable std::uint64_t barriers = 0;  // barriers completed; the next one waits for counters > this
   std::string name;          // "world", "node", "split3"; used in messages and store keys
-  int splits = 0;            // teams split from this one so far, for unique names
+  mutable int splits = 0;    // teams split from this one so far, for unique names
 
   static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                    std::string name);

@@ -17,10 +17,9 @@ int disseminationRounds(int n) {
 
 void teamBarrier(Runtime& rt, const detail::TeamState& team, const char* what) {
   const int n = static_cast<int>(team.members.size());
-  auto& state = const_cast<detail::TeamState&>(team);
   if (!team.sharedMemory) {
     rt.bootstrap().barrier("team-" + team.name, team.members);
-    ++state.barriers;
+    ++team.barriers;
     return;
   }
   // Round r: signal the PE 2^r ahead, wait for the one 2^r behind. Counters only grow, so a fast
@@ -36,7 +35,7 @@ void teamBarrier(Runtime& rt, const detail::TeamState& team, const char* what) {
     waitUntil(rt, &rt.control(rt.myPe()).barrier[team.slot][r], Cmp::Ge, target,
               WaitSite{what, team.name.c_str(), r, from});
   }
-  state.barriers = target;
+  team.barriers = target;
 }
 
 }  // namespace axon
