@@ -2,6 +2,7 @@
 #pragma once
 
 #include "axon/error.hpp"
+#include "axon/gpu.hpp"
 #include "axon/memory.hpp"
 #include "axon/onesided.hpp"
 #include "axon/runtime.hpp"

@@ -21,6 +21,7 @@ enum class ErrorCode : int {
   System = -11,             // an operating-system call failed
   Unsupported = -12,        // no transport or build feature supports the request
   Internal = -13,           // a bug in axon: please report it
+  Cuda = -14,               // a CUDA driver call failed (the message names the call and the error)
 };
 
 // The name of a code, e.g. "Timeout".

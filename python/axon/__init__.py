@@ -12,7 +12,7 @@ Start several PEs with `axon run -n 4 python script.py`.
 
 from . import _axon
 from .errors import (  # noqa: F401
-    AlreadyInitializedError, BootstrapError, CollectiveMismatchError, Error, InternalError,
+    AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
     PeerDeadError, SystemError, TimeoutError, UnsupportedError,
 )

@@ -61,9 +61,14 @@ class InternalError(Error, RuntimeError):
     code = -13
 
 
+class CudaError(Error, RuntimeError):
+    code = -14
+
+
 ALL = [
     InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
     AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
     CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
+    CudaError,
 ]
 BY_CODE = {cls.code: cls for cls in ALL}

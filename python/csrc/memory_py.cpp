@@ -13,7 +13,7 @@ namespace nb = nanobind;
 namespace axon::py {
 namespace {
 
-using HeapOwner = std::shared_ptr<SymmetricHeap>;
+using HeapOwner = std::shared_ptr<HeapSpace>;
 
 // A uint8 NumPy array over [addr, addr+bytes) whose base object holds the heap.
 nb::object byteArray(std::uintptr_t addr, std::size_t bytes, HeapOwner owner) {
@@ -42,7 +42,7 @@ void bindMemory(nb::module_& m) {
       "free", [](std::uintptr_t addr) { axon::free(reinterpret_cast<void*>(addr)); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("heap_bytes", [](std::uintptr_t addr, std::size_t bytes) {
-    return byteArray(addr, bytes, runtime("heap array").heapOwner());
+    return byteArray(addr, bytes, runtime("heap array").heapOwner(HeapKind::Host));
   });
   m.def("ptr", [](std::uintptr_t addr, int pe) {
     return reinterpret_cast<std::uintptr_t>(axon::ptr(reinterpret_cast<void*>(addr), pe));

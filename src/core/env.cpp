@@ -14,6 +14,9 @@ namespace {
 constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kDefaultHeapMax = 8 * kKiB * kKiB * kKiB;  // virtual reservation only
 constexpr std::size_t kDefaultHeapChunk = 16 * kKiB * kKiB;
+constexpr std::size_t kDefaultGpuHeapMax = 64 * kKiB * kKiB * kKiB;  // address space per PE
+constexpr std::size_t kDefaultGpuHeapChunk = 64 * kKiB * kKiB;
+constexpr std::size_t kDefaultStageChunk = 1 * kKiB * kKiB;
 
 std::optional<std::string> lookup(const EnvVars& vars, const char* name) {
   auto it = vars.find(name);
@@ -28,6 +31,28 @@ int parseLogLevel(const std::string& text) {
   if (text == "debug" || text == "3") return 3;
   throw Error(ErrorCode::InvalidArgument,
               "AXON_LOG='" + text + "' is not one of error, warn, info, debug");
+}
+
+Backend parseBackend(const std::string& text) {
+  if (text == "auto") return Backend::Auto;
+  if (text == "host") return Backend::Host;
+  if (text == "gpu") return Backend::Gpu;
+  throw Error(ErrorCode::InvalidArgument, "AXON_BACKEND='" + text + "' is not one of auto, host, gpu");
+}
+
+bool parseSwitch(const std::string& text, const char* what) {
+  if (text == "1" || text == "on" || text == "yes" || text == "true") return true;
+  if (text == "0" || text == "off" || text == "no" || text == "false") return false;
+  throw Error(ErrorCode::InvalidArgument, std::string(what) + "='" + text + "' is not 0 or 1");
+}
+
+int parseDevice(const std::string& text) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 0 || v > 4096) {
+    throw Error(ErrorCode::InvalidArgument, "AXON_DEVICE='" + text + "' is not a GPU ordinal (0, 1, ...)");
+  }
+  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -72,6 +97,15 @@ Env Env::fromVars(const EnvVars& vars) {
   env.heapChunk = kDefaultHeapChunk;
   if (auto v = lookup(vars, "AXON_HEAP_CHUNK")) env.heapChunk = parseByteSize(*v, "AXON_HEAP_CHUNK");
   if (auto v = lookup(vars, "AXON_LOG")) env.logLevel = parseLogLevel(*v);
+  if (auto v = lookup(vars, "AXON_BACKEND")) env.backend = parseBackend(*v);
+  if (auto v = lookup(vars, "AXON_DEVICE")) env.device = parseDevice(*v);
+  if (auto v = lookup(vars, "AXON_P2P")) env.p2p = parseSwitch(*v, "AXON_P2P");
+  env.gpuHeapMax = kDefaultGpuHeapMax;
+  if (auto v = lookup(vars, "AXON_GPU_HEAP_MAX")) env.gpuHeapMax = parseByteSize(*v, "AXON_GPU_HEAP_MAX");
+  env.gpuHeapChunk = kDefaultGpuHeapChunk;
+  if (auto v = lookup(vars, "AXON_GPU_HEAP_CHUNK")) env.gpuHeapChunk = parseByteSize(*v, "AXON_GPU_HEAP_CHUNK");
+  env.stageChunk = kDefaultStageChunk;
+  if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
   return env;
 }
 

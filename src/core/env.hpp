@@ -13,12 +13,20 @@ namespace axon {
 
 using EnvVars = std::map<std::string, std::string>;
 
+enum class Backend { Auto, Host, Gpu };
+
 struct Env {
   LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
   double timeoutSec = 300.0;    // AXON_TIMEOUT: bound on every wait
   std::size_t heapMax = 0;      // AXON_HEAP_MAX: cap of the symmetric heap per PE
   std::size_t heapChunk = 0;    // AXON_HEAP_CHUNK: granularity by which the heap grows
   int logLevel = 1;             // AXON_LOG: 0 error, 1 warn, 2 info, 3 debug
+  Backend backend = Backend::Auto;  // AXON_BACKEND: auto (GPU when there is one), host, gpu
+  int device = -1;              // AXON_DEVICE: GPU ordinal; -1 = the program's, else local rank
+  bool p2p = true;              // AXON_P2P: map peers' GPU memory (0: always the staged path)
+  std::size_t gpuHeapMax = 0;   // AXON_GPU_HEAP_MAX: cap of the GPU heap per PE (address space)
+  std::size_t gpuHeapChunk = 0; // AXON_GPU_HEAP_CHUNK: granularity by which the GPU heap grows
+  std::size_t stageChunk = 0;   // AXON_STAGE_CHUNK: pipeline chunk of the staged path
 
   // The process environment. init() reads it once and keeps it for the life of the runtime.
   static Env fromProcess();

@@ -19,6 +19,7 @@ const char* errorCodeName(ErrorCode code) noexcept {
     case ErrorCode::System: return "System";
     case ErrorCode::Unsupported: return "Unsupported";
     case ErrorCode::Internal: return "Internal";
+    case ErrorCode::Cuda: return "Cuda";
   }
   return "Unknown";
 }

@@ -66,6 +66,7 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   controlOffset_ = *heap_->allocator().allocate(sizeof(ControlBlock), 4096);
   heap_->growLocal(heap_->allocator().top());
   exchangePeers();
+  startGpu();
 
   std::vector<int> local;
   for (int pe = 0; pe < nPes(); ++pe) {
@@ -116,11 +117,95 @@ void Runtime::exchangePeers() {
   }
 }
 
-Runtime::~Runtime() = default;
+void Runtime::startGpu() {
+  // A PE whose GPU set-up fails still joins the exchange below, so that every PE fails alike
+  // instead of waiting for it.
+  std::string failure;
+  ErrorCode failureCode = ErrorCode::Internal;
+  if (env_.backend == Backend::Host) {
+    gpuWhyNot_ = "AXON_BACKEND=host";
+  } else {
+    try {
+      gpu_ = makeGpuBackend(*this, gpuWhyNot_);
+    } catch (const Error& e) {
+      failure = e.what();
+      failureCode = e.code();
+    }
+  }
+  // Every PE must run the same backend: malloc allocates on the GPU heap on one and on the host
+  // heap on another would break symmetry.
+  auto all = boot_->allgatherWorld("backend", !failure.empty() ? "fail:" + std::to_string(static_cast<int>(failureCode)) + ":" + failure
+                                              : gpu_ ? std::string("gpu") : "host:" + gpuWhyNot_);
+  for (int pe = 0; pe < nPes(); ++pe) {
+    if (all[pe].rfind("fail:", 0) != 0) continue;
+    auto colon = all[pe].find(':', 5);
+    auto code = static_cast<ErrorCode>(std::stoi(all[pe].substr(5, colon - 5)));
+    std::string msg = all[pe].substr(colon + 1);
+    throw Error(code, pe == myPe() ? msg : "PE " + std::to_string(myPe()) + ": the GPU backend failed on PE " +
+                                               std::to_string(pe) + ": " + msg);
+  }
+  std::string hostPes, gpuPes, why;
+  for (int pe = 0; pe < nPes(); ++pe) {
+    if (all[pe] == "gpu") {
+      gpuPes += (gpuPes.empty() ? "" : ", ") + std::to_string(pe);
+    } else {
+      hostPes += (hostPes.empty() ? "" : ", ") + std::to_string(pe);
+      if (why.empty()) why = "PE " + std::to_string(pe) + ": " + all[pe].substr(5);
+    }
+  }
+  if (!gpuPes.empty() && !hostPes.empty()) {
+    throw Error(ErrorCode::Unsupported,
+                "PE " + std::to_string(myPe()) + ": PEs " + gpuPes + " run the GPU backend but PEs " +
+                    hostPes + " cannot (" + why + "); give every PE a GPU, or set AXON_BACKEND=host everywhere");
+  }
+  if (!gpu_) {
+    if (env_.backend == Backend::Gpu) {
+      throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe()) +
+                                              ": AXON_BACKEND=gpu but the GPU backend cannot start: " + gpuWhyNot_);
+    }
+    log(LogLevel::Info, myPe(), "host backend: " + gpuWhyNot_);
+    return;
+  }
+  gpu_->connect(*this);
+  pinned_.assign(nPes(), 0);
+  pinHostHeap();
+  log(LogLevel::Info, myPe(), "GPU backend on " + gpu_->description());
+}
+
+void Runtime::pinHostHeap() {
+  if (!gpu_) return;
+  for (int pe = 0; pe < nPes(); ++pe) {
+    std::size_t mapped = heap_->peerMapped(pe);
+    if (mapped <= pinned_[pe]) continue;
+    char* start = static_cast<char*>(heap_->peerAddress(pe, 0)) + pinned_[pe];
+    gpu_->pinHost(start, mapped - pinned_[pe]);
+    pinnedRanges_.push_back(start);
+    pinned_[pe] = mapped;
+  }
+}
+
+HeapSpace* Runtime::heapContaining(const void* addr) const {
+  if (heap_->contains(addr)) return heap_.get();
+  if (gpu_ && gpu_->heap().contains(addr)) return &gpu_->heap();
+  return nullptr;
+}
+
+std::shared_ptr<HeapSpace> Runtime::heapOwner(HeapKind kind) const {
+  if (kind == HeapKind::Gpu && gpu_) return gpu_->heapOwner();
+  return heap_;
+}
+
+Runtime::~Runtime() {
+  // Pinned host ranges must be released while still mapped, each by its start.
+  if (gpu_) {
+    for (void* start : pinnedRanges_) gpu_->unpinHost(start);
+  }
+}
 
 void Runtime::finalize() {
   // Every PE must be done touching every heap before any heap is unmapped.
   try {
+    if (gpu_) gpu_->synchronize();
     teamBarrier(*this, *world_.state(), "finalize");
   } catch (...) {
     boot_->finalize();
@@ -142,7 +227,10 @@ std::string Runtime::describe(const void* addr) const {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%p", addr);
   std::string s = buf;
-  if (heap_->contains(addr)) s += " (heap offset " + std::to_string(heap_->offsetOf(addr)) + ")";
+  if (const HeapSpace* h = heapContaining(addr)) {
+    s += std::string(" (") + (h->kind() == HeapKind::Gpu ? "GPU " : "") + "heap offset " +
+         std::to_string(h->offsetOf(addr)) + ")";
+  }
   return s;
 }
 
@@ -150,13 +238,15 @@ RemoteRef Runtime::resolve(const void* addr, std::size_t bytes, int pe, const ch
                            const char* role) const {
   checkPe(pe, api);
   auto who = [&] { return "PE " + std::to_string(myPe()) + ": " + api + ": " + role + " "; };
-  if (!heap_->contains(addr)) {
+  HeapSpace* heap = heapContaining(addr);
+  if (!heap) {
     throw Error(ErrorCode::OutOfBounds,
                 who() + describe(addr) + " is not in the symmetric heap (allocate it with "
                         "axon::malloc, or pass it as the local side of the call)");
   }
-  std::size_t off = heap_->offsetOf(addr);
-  auto block = heap_->allocator().find(off);
+  std::size_t off = heap->offsetOf(addr);
+  auto block = heap->allocator().find(off);
+  // The first block of each heap is the runtime's own (control words at offset 0).
   if (!block || block->offset == controlOffset_) {
     throw Error(ErrorCode::OutOfBounds,
                 who() + describe(addr) + " is in the heap but not in a live allocation (freed?)");
@@ -168,10 +258,12 @@ RemoteRef Runtime::resolve(const void* addr, std::size_t bytes, int pe, const ch
                     " bytes past its allocation (" + std::to_string(block->size) +
                     " bytes at heap offset " + std::to_string(block->offset) + ")");
   }
-  return RemoteRef{pe, off, heap_->peerAddress(pe, off)};
+  return RemoteRef{pe, off, heap->peerAddress(pe, off), heap->kind()};
 }
 
-Transport& Runtime::transportTo(int pe, const char* api) const {
+Transport& Runtime::transportFor(const RemoteRef& ref, const void* local, const char* api) const {
+  const int pe = ref.pe;
+  if (gpu_ && (ref.heap == HeapKind::Gpu || (local && gpu_->isDeviceMemory(local)))) return gpu_->transport();
   if (!route_[pe]) {
     throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe()) + ": " + api +
                                             ": no transport reaches PE " + std::to_string(pe));
@@ -188,8 +280,15 @@ int Runtime::findDeadPe() const {
   return -1;
 }
 
-void Runtime::fenceAll() { shm_->fence(); }
-void Runtime::quietAll() { shm_->quiet(); }
+void Runtime::fenceAll() {
+  if (gpu_) gpu_->transport().fence();
+  shm_->fence();
+}
+
+void Runtime::quietAll() {
+  if (gpu_) gpu_->transport().quiet();
+  shm_->quiet();
+}
 
 ControlBlock& Runtime::control(int pe) const {
   return *static_cast<ControlBlock*>(heap_->peerAddress(pe, controlOffset_));

@@ -13,6 +13,7 @@
 #include "core/control_block.hpp"
 #include "core/env.hpp"
 #include "core/liveness.hpp"
+#include "gpu/gpu_backend.hpp"
 #include "memory/symmetric_heap.hpp"
 #include "transport/transport.hpp"
 
@@ -29,10 +30,21 @@ class Runtime {
   int nPes() const { return boot_->size(); }
   const Env& env() const { return env_; }
   Bootstrap& bootstrap() { return *boot_; }
-  SymmetricHeap& heap() { return *heap_; }
-  // Shared ownership of the mappings, for language bindings whose arrays may outlive finalize():
-  // the memory stays mapped (and private to this process) until the last holder lets go.
-  std::shared_ptr<SymmetricHeap> heapOwner() const { return heap_; }
+  SymmetricHeap& hostHeap() { return *heap_; }
+  // The GPU backend, or nullptr on the host backend.
+  GpuBackend* gpu() const { return gpu_.get(); }
+  const std::string& gpuUnavailableReason() const { return gpuWhyNot_; }
+  // The heap axon::malloc allocates on: the GPU heap when the GPU backend is on.
+  HeapSpace& defaultHeap() { return gpu_ ? gpu_->heap() : *heap_; }
+  HeapSpace& heapOf(HeapKind kind) { return kind == HeapKind::Gpu && gpu_ ? gpu_->heap() : *heap_; }
+  // The heap holding `addr`, or nullptr.
+  HeapSpace* heapContaining(const void* addr) const;
+  // Shared ownership of a heap's mappings, for language bindings whose arrays may outlive
+  // finalize(): the memory stays mapped (and private to this process) until the last holder
+  // lets go.
+  std::shared_ptr<HeapSpace> heapOwner(HeapKind kind) const;
+  // After the host heap grew (here or on peers): pins the new ranges for the GPU.
+  void pinHostHeap();
   const Liveness& liveness() const { return liveness_; }
   // A node-local PE whose process is gone without having finalized, or -1.
   int findDeadPe() const;
@@ -41,13 +53,15 @@ class Runtime {
   // Checks `pe`; names `api` in the error.
   void checkPe(int pe, const char* api) const;
   // Resolves the symmetric range [addr, addr+bytes) on PE `pe`: the PE must exist, the range must
-  // lie inside one live allocation. `role` says which argument it is ("dest", "src", "sig").
+  // lie inside one live allocation of either heap. `role` says which argument it is ("dest",
+  // "src", "sig").
   RemoteRef resolve(const void* addr, std::size_t bytes, int pe, const char* api, const char* role) const;
   // Describes a local address for messages: "0x7f.. (heap offset 4160)".
   std::string describe(const void* addr) const;
-  // The transport that reaches `pe`, which resolve() has already checked; throws Unsupported
-  // naming the PE when none reaches it.
-  Transport& transportTo(int pe, const char* api) const;
+  // The transport for an operation between `ref` (resolved) and the local buffer `local`: the GPU
+  // backend's when GPU memory is on either side, else the host path to the PE. Throws
+  // Unsupported naming the PE when none reaches it.
+  Transport& transportFor(const RemoteRef& ref, const void* local, const char* api) const;
 
   ControlBlock& control(int pe) const;
   // fence / quiet on every transport this PE uses.
@@ -60,10 +74,15 @@ class Runtime {
 
  private:
   void exchangePeers();
+  void startGpu();
 
   Env env_;
   std::unique_ptr<Bootstrap> boot_;
   std::shared_ptr<SymmetricHeap> heap_;
+  std::unique_ptr<GpuBackend> gpu_;  // declared after heap_: destroyed before it
+  std::string gpuWhyNot_;
+  std::vector<std::size_t> pinned_;  // [pe] bytes of its host heap pinned for the GPU here
+  std::vector<void*> pinnedRanges_;  // start of each pinned range
   std::vector<bool> nodeLocal_;
   Liveness liveness_;
   std::unique_ptr<Transport> shm_;

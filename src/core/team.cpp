@@ -147,6 +147,7 @@ void Team::destroy() {
       std::atomic_ref<std::uint64_t>(word).store(0, std::memory_order_relaxed);
     }
   }
+  if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();
 }

@@ -22,6 +22,7 @@ enum class HeapOp : std::uint32_t { Malloc = 1, Free = 2 };
 // What each PE contributes to the exchange. Plain data, compared field by field.
 struct HeapCall {
   HeapOp op;
+  HeapKind heap;
   std::int32_t failed;        // 0, or the ErrorCode this PE failed with (message follows)
   std::uint64_t bytes;        // malloc: size asked; free: heap offset freed (or max for nullptr)
   std::uint64_t alignment;
@@ -30,11 +31,13 @@ struct HeapCall {
 };
 
 std::string describeCall(const HeapCall& c) {
+  const char* where = c.heap == HeapKind::Gpu ? "GPU heap" : "host heap";
   if (c.op == HeapOp::Malloc) {
-    return "malloc(" + std::to_string(c.bytes) + " bytes, alignment " + std::to_string(c.alignment) + ")";
+    return std::string("malloc(") + std::to_string(c.bytes) + " bytes, alignment " +
+           std::to_string(c.alignment) + ", " + where + ")";
   }
   if (c.bytes == std::numeric_limits<std::uint64_t>::max()) return "free(nullptr)";
-  return "free(heap offset " + std::to_string(c.bytes) + ")";
+  return std::string("free(") + where + " offset " + std::to_string(c.bytes) + ")";
 }
 
 // Exchanges `mine` (+ a failure message) with every PE; throws the same error on every PE when
@@ -53,7 +56,7 @@ std::vector<HeapCall> exchange(Runtime& rt, const HeapCall& mine, const std::str
   }
   for (std::size_t pe = 0; pe < calls.size(); ++pe) {
     const auto& c = calls[pe];
-    if (c.op != mine.op || c.bytes != mine.bytes || c.alignment != mine.alignment) {
+    if (c.op != mine.op || c.heap != mine.heap || c.bytes != mine.bytes || c.alignment != mine.alignment) {
       throw Error(ErrorCode::CollectiveMismatch,
                   "PE " + std::to_string(rt.myPe()) + ": collective heap call mismatch: this PE called " +
                       describeCall(mine) + " but PE " + std::to_string(pe) + " called " +
@@ -63,14 +66,14 @@ std::vector<HeapCall> exchange(Runtime& rt, const HeapCall& mine, const std::str
   return calls;
 }
 
-void* allocate(std::size_t bytes, std::size_t alignment, const char* api) {
+void* allocate(std::size_t bytes, std::size_t alignment, HeapKind kind, const char* api) {
   Runtime& rt = runtime(api);
-  auto& heap = rt.heap();
+  HeapSpace& heap = rt.heapOf(kind);
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
     // Still join the exchange so that the other PEs do not wait for this one.
     alignment = 0;
   }
-  HeapCall mine{HeapOp::Malloc, 0, bytes, alignment, 0, 0};
+  HeapCall mine{HeapOp::Malloc, heap.kind(), 0, bytes, alignment, 0, 0};
   std::string failure;
   ErrorCode code = ErrorCode::OutOfMemory;
   std::optional<std::size_t> offset;
@@ -80,8 +83,9 @@ void* allocate(std::size_t bytes, std::size_t alignment, const char* api) {
   } else if (bytes > 0) {
     offset = heap.allocator().allocate(bytes, alignment);
     if (!offset) {
-      failure = std::to_string(bytes) + " bytes do not fit in the symmetric heap (cap " +
-                std::to_string(heap.capacity()) + " bytes, AXON_HEAP_MAX; " +
+      failure = std::to_string(bytes) + " bytes do not fit in the symmetric " + heapKindName(heap.kind()) +
+                " (cap " + std::to_string(heap.capacity()) + " bytes, " +
+                (heap.kind() == HeapKind::Gpu ? "AXON_GPU_HEAP_MAX; " : "AXON_HEAP_MAX; ") +
                 std::to_string(heap.allocator().bytesInUse()) + " in use)";
     } else {
       try {
@@ -103,23 +107,34 @@ void* allocate(std::size_t bytes, std::size_t alignment, const char* api) {
     throw;
   }
   if (bytes == 0) return nullptr;
+  std::vector<std::size_t> peerMapped(rt.nPes());
   for (int pe = 0; pe < rt.nPes(); ++pe) {
     if (calls[pe].offset != *offset) {
       throw Error(ErrorCode::Internal, "symmetric allocators diverged: PE " + std::to_string(rt.myPe()) +
                                            " chose offset " + std::to_string(*offset) + ", PE " +
                                            std::to_string(pe) + " " + std::to_string(calls[pe].offset));
     }
-    heap.mapPeer(pe, calls[pe].mapped);
+    peerMapped[pe] = calls[pe].mapped;
   }
+  heap.mapPeers(peerMapped);
+  if (heap.kind() == HeapKind::Host) rt.pinHostHeap();
   return heap.base() + *offset;
 }
 
+HeapKind defaultKind(const char* api) { return runtime(api).defaultHeap().kind(); }
+
 }  // namespace
 
-void* malloc(std::size_t bytes) { return allocate(bytes, SymmetricAllocator::kGranule, "malloc"); }
+void* malloc(std::size_t bytes) {
+  return allocate(bytes, SymmetricAllocator::kGranule, defaultKind("malloc"), "malloc");
+}
+
+void* mallocHost(std::size_t bytes) {
+  return allocate(bytes, SymmetricAllocator::kGranule, HeapKind::Host, "malloc_host");
+}
 
 void* alignedAlloc(std::size_t alignment, std::size_t bytes) {
-  return allocate(bytes, alignment, "aligned_alloc");
+  return allocate(bytes, alignment, defaultKind("aligned_alloc"), "aligned_alloc");
 }
 
 void* calloc(std::size_t count, std::size_t elemBytes) {
@@ -128,8 +143,10 @@ void* calloc(std::size_t count, std::size_t elemBytes) {
     // Join the exchange with an impossible size so every PE fails alike.
     bytes = std::numeric_limits<std::size_t>::max();
   }
-  void* p = allocate(bytes, SymmetricAllocator::kGranule, "calloc");
-  if (p) std::memset(p, 0, bytes);
+  Runtime& rt = runtime("calloc");
+  void* p = allocate(bytes, SymmetricAllocator::kGranule, rt.defaultHeap().kind(), "calloc");
+  if (p && rt.gpu()) rt.gpu()->memsetLocal(p, 0, bytes);
+  else if (p) std::memset(p, 0, bytes);
   // No PE may write into a peer's block before that peer has zeroed it.
   syncAll();
   return p;
@@ -137,15 +154,16 @@ void* calloc(std::size_t count, std::size_t elemBytes) {
 
 void free(void* ptr) {
   Runtime& rt = runtime("free");
-  auto& heap = rt.heap();
-  HeapCall mine{HeapOp::Free, 0, std::numeric_limits<std::uint64_t>::max(), 0, 0, heap.mapped()};
+  HeapSpace* heap = ptr ? rt.heapContaining(ptr) : nullptr;
+  HeapCall mine{HeapOp::Free, heap ? heap->kind() : rt.defaultHeap().kind(), 0,
+                std::numeric_limits<std::uint64_t>::max(), 0, 0, heap ? heap->mapped() : 0};
   std::string failure;
   if (ptr) {
-    if (!heap.contains(ptr)) {
+    if (!heap) {
       failure = rt.describe(ptr) + " is not in the symmetric heap";
     } else {
-      mine.bytes = heap.offsetOf(ptr);
-      auto block = heap.allocator().find(mine.bytes);
+      mine.bytes = heap->offsetOf(ptr);
+      auto block = heap->allocator().find(mine.bytes);
       if (!block || block->offset != mine.bytes || mine.bytes == 0) {
         failure = rt.describe(ptr) + " is not the start of a live allocation";
       }
@@ -153,7 +171,7 @@ void free(void* ptr) {
   }
   mine.failed = failure.empty() ? 0 : static_cast<std::int32_t>(ErrorCode::InvalidArgument);
   exchange(rt, mine, failure);
-  if (ptr) heap.allocator().release(mine.bytes);
+  if (ptr) heap->allocator().release(mine.bytes);
 }
 
 void* ptr(const void* addr, int pe) {
@@ -163,13 +181,17 @@ void* ptr(const void* addr, int pe) {
 }
 
 bool isSymmetric(const void* addr) noexcept {
-  return isInitialized() && runtime("is_symmetric").heap().contains(addr);
+  return isInitialized() && runtime("is_symmetric").heapContaining(addr) != nullptr;
 }
 
-HeapStats heapStats() {
-  auto& heap = runtime("heap_stats").heap();
+namespace {
+HeapStats statsOf(const HeapSpace& heap) {
   return HeapStats{heap.mapped(), heap.capacity(), heap.allocator().bytesInUse(),
                    heap.allocator().liveAllocations()};
 }
+}  // namespace
+
+HeapStats heapStats() { return statsOf(runtime("heap_stats").defaultHeap()); }
+HeapStats hostHeapStats() { return statsOf(runtime("host_heap_stats").hostHeap()); }
 
 }  // namespace axon

@@ -17,7 +17,7 @@ std::string freshSegmentName(int pe) {
 }  // namespace
 
 SymmetricHeap::SymmetricHeap(int myPe, int nPes, std::size_t capacity, std::size_t chunk)
-    : myPe_(myPe), capacity_(capacity), chunk_(chunk), segments_(nPes), allocator_(capacity) {
+    : HeapSpace(capacity), myPe_(myPe), capacity_(capacity), chunk_(chunk), segments_(nPes) {
   segments_[myPe_].emplace(ShmSegment::create(freshSegmentName(myPe), capacity));
 }
 
@@ -31,6 +31,10 @@ std::size_t SymmetricHeap::growLocal(std::size_t end) {
   if (end > target) target = end;  // ShmSegment reports the cap overflow with the numbers
   segments_[myPe_]->growTo(target);
   return segments_[myPe_]->mapped();
+}
+
+void SymmetricHeap::mapPeers(const std::vector<std::size_t>& peerMapped) {
+  for (std::size_t pe = 0; pe < peerMapped.size(); ++pe) mapPeer(static_cast<int>(pe), peerMapped[pe]);
 }
 
 void SymmetricHeap::mapPeer(int pe, std::size_t bytes) {

@@ -1,5 +1,5 @@
-// The symmetric heap of this PE and the mappings of the heaps of its node-local peers.
-// Offsets come from the allocator; growth is driven collectively by memory.cpp.
+// The host heap: this PE's symmetric heap in POSIX shared memory, and the mappings of the heaps
+// of its node-local peers. Growth is driven collectively by memory_api.cpp.
 #pragma once
 
 #include <cstddef>
@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "memory/heap_space.hpp"
 #include "memory/shm_segment.hpp"
-#include "memory/symmetric_allocator.hpp"
 
 namespace axon {
 
-class SymmetricHeap {
+class SymmetricHeap final : public HeapSpace {
  public:
   // Creates this PE's segment under a fresh name, with `capacity` bytes of address space.
   SymmetricHeap(int myPe, int nPes, std::size_t capacity, std::size_t chunk);
@@ -22,37 +22,26 @@ class SymmetricHeap {
   void attachPeer(int pe, const std::string& name);
   void unlinkLocalName() { segments_[myPe_]->unlinkName(); }
 
-  char* base() const { return segments_[myPe_]->base(); }
-  std::size_t mapped() const { return segments_[myPe_]->mapped(); }
-  std::size_t capacity() const { return capacity_; }
-  bool contains(const void* p) const {
-    auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(base());
-    return a >= b && a - b < capacity_;
-  }
-  std::size_t offsetOf(const void* p) const {
-    return static_cast<std::size_t>(static_cast<const char*>(p) - base());
-  }
+  HeapKind kind() const override { return HeapKind::Host; }
+  char* base() const override { return segments_[myPe_]->base(); }
+  std::size_t mapped() const override { return segments_[myPe_]->mapped(); }
+  std::size_t capacity() const override { return capacity_; }
   bool mapsPe(int pe) const { return segments_[pe].has_value(); }
-  // Where this process sees `offset` of PE `pe`, or nullptr when that heap is not mapped here.
-  void* peerAddress(int pe, std::size_t offset) const {
+  void* peerAddress(int pe, std::size_t offset) const override {
     return segments_[pe] ? segments_[pe]->base() + offset : nullptr;
   }
   std::size_t peerMapped(int pe) const { return segments_[pe] ? segments_[pe]->mapped() : 0; }
 
-  // Grows this PE's segment to cover [0, end), rounded up to the chunk; returns the new size.
-  std::size_t growLocal(std::size_t end);
+  std::size_t growLocal(std::size_t end) override;
+  void mapPeers(const std::vector<std::size_t>& peerMapped) override;
   // Maps [0, bytes) of a peer that has grown its segment that far.
   void mapPeer(int pe, std::size_t bytes);
-
-  SymmetricAllocator& allocator() { return allocator_; }
-  const SymmetricAllocator& allocator() const { return allocator_; }
 
  private:
   int myPe_;
   std::size_t capacity_;
   std::size_t chunk_;
   std::vector<std::optional<ShmSegment>> segments_;  // [pe]: mapped heaps (own + local peers)
-  SymmetricAllocator allocator_;
 };
 
 }  // namespace axon

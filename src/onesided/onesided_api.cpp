@@ -61,7 +61,7 @@ void doPut(void* dest, const void* src, std::size_t bytes, int pe, const char* a
   RemoteRef ref = rt.resolve(dest, bytes, pe, api, "dest");
   checkLocal(src, bytes, api, "src");
   if (bytes == 0) return;
-  Transport& t = rt.transportTo(pe, api);
+  Transport& t = rt.transportFor(ref, src, api);
   if constexpr (Nbi) t.putNbi(ref, src, bytes);
   else t.put(ref, src, bytes);
 }
@@ -72,7 +72,7 @@ void doGet(void* dest, const void* src, std::size_t bytes, int pe, const char* a
   RemoteRef ref = rt.resolve(src, bytes, pe, api, "src");
   checkLocal(dest, bytes, api, "dest");
   if (bytes == 0) return;
-  Transport& t = rt.transportTo(pe, api);
+  Transport& t = rt.transportFor(ref, dest, api);
   if constexpr (Nbi) t.getNbi(dest, ref, bytes);
   else t.get(dest, ref, bytes);
 }
@@ -85,7 +85,8 @@ void doPutSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* 
   RemoteRef data = rt.resolve(dest, bytes, pe, api, "dest");
   RemoteRef flag = resolveSignal(rt, sig, pe, api);
   checkLocal(src, bytes, api, "src");
-  Transport& t = rt.transportTo(pe, api);
+  Transport& t = rt.transportFor(data, bytes > 0 ? src : nullptr, api);
+  Transport& ts = rt.transportFor(flag, nullptr, api);
   if (bytes > 0) {
     if constexpr (Nbi) t.putNbi(data, src, bytes);
     else t.put(data, src, bytes);
@@ -93,7 +94,8 @@ void doPutSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* 
   // The data must land before the signal: the transport orders them on its path to one PE, and
   // the signal itself is a release.
   t.fence();
-  t.signal(flag, value, op);
+  if (&ts != &t) ts.fence();
+  ts.signal(flag, value, op);
 }
 
 }  // namespace
@@ -117,19 +119,26 @@ void signalOp(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe) {
   Runtime& rt = runtime("signal_op");
   checkSignalOp(op, "signal_op");
   RemoteRef flag = resolveSignal(rt, sig, pe, "signal_op");
-  rt.transportTo(pe, "signal_op").signal(flag, value, op);
+  rt.transportFor(flag, nullptr, "signal_op").signal(flag, value, op);
 }
 
 std::uint64_t signalFetch(const std::uint64_t* sig) {
   Runtime& rt = runtime("signal_fetch");
-  resolveSignal(rt, sig, rt.myPe(), "signal_fetch");
+  RemoteRef ref = resolveSignal(rt, sig, rt.myPe(), "signal_fetch");
+  if (ref.heap == HeapKind::Gpu) return rt.gpu()->readWord(sig);
   return std::atomic_ref<const std::uint64_t>(*sig).load(std::memory_order_acquire);
 }
 
 std::uint64_t signalWaitUntil(std::uint64_t* sig, Cmp cmp, std::uint64_t value) {
   Runtime& rt = runtime("signal_wait_until");
   checkCmp(cmp, "signal_wait_until");
-  resolveSignal(rt, sig, rt.myPe(), "signal_wait_until");
+  RemoteRef ref = resolveSignal(rt, sig, rt.myPe(), "signal_wait_until");
+  if (ref.heap == HeapKind::Gpu) {
+    // The host cannot load GPU memory: each look is a small copy from the GPU.
+    GpuBackend* gpu = rt.gpu();
+    return waitUntil(rt, sig, cmp, value, WaitSite{"signal_wait_until"},
+                     [gpu](const std::uint64_t* w) { return gpu->readWord(w); });
+  }
   return waitUntil(rt, sig, cmp, value, WaitSite{"signal_wait_until"});
 }
 
@@ -154,7 +163,7 @@ void atomic(AtomicOp op, void* dest, std::size_t width, const void* operand, con
     throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": dest " + rt.describe(dest) +
                                                 " is not " + std::to_string(width) + "-byte aligned");
   }
-  rt.transportTo(pe, api).atomic(op, ref, width, operand, cond, result);
+  rt.transportFor(ref, nullptr, api).atomic(op, ref, width, operand, cond, result);
 }
 
 }  // namespace detail

@@ -31,13 +31,11 @@ std::string expectedText(Cmp cmp, std::uint64_t value) {
   return std::string(cmpName(cmp)) + " " + std::to_string(value);
 }
 
-}  // namespace
-
-std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
-                        const WaitSite& site) {
-  std::atomic_ref<const std::uint64_t> ref(*word);
-  for (int i = 0; i < kSpinIterations; ++i) {
-    std::uint64_t seen = ref.load(std::memory_order_acquire);
+template <class Read>
+std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+                       const WaitSite& site, const Read& read, int spinIterations) {
+  for (int i = 0; i < spinIterations; ++i) {
+    std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
     AXON_CPU_RELAX();
   }
@@ -47,7 +45,7 @@ std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::ui
   auto nextCheck = start + kCheckEvery;
   while (true) {
     for (int i = 0; i < 64; ++i) {
-      std::uint64_t seen = ref.load(std::memory_order_acquire);
+      std::uint64_t seen = read();
       if (compareValue(seen, cmp, value)) return seen;
       AXON_CPU_RELAX();
     }
@@ -59,7 +57,7 @@ std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::ui
     }
     if (now < nextCheck) continue;
     nextCheck = now + kCheckEvery;
-    std::uint64_t seen = ref.load(std::memory_order_acquire);
+    std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
     const std::string where = "at " + rt.describe(word) + " for a value " + expectedText(cmp, value) +
                               " (seen " + std::to_string(seen) + ")";
@@ -79,6 +77,21 @@ std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::ui
                       secondsText(rt.env().timeoutSec) + " (AXON_TIMEOUT) waiting " + where);
     }
   }
+}
+
+}  // namespace
+
+std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+                        const WaitSite& site) {
+  std::atomic_ref<const std::uint64_t> ref(*word);
+  return waitLoop(rt, word, cmp, value, site, [&] { return ref.load(std::memory_order_acquire); },
+                  kSpinIterations);
+}
+
+std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+                        const WaitSite& site, const WordReader& read) {
+  // Each read is a copy from the GPU (microseconds), so spin far less before backing off.
+  return waitLoop(rt, word, cmp, value, site, [&] { return read(word); }, 16);
 }
 
 }  // namespace axon

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "axon/onesided.hpp"
@@ -38,5 +39,9 @@ struct WaitSite {
 // address, the expected and the seen value.
 std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site);
+// The same for a word the host cannot load directly (GPU memory): `read` fetches its value.
+using WordReader = std::function<std::uint64_t(const std::uint64_t*)>;
+std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+                        const WaitSite& site, const WordReader& read);
 
 }  // namespace axon

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "axon/onesided.hpp"
+#include "memory/heap_space.hpp"
 
 namespace axon {
 
@@ -23,6 +24,7 @@ struct RemoteRef {
   int pe;
   std::size_t offset;  // from the start of the heap
   void* mapped;        // where this process sees it, for load/store transports; else nullptr
+  HeapKind heap = HeapKind::Host;
 };
 
 class Transport {

@@ -1,0 +1,75 @@
+// Types shared by the host and the device side of axon's device API: the trivially copyable
+// handle a host program passes to its kernels, teams, scopes and the enums of the one-sided calls.
+//
+// This header compiles alone under a host C++ compiler, nvcc and NVRTC: it includes nothing.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define AXON_DEVICE_INLINE __device__ __forceinline__
+#define AXON_DEVICE_NOINLINE __device__ __noinline__
+// Pure arithmetic that host code may call too (remote(), isReachable()).
+#define AXON_HOST_DEVICE_INLINE __host__ __device__ __forceinline__
+#else
+#define AXON_DEVICE_INLINE inline
+#define AXON_DEVICE_NOINLINE
+#define AXON_HOST_DEVICE_INLINE inline
+#endif
+
+namespace axon {
+namespace device {
+
+// size_t without <cstddef>, which NVRTC does not have: the type of sizeof is size_t by definition.
+using SizeT = decltype(sizeof(0));
+
+// Largest number of PEs whose GPU heaps one process can reach by load/store (one bit each in
+// Context::reachable).
+constexpr int kMaxPeers = 128;
+// Live teams at once and rounds of a dissemination barrier (as the host control block).
+constexpr int kMaxTeams = 64;
+constexpr int kMaxBarrierRounds = 32;
+
+// Cooperation scope of a device call: which threads call it together, with the same arguments.
+// Thread: one thread alone. Warp: all 32 lanes of a warp. Block: every thread of the block.
+struct Thread {};
+struct Warp {};
+struct Block {};
+
+// Same values as axon::SignalOp and axon::Cmp on the host.
+enum class SignalOp : int { Set = 0, Add = 1 };
+enum class Cmp : int { Eq = 0, Ne = 1, Gt = 2, Ge = 3, Lt = 4, Le = 5 };
+
+// A team as a kernel sees it: members are the world PEs start, start + stride, ...
+struct Team {
+  int start;
+  int stride;
+  int size;
+  int slot;     // row of ControlWords::barrier this team uses
+  int myIndex;  // this PE's index in the team, or -1 when it is not a member
+};
+
+// The first words of every PE's GPU heap (heap offset 0), as the host control block is for the
+// host heap. `barrier` is incremented by peers; `epoch` is this PE's own count of device barriers
+// completed per team slot.
+struct ControlWords {
+  unsigned long long barrier[kMaxTeams][kMaxBarrierRounds];
+  unsigned long long epoch[kMaxTeams];
+};
+
+// What a kernel needs to address every PE's symmetric GPU memory. Host code gets it from
+// axon::deviceContext() and passes it to kernels by value; it stays valid until finalize().
+//
+// The GPU heaps of all node-local PEs lie in one reservation of this process's address space,
+// `heapStride` bytes apart, so the address of a symmetric object on PE p is its local address
+// plus (p - myPe) * heapStride: no table lookup on the device.
+struct Context {
+  int myPe;
+  int nPes;
+  char* heapBase;                // this PE's GPU heap, as this process sees it
+  long long heapStride;          // bytes from PE p's heap to PE p+1's heap
+  unsigned long long timeoutNs;  // AXON_TIMEOUT in nanoseconds: bound on every device wait
+  unsigned int reachable[kMaxPeers / 32];  // bit p: PE p's GPU heap is mapped here
+  Team world;
+};
+
+}  // namespace device
+}  // namespace axon

@@ -1,0 +1,277 @@
+// The GPU backend: one PE per GPU, its GPU heap, the transport to its peers and the
+// stream-ordered operations.
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+#include "gpu/driver.hpp"
+#include "gpu/gpu_backend.hpp"
+#include "gpu/gpu_heap.hpp"
+#include "kernels/kernels.hpp"
+#include "transport/cuda_ipc/cuda_ipc_transport.hpp"
+
+namespace axon {
+namespace gpu {
+namespace {
+
+std::string pe(int p) { return "PE " + std::to_string(p); }
+
+// Picks the GPU: AXON_DEVICE, else the one the program made current, else local rank mod count.
+CUdevice chooseDevice(const DriverApi& cu, const Env& env, int myPe) {
+  int count = 0;
+  cuCheck(cu.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (env.device >= 0) {
+    if (env.device >= count) {
+      throw Error(ErrorCode::InvalidArgument, pe(myPe) + ": AXON_DEVICE=" + std::to_string(env.device) +
+                                                  " but this process sees " + std::to_string(count) +
+                                                  " GPU(s) (check CUDA_VISIBLE_DEVICES)");
+    }
+    CUdevice d;
+    cuCheck(cu.cuDeviceGet(&d, env.device), "cuDeviceGet");
+    return d;
+  }
+  CUcontext current = nullptr;
+  if (cu.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current) {
+    CUdevice d;
+    if (cu.cuCtxGetDevice(&d) == CUDA_SUCCESS) return d;
+  }
+  if (env.launch.localSize > count) {
+    log(LogLevel::Warn, myPe, std::to_string(env.launch.localSize) + " PEs on this node share " +
+                                  std::to_string(count) + " GPU(s); PEs on one GPU work but compete for it");
+  }
+  CUdevice d;
+  cuCheck(cu.cuDeviceGet(&d, env.launch.localRank % count), "cuDeviceGet");
+  return d;
+}
+
+class CudaBackend final : public GpuBackend {
+ public:
+  CudaBackend(const DriverApi& cu, Runtime& rt) : cu_(cu), myPe_(rt.myPe()), nPes_(rt.nPes()) {
+    device_ = chooseDevice(cu, rt.env(), myPe_);
+    cuCheck(cu.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+    cuCheck(cu.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+    char name[256] = {0};
+    cu.cuDeviceGetName(name, sizeof(name) - 1, device_);
+    char bus[64] = {0};
+    cu.cuDeviceGetPCIBusId(bus, sizeof(bus) - 1, device_);
+    name_ = name;
+    busId_ = bus;
+    cuCheck(cu.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    cuCheck(cu.cuStreamCreate(&pollStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    cuCheck(cu.cuEventCreate(&quietEvent_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    cuCheck(cu.cuMemHostAlloc(&scratch_, 4096, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+    heap_ = std::make_shared<GpuHeap>(cu, device_, myPe_, nPes_, rt.env().gpuHeapMax, rt.env().gpuHeapChunk);
+    transport_ = std::make_unique<CudaIpcTransport>(cu, *heap_, stream_, scratch_);
+    timeoutNs_ = static_cast<unsigned long long>(rt.env().timeoutSec * 1e9);
+    kernels::warmUp();
+  }
+
+  ~CudaBackend() override {
+    transport_.reset();
+    if (scratch_) cu_.cuMemFreeHost(scratch_);
+    if (quietEvent_) cu_.cuEventDestroy(quietEvent_);
+    if (pollStream_) cu_.cuStreamDestroy(pollStream_);
+    if (stream_) cu_.cuStreamDestroy(stream_);
+    // The primary context stays retained: heap mappings held by language bindings may outlive
+    // the runtime, and the program's own CUDA code shares the context.
+  }
+
+  void connect(Runtime& rt) override {
+    // Every PE publishes where it receives memory handles and which GPU it drives.
+    auto cards = rt.bootstrap().allgatherWorld("gpu-card", heap_->channel().address() + "\n" + busId_);
+    HeapPeers peers;
+    peers.channelAddress.assign(nPes_, "");
+    peers.tryMap.assign(nPes_, false);
+    busIds_.assign(nPes_, "");
+    for (int p = 0; p < nPes_; ++p) {
+      auto nl = cards[p].find('\n');
+      busIds_[p] = cards[p].substr(nl + 1);
+      if (!rt.nodeLocal()[p] || p == myPe_) continue;
+      peers.channelAddress[p] = cards[p].substr(0, nl);
+      peers.tryMap[p] = rt.env().p2p;
+    }
+    peers.timeoutSec = rt.env().timeoutSec;
+    peers.findDeadPe = [&rt] { return rt.findDeadPe(); };
+    heap_->connect(std::move(peers));
+
+    // The control words are the GPU heap's first allocation: offset 0 on every PE.
+    auto offset = heap_->allocator().allocate(sizeof(device::ControlWords), 4096);
+    if (!offset || *offset != 0) throw Error(ErrorCode::Internal, "the GPU control words are not at offset 0");
+    heap_->growLocal(heap_->allocator().top());
+    memsetLocal(heap_->base(), 0, sizeof(device::ControlWords));
+    auto sizes = rt.bootstrap().allgatherWorld("gpu-heap", std::to_string(heap_->mapped()));
+    std::vector<std::size_t> mapped(nPes_);
+    for (int p = 0; p < nPes_; ++p) mapped[p] = std::stoull(sizes[p]);
+    heap_->mapPeers(mapped);
+    // No PE may signal a peer's control words before that peer has zeroed and mapped them.
+    rt.bootstrap().barrierWorld("gpu-ready");
+  }
+
+  void synchronize() override {
+    makeCurrent();
+    cuCheck(cu_.cuCtxSynchronize(), "finalize: waiting for the GPU");
+  }
+
+  int deviceOrdinal() const override { return static_cast<int>(device_); }
+  std::string description() const override {
+    return "GPU " + std::to_string(device_) + " (" + name_ + ", PCI " + busId_ + ")";
+  }
+  std::string busId() const override { return busId_; }
+  HeapSpace& heap() override { return *heap_; }
+  std::shared_ptr<HeapSpace> heapOwner() override { return heap_; }
+  bool peerReachable(int p) const override { return heap_->reachable(p); }
+  std::string unreachableReason(int p) const override { return heap_->unreachableReason(p); }
+  Transport& transport() override {
+    makeCurrent();
+    return *transport_;
+  }
+
+  bool isDeviceMemory(const void* p) const override {
+    if (heap_->contains(p)) return true;
+    unsigned int type = 0;
+    CUresult r = cu_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                           reinterpret_cast<CUdeviceptr>(p));
+    return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
+  }
+
+  std::uint64_t readWord(const std::uint64_t* p) override {
+    makeCurrent();
+    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(scratch_) + 64, reinterpret_cast<CUdeviceptr>(p), 8,
+                              pollStream_),
+            "reading a GPU word");
+    cuCheck(cu_.cuStreamSynchronize(pollStream_), "reading a GPU word");
+    std::uint64_t v;
+    std::memcpy(&v, static_cast<char*>(scratch_) + 64, 8);
+    return v;
+  }
+
+  void pinHost(void* p, std::size_t bytes) override {
+    makeCurrent();
+    CUresult r = cu_.cuMemHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+    if (r != CUDA_SUCCESS) {
+      log(LogLevel::Warn, myPe_, "cannot pin " + std::to_string(bytes) + " bytes of the host heap for the GPU (" +
+                                     cuResultText(r) + "); copies to it will be slower (check ulimit -l)");
+    }
+  }
+
+  void unpinHost(void* p) override { cu_.cuMemHostUnregister(p); }
+
+  void memsetLocal(void* p, int value, std::size_t bytes) override {
+    makeCurrent();
+    cuCheck(cu_.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(p), static_cast<unsigned char>(value), bytes, stream_),
+            "cuMemsetD8Async");
+    cuCheck(cu_.cuStreamSynchronize(stream_), "cuMemsetD8Async");
+  }
+
+  device::Context deviceContext(const device::Team& world) const override {
+    device::Context c{};
+    c.myPe = myPe_;
+    c.nPes = nPes_;
+    c.heapBase = heap_->base();
+    c.heapStride = static_cast<long long>(heap_->capacity());
+    c.timeoutNs = timeoutNs_;
+    for (int p = 0; p < nPes_ && p < device::kMaxPeers; ++p) {
+      if (heap_->reachable(p)) c.reachable[p / 32] |= 1u << (p % 32);
+    }
+    c.world = world;
+    return c;
+  }
+
+  void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) override {
+    makeCurrent();
+    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(mappedOrThrow(dst, "put_on_stream")),
+                              reinterpret_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(stream)),
+            "put_on_stream: cuMemcpyAsync");
+  }
+
+  void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) override {
+    makeCurrent();
+    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                              reinterpret_cast<CUdeviceptr>(mappedOrThrow(src, "get_on_stream")), bytes,
+                              static_cast<CUstream>(stream)),
+            "get_on_stream: cuMemcpyAsync");
+  }
+
+  void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) override {
+    makeCurrent();
+    kernels::signal(stream, static_cast<std::uint64_t*>(mappedOrThrow(sig, "signal_op_on_stream")), value, op);
+  }
+
+  void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream,
+                    const device::Team& world) override {
+    makeCurrent();
+    kernels::waitUntil(stream, deviceContext(world), sig, cmp, value);
+  }
+
+  void quietOnStream(void* stream) override {
+    makeCurrent();
+    auto s = static_cast<CUstream>(stream);
+    // Puts on `stream` itself complete before later work on it starts. The host's put_nbi work
+    // is on our own stream: make `stream` wait for it (not possible inside a graph capture, where
+    // only the stream's own order counts).
+    if (!transport_->pending()) return;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuCheck(cu_.cuStreamIsCapturing(s, &capture), "quiet_on_stream: cuStreamIsCapturing");
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+      throw Error(ErrorCode::Unsupported,
+                  "quiet_on_stream: put_nbi calls from the host are still outstanding and a stream being "
+                  "captured into a graph cannot wait for them; call quiet() before the capture");
+    }
+    cuCheck(cu_.cuEventRecord(quietEvent_, stream_), "quiet_on_stream: cuEventRecord");
+    cuCheck(cu_.cuStreamWaitEvent(s, quietEvent_, 0), "quiet_on_stream: cuStreamWaitEvent");
+  }
+
+  void barrierOnStream(const device::Team& team, void* stream, const device::Team& world) override {
+    makeCurrent();
+    kernels::barrier(stream, deviceContext(world), team);
+  }
+
+  void resetTeamSlot(int slot) override {
+    auto* words = reinterpret_cast<device::ControlWords*>(heap_->base());
+    memsetLocal(&words->barrier[slot][0], 0, sizeof(words->barrier[slot]));
+    memsetLocal(&words->epoch[slot], 0, sizeof(words->epoch[slot]));
+  }
+
+ private:
+  void makeCurrent() const {
+    CUcontext current = nullptr;
+    if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx_) cu_.cuCtxSetCurrent(ctx_);
+  }
+
+  void* mappedOrThrow(const RemoteRef& ref, const char* api) const {
+    if (ref.mapped) return ref.mapped;
+    throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
+                                            "'s GPU heap is not mapped here (" + heap_->unreachableReason(ref.pe) +
+                                            "); stream-ordered calls need peer access");
+  }
+
+  const DriverApi& cu_;
+  int myPe_, nPes_;
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  std::string name_, busId_;
+  std::vector<std::string> busIds_;
+  CUstream stream_ = nullptr, pollStream_ = nullptr;
+  CUevent quietEvent_ = nullptr;
+  void* scratch_ = nullptr;
+  std::shared_ptr<GpuHeap> heap_;
+  std::unique_ptr<CudaIpcTransport> transport_;
+  unsigned long long timeoutNs_ = 0;
+};
+
+}  // namespace
+}  // namespace gpu
+
+std::unique_ptr<GpuBackend> makeGpuBackend(Runtime& rt, std::string& whyNot) {
+  const gpu::DriverApi* cu = gpu::driver();
+  if (!cu) {
+    whyNot = gpu::driverUnavailableReason();
+    return nullptr;
+  }
+  return std::make_unique<gpu::CudaBackend>(*cu, rt);
+}
+
+}  // namespace axon

@@ -1,0 +1,53 @@
+// The CUDA driver API, loaded at run time with dlopen: the library links no CUDA library, so the
+// same build runs on the host backend where there is no GPU or no driver.
+//
+// Only files under src/gpu, src/transport/cuda_ipc and src/kernels include this (and cuda.h).
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "axon/error.hpp"
+
+namespace axon::gpu {
+
+// One member per driver function we call, typed from cuda.h (so the ABI version matches the
+// headers we were built with) and resolved through cuGetProcAddress for that version.
+struct DriverApi {
+#define AXON_CU_FN(name) decltype(&::name) name = nullptr;
+#include "gpu/driver_functions.inc"
+#undef AXON_CU_FN
+  int version = 0;  // cuDriverGetVersion, e.g. 13000
+};
+
+// The loaded driver, or nullptr when there is none (no libcuda.so.1, cuInit fails, no device).
+// Loads once; later calls return the same answer.
+const DriverApi* driver();
+// Why driver() is null, for messages ("libcuda.so.1 not found: ...").
+const std::string& driverUnavailableReason();
+// driver(), or throws Unsupported naming `api` and the reason.
+const DriverApi& requireDriver(const char* api);
+
+// A CUDA driver call failed.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& what, CUresult result);
+  CUresult result() const noexcept { return result_; }
+
+ private:
+  CUresult result_;
+};
+
+// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
+std::string cuResultText(CUresult r);
+
+// Throws CudaError "<what>: <name> (<text>)" unless r is CUDA_SUCCESS.
+inline void cuCheck(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw CudaError(what, r);
+}
+inline void cuCheck(CUresult r, const std::string& what) {
+  if (r != CUDA_SUCCESS) throw CudaError(what, r);
+}
+
+}  // namespace axon::gpu

@@ -1,0 +1,65 @@
+// The GPU backend behind an interface the CUDA-free parts of the runtime can hold: device choice,
+// the GPU heap, the transport that moves GPU memory, and the stream-ordered operations.
+// cuda_backend.cpp implements it; no_gpu_backend.cpp stands in for builds without CUDA.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "axon/device/types.hpp"
+#include "axon/onesided.hpp"
+#include "memory/heap_space.hpp"
+#include "transport/transport.hpp"
+
+namespace axon {
+
+class Runtime;
+
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+
+  // Second phase of init, collective over the world: exchange memory handles, map the peers.
+  virtual void connect(Runtime& rt) = 0;
+  // Before the heaps go: waits for the GPU to finish this PE's work.
+  virtual void synchronize() = 0;
+
+  virtual int deviceOrdinal() const = 0;
+  virtual std::string description() const = 0;  // "GPU 1 (NVIDIA H200, PCI 0000:19:00.0)"
+  // A printable id of the physical GPU, the same in every process (PCI bus id).
+  virtual std::string busId() const = 0;
+  virtual HeapSpace& heap() = 0;
+  virtual std::shared_ptr<HeapSpace> heapOwner() = 0;
+  virtual bool peerReachable(int pe) const = 0;
+  virtual std::string unreachableReason(int pe) const = 0;
+  // Moves data whenever GPU memory is on either side (peers by load/store, or staged).
+  virtual Transport& transport() = 0;
+  // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
+  virtual bool isDeviceMemory(const void* p) const = 0;
+  // An acquire read of a word of this PE's GPU heap, from the host.
+  virtual std::uint64_t readWord(const std::uint64_t* p) = 0;
+  // Pins a range of host memory (the host heap and its peers' mappings) for the GPU.
+  virtual void pinHost(void* p, std::size_t bytes) = 0;
+  virtual void unpinHost(void* p) = 0;
+  virtual void memsetLocal(void* p, int value, std::size_t bytes) = 0;
+
+  virtual device::Context deviceContext(const device::Team& world) const = 0;
+
+  // Stream-ordered work; `stream` is a CUstream. Arguments are already validated.
+  virtual void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) = 0;
+  virtual void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) = 0;
+  virtual void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) = 0;
+  virtual void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream,
+                            const device::Team& world) = 0;
+  virtual void quietOnStream(void* stream) = 0;
+  virtual void barrierOnStream(const device::Team& team, void* stream, const device::Team& world) = 0;
+  // After a team is destroyed: zero its device barrier row for the next team in the slot.
+  virtual void resetTeamSlot(int slot) = 0;
+};
+
+// The GPU backend for this process, or nullptr with `whyNot` set (no driver, no GPU, a build
+// without CUDA). Throws when a GPU exists but cannot be set up.
+std::unique_ptr<GpuBackend> makeGpuBackend(Runtime& rt, std::string& whyNot);
+
+}  // namespace axon

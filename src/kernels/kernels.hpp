@@ -1,0 +1,27 @@
+// Launchers of the runtime's own small kernels (signal_kernels.cu). Plain C++ signatures, so that
+// host files need no CUDA headers; `stream` is a CUstream / cudaStream_t. Each throws
+// axon::Error(Cuda) when the launch fails.
+#pragma once
+
+#include <cstdint>
+
+#include "axon/device/types.hpp"
+#include "axon/onesided.hpp"
+
+namespace axon::kernels {
+
+// Updates a 64-bit signal (already translated to this process's view) with release semantics
+// at system scope, after all earlier work on the stream.
+void signal(void* stream, std::uint64_t* target, std::uint64_t value, SignalOp op);
+// One atomic at system scope on a 4- or 8-byte word; the old value goes to `result` (pinned
+// host memory) when the operation returns one.
+void atomic(void* stream, AtomicOp op, int width, void* target, std::uint64_t operand,
+            std::uint64_t cond, void* result);
+// Holds the stream until the local signal compares true (bounded by ctx.timeoutNs, then traps).
+void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp cmp, std::uint64_t value);
+// A device barrier over `team` on the stream.
+void barrier(void* stream, const device::Context& ctx, const device::Team& team);
+// Loads the kernels now: a first launch may not happen inside a CUDA graph capture.
+void warmUp();
+
+}  // namespace axon::kernels

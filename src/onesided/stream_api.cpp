@@ -1,0 +1,168 @@
+// The public GPU API: device choice, the device context, and stream-ordered one-sided calls.
+// Validation is the blocking calls'; the GPU backend enqueues.
+#include <string>
+
+#include "axon/error.hpp"
+#include "axon/gpu.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+
+namespace axon {
+namespace {
+
+GpuBackend& requireGpu(Runtime& rt, const char* api) {
+  if (GpuBackend* g = rt.gpu()) return *g;
+  throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + " needs the GPU backend, which is off: " +
+                                          rt.gpuUnavailableReason());
+}
+
+void checkLocal(const void* p, std::size_t bytes, const char* api, const char* role) {
+  if (bytes > 0 && !p) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": " + role + " is null but " +
+                                                std::to_string(bytes) + " bytes were asked for");
+  }
+}
+
+// A signal for stream-ordered use: in the GPU heap (kernels update it with GPU atomics, which
+// are not atomic with the host's on host memory), 8-byte aligned.
+RemoteRef resolveGpuSignal(Runtime& rt, const std::uint64_t* sig, int pe, const char* api) {
+  RemoteRef ref = rt.resolve(sig, sizeof(std::uint64_t), pe, api, "sig");
+  if (reinterpret_cast<std::uintptr_t>(sig) % 8 != 0) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +
+                                                " is not 8-byte aligned");
+  }
+  if (ref.heap != HeapKind::Gpu) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +
+                                                " is in the host heap; signals used on streams must be "
+                                                "in the GPU heap (axon::malloc)");
+  }
+  return ref;
+}
+
+void checkOp(SignalOp op, const char* api) {
+  if (op != SignalOp::Set && op != SignalOp::Add) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": signal op must be Set or Add");
+  }
+}
+
+device::Team toDeviceTeam(const detail::TeamState& s, const char* api) {
+  device::Team t{};
+  t.start = s.members.empty() ? 0 : s.members[0];
+  t.stride = s.members.size() > 1 ? s.members[1] - s.members[0] : 1;
+  t.size = static_cast<int>(s.members.size());
+  t.slot = s.slot;
+  t.myIndex = s.myIndex;
+  for (std::size_t i = 0; i < s.members.size(); ++i) {
+    if (s.members[i] != t.start + static_cast<int>(i) * t.stride) {
+      throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": team " + s.name +
+                                              " is not a strided range of PEs");
+    }
+  }
+  return t;
+}
+
+const detail::TeamState& teamState(const Team& team, const char* api) {
+  if (!team.state()) {
+    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": the team is invalid (destroyed?)");
+  }
+  return *team.state();
+}
+
+}  // namespace
+
+bool gpuEnabled() { return runtime("gpu_enabled").gpu() != nullptr; }
+
+int gpuDevice() {
+  Runtime& rt = runtime("gpu_device");
+  return requireGpu(rt, "gpu_device").deviceOrdinal();
+}
+
+const char* gpuUnavailableReason() { return runtime("gpu_unavailable_reason").gpuUnavailableReason().c_str(); }
+
+device::Context deviceContext() {
+  Runtime& rt = runtime("device_context");
+  return requireGpu(rt, "device_context").deviceContext(toDeviceTeam(*rt.world().state(), "device_context"));
+}
+
+device::Team deviceTeam(const Team& team) {
+  runtime("device_team");
+  return toDeviceTeam(teamState(team, "device_team"), "device_team");
+}
+
+bool gpuPeerReachable(int pe) {
+  Runtime& rt = runtime("gpu_peer_reachable");
+  rt.checkPe(pe, "gpu_peer_reachable");
+  return requireGpu(rt, "gpu_peer_reachable").peerReachable(pe);
+}
+
+void putOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream stream) {
+  Runtime& rt = runtime("put_on_stream");
+  GpuBackend& gpu = requireGpu(rt, "put_on_stream");
+  RemoteRef ref = rt.resolve(dest, bytes, pe, "put_on_stream", "dest");
+  checkLocal(src, bytes, "put_on_stream", "src");
+  if (bytes > 0) gpu.putOnStream(ref, src, bytes, stream);
+}
+
+void getOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream stream) {
+  Runtime& rt = runtime("get_on_stream");
+  GpuBackend& gpu = requireGpu(rt, "get_on_stream");
+  RemoteRef ref = rt.resolve(src, bytes, pe, "get_on_stream", "src");
+  checkLocal(dest, bytes, "get_on_stream", "dest");
+  if (bytes > 0) gpu.getOnStream(dest, ref, bytes, stream);
+}
+
+void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig, std::uint64_t value,
+                       SignalOp op, int pe, Stream stream) {
+  Runtime& rt = runtime("put_signal_on_stream");
+  GpuBackend& gpu = requireGpu(rt, "put_signal_on_stream");
+  checkOp(op, "put_signal_on_stream");
+  RemoteRef data = rt.resolve(dest, bytes, pe, "put_signal_on_stream", "dest");
+  RemoteRef flag = resolveGpuSignal(rt, sig, pe, "put_signal_on_stream");
+  checkLocal(src, bytes, "put_signal_on_stream", "src");
+  if (bytes > 0) gpu.putOnStream(data, src, bytes, stream);
+  gpu.signalOnStream(flag, value, op, stream);
+}
+
+void signalOpOnStream(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe, Stream stream) {
+  Runtime& rt = runtime("signal_op_on_stream");
+  GpuBackend& gpu = requireGpu(rt, "signal_op_on_stream");
+  checkOp(op, "signal_op_on_stream");
+  gpu.signalOnStream(resolveGpuSignal(rt, sig, pe, "signal_op_on_stream"), value, op, stream);
+}
+
+void signalWaitUntilOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, Stream stream) {
+  Runtime& rt = runtime("signal_wait_until_on_stream");
+  GpuBackend& gpu = requireGpu(rt, "signal_wait_until_on_stream");
+  if (static_cast<int>(cmp) < 0 || static_cast<int>(cmp) > static_cast<int>(Cmp::Le)) {
+    throw Error(ErrorCode::InvalidArgument, "axon: signal_wait_until_on_stream: unknown comparison");
+  }
+  resolveGpuSignal(rt, sig, rt.myPe(), "signal_wait_until_on_stream");
+  gpu.waitOnStream(sig, cmp, value, stream, toDeviceTeam(*rt.world().state(), "signal_wait_until_on_stream"));
+}
+
+void quietOnStream(Stream stream) {
+  Runtime& rt = runtime("quiet_on_stream");
+  requireGpu(rt, "quiet_on_stream").quietOnStream(stream);
+}
+
+void barrierOnStream(const Team& team, Stream stream) {
+  Runtime& rt = runtime("barrier_on_stream");
+  GpuBackend& gpu = requireGpu(rt, "barrier_on_stream");
+  const auto& s = teamState(team, "barrier_on_stream");
+  device::Team t = toDeviceTeam(s, "barrier_on_stream");
+  for (int member : s.members) {
+    if (!gpu.peerReachable(member)) {
+      throw Error(ErrorCode::Unsupported, "axon: barrier_on_stream: PE " + std::to_string(member) + " of team " +
+                                              s.name + " is not reachable by load/store from this GPU (" +
+                                              gpu.unreachableReason(member) + ")");
+    }
+  }
+  gpu.barrierOnStream(t, stream, toDeviceTeam(*rt.world().state(), "barrier_on_stream"));
+}
+
+void barrierAllOnStream(Stream stream) {
+  Runtime& rt = runtime("barrier_all_on_stream");
+  barrierOnStream(rt.world(), stream);
+}
+
+}  // namespace axon
