@@ -1,0 +1,21 @@
+// main() of the multi-process GPU test programs. Without a GPU (CI) it says why and exits 77,
+// which ctest reports as skipped.
+#include <gtest/gtest.h>
+
+#include <axon/axon.hpp>
+
+#include <cstdio>
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  axon::init();
+  if (!axon::gpuEnabled()) {
+    if (axon::myPe() == 0) std::printf("skipped: no GPU backend (%s)\n", axon::gpuUnavailableReason());
+    axon::finalize();
+    return 77;
+  }
+  if (axon::myPe() != 0) GTEST_FLAG_SET(brief, true);
+  int rc = RUN_ALL_TESTS();
+  axon::finalize();
+  return rc;
+}

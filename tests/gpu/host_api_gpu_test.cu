@@ -1,0 +1,223 @@
+// The host one-sided API on GPU memory: the GPU heap, device pointers on the local side, signals
+// and atomics in GPU memory, pinned host symmetric memory, and bad inputs with device pointers.
+#include <axon/axon.hpp>
+
+#include <cstdint>
+#include <numeric>
+
+#include "gpu_test_util.hpp"
+
+namespace {
+
+int me() { return axon::myPe(); }
+int np() { return axon::nPes(); }
+
+bool isDevicePointer(const void* p) {
+  cudaPointerAttributes a{};
+  return cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeDevice;
+}
+
+TEST(GpuHeap, MallocIsSymmetricDeviceMemory) {
+  auto* a = static_cast<int*>(axon::malloc(1 << 20));
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(isDevicePointer(a));
+  EXPECT_TRUE(axon::isSymmetric(a));
+  auto stats = axon::heapStats();
+  EXPECT_GE(stats.mappedBytes, std::size_t(1) << 20);
+  EXPECT_GE(stats.allocations, 1u);
+  // Every reachable peer's copy is addressable from this GPU.
+  for (int pe = 0; pe < np(); ++pe) {
+    if (axon::gpuPeerReachable(pe)) EXPECT_NE(axon::ptr(a, pe), nullptr) << "PE " << pe;
+  }
+  axon::free(a);
+}
+
+TEST(GpuHeap, GrowsAcrossManyChunks) {
+  // AXON_GPU_HEAP_CHUNK is small in the tests: these allocations map new chunks on every PE and
+  // pass their handles to every peer.
+  std::vector<char*> blocks;
+  for (int i = 0; i < 6; ++i) blocks.push_back(static_cast<char*>(axon::malloc(3 << 20)));
+  const std::size_t n = 3 << 20;
+  std::vector<char> pattern(n);
+  for (std::size_t i = 0; i < n; ++i) pattern[i] = static_cast<char>((i * 7 + me()) & 0x7f);
+  int right = (me() + 1) % np();
+  for (auto* b : blocks) axon::put(b, pattern.data(), n, right);
+  axon::barrierAll();
+  int left = (me() + np() - 1) % np();
+  for (auto* b : blocks) {
+    auto got = toHost(b, n);
+    for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(got[i], static_cast<char>((i * 7 + left) & 0x7f));
+  }
+  axon::barrierAll();
+  for (auto* b : blocks) axon::free(b);
+}
+
+TEST(HostApi, PutGetWithDeviceAndHostBuffers) {
+  const std::size_t count = 100003;  // not a multiple of anything useful
+  auto* inbox = static_cast<std::int64_t*>(axon::calloc(count * np(), sizeof(std::int64_t)));
+  std::vector<std::int64_t> mine(count);
+  for (std::size_t i = 0; i < count; ++i) mine[i] = me() * 1000003 + static_cast<std::int64_t>(i);
+  std::int64_t* local = nullptr;
+  CUDA_OK(cudaMalloc(&local, count * sizeof(std::int64_t)));
+  fromHost(local, mine);
+  for (int pe = 0; pe < np(); ++pe) {
+    // Device memory (cudaMalloc) to odd PEs, pageable host memory to even ones.
+    const void* src = pe % 2 ? static_cast<const void*>(local) : mine.data();
+    axon::put(inbox + me() * count, src, count * sizeof(std::int64_t), pe);
+  }
+  axon::barrierAll();
+  auto all = toHost(inbox, count * np());
+  for (int r = 0; r < np(); ++r)
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(all[r * count + i], r * 1000003 + static_cast<std::int64_t>(i)) << "row " << r << " i " << i;
+  // get from every PE into device memory and into host memory
+  for (int pe = 0; pe < np(); ++pe) {
+    axon::get(local, inbox + pe * count, count * sizeof(std::int64_t), (pe + 1) % np());
+    auto got = toHost(local, count);
+    std::vector<std::int64_t> host(count);
+    axon::get(host.data(), inbox + pe * count, count * sizeof(std::int64_t), (pe + 1) % np());
+    for (std::size_t i = 0; i < count; i += 97) {
+      ASSERT_EQ(got[i], pe * 1000003 + static_cast<std::int64_t>(i));
+      ASSERT_EQ(host[i], pe * 1000003 + static_cast<std::int64_t>(i));
+    }
+  }
+  axon::barrierAll();
+  cudaFree(local);
+  axon::free(inbox);
+}
+
+TEST(HostApi, NbiThenQuiet) {
+  const std::size_t count = 1 << 18;
+  auto* dst = static_cast<float*>(axon::calloc(count, sizeof(float)));
+  std::vector<float> src(count);
+  std::iota(src.begin(), src.end(), static_cast<float>(me()));
+  int right = (me() + 1) % np();
+  for (int k = 0; k < 4; ++k) {
+    axon::putNbi(dst + k * (count / 4), src.data() + k * (count / 4), count / 4 * sizeof(float), right);
+  }
+  axon::quiet();
+  axon::barrierAll();
+  auto got = toHost(dst, count);
+  int left = (me() + np() - 1) % np();
+  for (std::size_t i = 0; i < count; i += 101) ASSERT_FLOAT_EQ(got[i], static_cast<float>(left) + i);
+  axon::barrierAll();
+  axon::free(dst);
+}
+
+TEST(HostApi, PutSignalRingWithGpuSignal) {
+  const std::size_t count = 4096;
+  auto* data = static_cast<int*>(axon::calloc(count, sizeof(int)));
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, sizeof(std::uint64_t)));
+  int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  for (std::uint64_t round = 1; round <= 5; ++round) {
+    std::vector<int> v(count, static_cast<int>(me() * 100 + round));
+    axon::putSignal(data, v.data(), count * sizeof(int), sig, 1, axon::SignalOp::Add, right);
+    EXPECT_EQ(axon::signalWaitUntil(sig, axon::Cmp::Ge, round), round);
+    auto got = toHost(data, count);
+    ASSERT_EQ(got[0], static_cast<int>(left * 100 + round));
+    ASSERT_EQ(got[count - 1], static_cast<int>(left * 100 + round));
+    axon::barrierAll();  // nobody overwrites `data` before its owner has read it
+  }
+  EXPECT_EQ(axon::signalFetch(sig), 5u);
+  axon::barrierAll();
+  axon::free(sig);
+  axon::free(data);
+}
+
+TEST(HostApi, AtomicsOnGpuMemory) {
+  auto* counter = static_cast<std::uint64_t*>(axon::calloc(1, sizeof(std::uint64_t)));
+  auto* word = static_cast<std::int32_t*>(axon::calloc(1, sizeof(std::int32_t)));
+  for (int i = 0; i < 10; ++i) axon::atomicFetchAdd<std::uint64_t>(counter, me() + 1, 0);
+  axon::atomicAdd<std::int32_t>(word, -1, 0);
+  axon::barrierAll();
+  const std::uint64_t expected = 10ull * np() * (np() + 1) / 2;
+  EXPECT_EQ(axon::atomicFetch(counter, 0), expected);
+  EXPECT_EQ(axon::atomicFetch(word, 0), -np());
+  axon::barrierAll();
+  // Exactly one PE wins a compare-and-swap from the value everyone saw.
+  std::int32_t old = axon::atomicCompareSwap<std::int32_t>(word, -np(), me(), 0);
+  auto winners = static_cast<std::uint64_t*>(axon::calloc(1, sizeof(std::uint64_t)));
+  if (old == -np()) axon::atomicAdd<std::uint64_t>(winners, 1, 0);
+  axon::barrierAll();
+  EXPECT_EQ(axon::atomicFetch(winners, 0), 1u);
+  EXPECT_EQ(axon::atomicSwap<std::uint64_t>(counter, 7, me()), me() == 0 ? expected : 0u);
+  axon::barrierAll();
+  axon::free(winners);
+  axon::free(word);
+  axon::free(counter);
+}
+
+TEST(HostHeap, MallocHostIsPinnedAndReachableFromDeviceCopies) {
+  const std::size_t count = 1 << 16;
+  auto* h = static_cast<double*>(axon::mallocHost(count * sizeof(double)));
+  ASSERT_NE(h, nullptr);
+  EXPECT_FALSE(isDevicePointer(h));
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, h), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeHost) << "the host heap is registered (pinned) with CUDA";
+  double* d = nullptr;
+  CUDA_OK(cudaMalloc(&d, count * sizeof(double)));
+  std::vector<double> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = me() + i * 0.25;
+  fromHost(d, v);
+  int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  axon::put(h, d, count * sizeof(double), right);  // device memory into a peer's host heap
+  axon::barrierAll();
+  for (std::size_t i = 0; i < count; i += 31) ASSERT_DOUBLE_EQ(h[i], left + i * 0.25);
+  EXPECT_GE(axon::hostHeapStats().allocations, 1u);
+  axon::barrierAll();
+  cudaFree(d);
+  axon::free(h);
+}
+
+TEST(BadInput, DevicePointersOutsideTheHeap) {
+  int* notSymmetric = nullptr;
+  CUDA_OK(cudaMalloc(&notSymmetric, 256));
+  auto* sym = static_cast<int*>(axon::malloc(256));
+  int host[64] = {};
+  EXPECT_THROW(axon::put(notSymmetric, host, 64, 0), axon::Error);
+  try {
+    axon::put(notSymmetric, host, 64, 0);
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::OutOfBounds);
+    EXPECT_NE(std::string(e.what()).find("not in the symmetric heap"), std::string::npos) << e.what();
+  }
+  try {
+    axon::put(sym, notSymmetric, 512, 0);  // runs past the 256-byte allocation
+    FAIL() << "no error";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::OutOfBounds);
+    EXPECT_NE(std::string(e.what()).find("GPU heap offset"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(axon::get(notSymmetric, sym, 64, np()), axon::Error);  // PE out of range
+  EXPECT_THROW(axon::put(sym, nullptr, 64, 0), axon::Error);
+  // Stream-ordered signals must be in the GPU heap.
+  auto* hostSig = static_cast<std::uint64_t*>(axon::mallocHost(8));
+  try {
+    axon::signalOpOnStream(hostSig, 1, axon::SignalOp::Set, 0, nullptr);
+    FAIL() << "no error";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::InvalidArgument);
+  }
+  axon::barrierAll();
+  axon::free(hostSig);
+  axon::free(sym);
+  cudaFree(notSymmetric);
+}
+
+TEST(BadInput, MismatchedGpuMallocFailsOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "needs 2 PEs";
+  try {
+    axon::malloc(me() == 0 ? 1024 : 2048);
+    FAIL() << "no error";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch);
+    EXPECT_NE(std::string(e.what()).find("GPU heap"), std::string::npos) << e.what();
+  }
+  // The heap stays usable.
+  auto* p = axon::malloc(64);
+  EXPECT_NE(p, nullptr);
+  axon::free(p);
+}
+
+}  // namespace
