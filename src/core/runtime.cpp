@@ -166,8 +166,8 @@ void Runtime::startGpu() {
     log(LogLevel::Info, myPe(), "host backend: " + gpuWhyNot_);
     return;
   }
-  gpu_->connect(*this);
   pinned_.assign(nPes(), 0);
+  gpu_->connect(*this);
   pinHostHeap();
   log(LogLevel::Info, myPe(), "GPU backend on " + gpu_->description());
 }
@@ -263,7 +263,7 @@ RemoteRef Runtime::resolve(const void* addr, std::size_t bytes, int pe, const ch
 
 Transport& Runtime::transportFor(const RemoteRef& ref, const void* local, const char* api) const {
   const int pe = ref.pe;
-  if (gpu_ && (ref.heap == HeapKind::Gpu || (local && gpu_->isDeviceMemory(local)))) return gpu_->transport();
+  if (gpu_ && (ref.heap == HeapKind::Gpu || (local && gpu_->isDeviceMemory(local)))) return gpu_->transportFor(ref);
   if (!route_[pe]) {
     throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe()) + ": " + api +
                                             ": no transport reaches PE " + std::to_string(pe));
@@ -281,12 +281,12 @@ int Runtime::findDeadPe() const {
 }
 
 void Runtime::fenceAll() {
-  if (gpu_) gpu_->transport().fence();
+  if (gpu_) gpu_->fence();
   shm_->fence();
 }
 
 void Runtime::quietAll() {
-  if (gpu_) gpu_->transport().quiet();
+  if (gpu_) gpu_->quiet();
   shm_->quiet();
 }
 

@@ -2,6 +2,7 @@
 // stream-ordered operations.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -12,6 +13,8 @@
 #include "gpu/gpu_heap.hpp"
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
+#include "transport/staged/stage_proxy.hpp"
+#include "transport/staged/staged_transport.hpp"
 
 namespace axon {
 namespace gpu {
@@ -70,6 +73,9 @@ class CudaBackend final : public GpuBackend {
   }
 
   ~CudaBackend() override {
+    // The proxy serves peers until the runtime's last barrier has passed; it goes first.
+    proxy_.reset();
+    staged_.reset();
     transport_.reset();
     if (scratch_) cu_.cuMemFreeHost(scratch_);
     if (quietEvent_) cu_.cuEventDestroy(quietEvent_);
@@ -106,8 +112,46 @@ class CudaBackend final : public GpuBackend {
     std::vector<std::size_t> mapped(nPes_);
     for (int p = 0; p < nPes_; ++p) mapped[p] = std::stoull(sizes[p]);
     heap_->mapPeers(mapped);
+    startStagedPath(rt);
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
     rt.bootstrap().barrierWorld("gpu-ready");
+  }
+
+  // When any PE's GPU cannot map some node-local peer's GPU heap, every PE sets up the staged
+  // path: one channel per sender in its host heap (the same allocation on every PE) and a proxy
+  // thread serving it.
+  void startStagedPath(Runtime& rt) {
+    bool missing = false;
+    for (int p = 0; p < nPes_; ++p) missing |= rt.nodeLocal()[p] && !heap_->reachable(p);
+    auto votes = rt.bootstrap().allgatherWorld("gpu-reach", missing ? "1" : "0");
+    bool any = false;
+    for (const auto& v : votes) any |= v == "1";
+    if (!any) return;
+    const std::size_t chunk = std::max<std::size_t>(64u << 10, rt.env().stageChunk / 4096 * 4096);
+    const std::size_t perSender = staged::channelBytes(chunk);
+    SymmetricHeap& host = rt.hostHeap();
+    auto offset = host.allocator().allocate(perSender * nPes_, 4096);
+    if (!offset) {
+      throw Error(ErrorCode::OutOfMemory, pe(myPe_) + ": the staged path needs " + std::to_string(perSender * nPes_) +
+                                              " bytes of host heap (AXON_STAGE_CHUNK x " +
+                                              std::to_string(staged::kStageSlots) + " slots x PEs; raise AXON_HEAP_MAX)");
+    }
+    host.growLocal(*offset + perSender * nPes_);
+    auto sizes = rt.bootstrap().allgatherWorld("stage-heap", std::to_string(host.mapped()));
+    std::vector<std::size_t> mapped(nPes_);
+    for (int p = 0; p < nPes_; ++p) mapped[p] = std::stoull(sizes[p]);
+    host.mapPeers(mapped);
+    rt.pinHostHeap();
+    char* mine = static_cast<char*>(host.peerAddress(myPe_, *offset));
+    std::memset(mine, 0, perSender * nPes_);
+    const std::size_t at = *offset;
+    const int me = myPe_;
+    proxy_ = std::make_unique<staged::StageProxy>(cu_, ctx_, myPe_, nPes_, mine, chunk, heap_->base(),
+                                                  heap_->capacity(), static_cast<char*>(scratch_) + 128);
+    staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&rt, at, me, perSender](int p) {
+      return static_cast<char*>(rt.hostHeap().peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
+    });
+    log(LogLevel::Info, myPe_, "staged path on: chunks of " + std::to_string(chunk) + " bytes through pinned host memory");
   }
 
   void synchronize() override {
@@ -124,10 +168,20 @@ class CudaBackend final : public GpuBackend {
   std::shared_ptr<HeapSpace> heapOwner() override { return heap_; }
   bool peerReachable(int p) const override { return heap_->reachable(p); }
   std::string unreachableReason(int p) const override { return heap_->unreachableReason(p); }
-  Transport& transport() override {
+  Transport& transportFor(const RemoteRef& ref) override {
     makeCurrent();
+    if (ref.heap == HeapKind::Gpu && !ref.mapped && staged_) return *staged_;
     return *transport_;
   }
+  void fence() override {
+    makeCurrent();
+    transport_->fence();
+  }
+  void quiet() override {
+    makeCurrent();
+    transport_->quiet();
+  }
+  bool stagedPathOn() const override { return staged_ != nullptr; }
 
   bool isDeviceMemory(const void* p) const override {
     if (heap_->contains(p)) return true;
@@ -259,6 +313,8 @@ class CudaBackend final : public GpuBackend {
   void* scratch_ = nullptr;
   std::shared_ptr<GpuHeap> heap_;
   std::unique_ptr<CudaIpcTransport> transport_;
+  std::unique_ptr<staged::StagedTransport> staged_;
+  std::unique_ptr<staged::StageProxy> proxy_;
   unsigned long long timeoutNs_ = 0;
 };
 

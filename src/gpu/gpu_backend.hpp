@@ -33,8 +33,13 @@ class GpuBackend {
   virtual std::shared_ptr<HeapSpace> heapOwner() = 0;
   virtual bool peerReachable(int pe) const = 0;
   virtual std::string unreachableReason(int pe) const = 0;
-  // Moves data whenever GPU memory is on either side (peers by load/store, or staged).
-  virtual Transport& transport() = 0;
+  // The transport for an operation on `ref` when GPU memory is on either side: peers' mappings
+  // (cuda_ipc), or the staged path for a GPU heap this GPU cannot map.
+  virtual Transport& transportFor(const RemoteRef& ref) = 0;
+  virtual void fence() = 0;
+  virtual void quiet() = 0;
+  // Whether the staged path is on (some PE's GPU cannot map some peer's GPU heap).
+  virtual bool stagedPathOn() const = 0;
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
   // An acquire read of a word of this PE's GPU heap, from the host.

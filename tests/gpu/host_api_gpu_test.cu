@@ -3,7 +3,9 @@
 #include <axon/axon.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 
 #include "gpu_test_util.hpp"
 
@@ -218,6 +220,48 @@ TEST(BadInput, MismatchedGpuMallocFailsOnEveryPe) {
   auto* p = axon::malloc(64);
   EXPECT_NE(p, nullptr);
   axon::free(p);
+}
+
+TEST(Staged, PeersAreUnreachableAndStreamsSayWhy) {
+  const char* p2p = std::getenv("AXON_P2P");
+  if (!p2p || std::string(p2p) != "0" || np() < 2) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  for (int pe = 0; pe < np(); ++pe) EXPECT_EQ(axon::gpuPeerReachable(pe), pe == me()) << "PE " << pe;
+  auto* buf = static_cast<int*>(axon::malloc(64));
+  EXPECT_EQ(axon::ptr(buf, (me() + 1) % np()), nullptr);
+  try {
+    axon::putOnStream(buf, buf, 64, (me() + 1) % np(), nullptr);
+    FAIL() << "no error";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("AXON_P2P=0"), std::string::npos) << e.what();
+  }
+  axon::barrierAll();
+  axon::free(buf);
+}
+
+TEST(Staged, LargeOddPutAndGet) {
+  // Many chunks, a tail, and both directions at once from every PE.
+  const std::size_t bytes = (9u << 20) + 12345;
+  auto* dst = static_cast<unsigned char*>(axon::malloc(bytes));
+  std::vector<unsigned char> v(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<unsigned char>((i * 131 + me()) & 0xff);
+  unsigned char* src;
+  CUDA_OK(cudaMalloc(&src, bytes));
+  fromHost(src, v);
+  int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  axon::put(dst, src, bytes, right);
+  axon::barrierAll();
+  auto got = toHost(dst, bytes);
+  for (std::size_t i = 0; i < bytes; i += 7) ASSERT_EQ(got[i], static_cast<unsigned char>((i * 131 + left) & 0xff)) << i;
+  ASSERT_EQ(got[bytes - 1], static_cast<unsigned char>(((bytes - 1) * 131 + left) & 0xff));
+  // get it back from the right neighbour: it holds what this PE sent
+  CUDA_OK(cudaMemset(src, 0, bytes));
+  axon::get(src, dst, bytes, right);
+  auto back = toHost(src, bytes);
+  for (std::size_t i = 0; i < bytes; i += 7) ASSERT_EQ(back[i], v[i]) << i;
+  axon::barrierAll();
+  cudaFree(src);
+  axon::free(dst);
 }
 
 }  // namespace

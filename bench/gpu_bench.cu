@@ -1,0 +1,505 @@
+// GPU benchmarks of the one-sided layer between PE 0 and PE 1, each next to the hardware limit
+// measured in the same run:
+//
+//   axon run -n 2 build/bench/gpu_bench [--tests pingpong,stream,device,host] [--json FILE]
+//                                       [--iters N] [--min-bw 64M] [--max-bw 1G]
+//
+//   pingpong  device put_signal ping-pong (8 B, thread scope), round trip, against a raw
+//             store + fence + flag ping-pong through the same mappings
+//   stream    put_on_stream bandwidth, one way and both ways, against cudaMemcpyPeerAsync
+//   device    device put at block scope over all SMs, against the copy engine (one way)
+//   host      blocking 8 B put latency, against cudaMemcpyAsync + cudaStreamSynchronize
+//   staged    blocking put through the staged path (run with AXON_P2P=0), against copying by
+//             hand GPU -> host -> other GPU with cudaMemcpy, through pageable and pinned memory
+//
+// Every transfer is checked afterwards (#wrong). PEs beyond 1 take part in barriers only.
+#include <axon/axon.hpp>
+#include <axon/device/device.hpp>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace dev = axon::device;
+using u64 = unsigned long long;
+
+namespace {
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "gpu_bench: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+struct Options {
+  std::string tests = "pingpong,stream,device,host";
+  std::string json;
+  int iters = 10000;
+  std::size_t minBw = 64u << 20;
+  std::size_t maxBw = 1u << 30;
+};
+
+std::size_t parseSize(const char* t) {
+  char* end = nullptr;
+  double v = std::strtod(t, &end);
+  std::string s = end ? end : "";
+  double k = s == "K" ? 1024.0 : s == "M" ? 1048576.0 : s == "G" ? 1073741824.0 : s.empty() ? 1.0 : -1.0;
+  if (v <= 0 || k < 0) {
+    std::fprintf(stderr, "gpu_bench: '%s' is not a size (e.g. 64M, 1G)\n", t);
+    std::exit(2);
+  }
+  return static_cast<std::size_t>(v * k);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) { std::fprintf(stderr, "gpu_bench: %s needs a value\n", a.c_str()); std::exit(2); }
+      return argv[++i];
+    };
+    if (a == "--tests") o.tests = value();
+    else if (a == "--json") o.json = value();
+    else if (a == "--iters") o.iters = std::max(10, std::atoi(value()));
+    else if (a == "--min-bw") o.minBw = parseSize(value());
+    else if (a == "--max-bw") o.maxBw = parseSize(value());
+    else { std::fprintf(stderr, "gpu_bench: unknown option %s\n", a.c_str()); std::exit(2); }
+  }
+  return o;
+}
+
+bool wants(const Options& o, const char* t) { return ("," + o.tests + ",").find(std::string(",") + t + ",") != std::string::npos; }
+
+struct Record {
+  std::string test, metric;
+  std::size_t bytes;
+  double axon, baseline;
+  std::string baselineName;
+  long long wrong;
+};
+std::vector<Record> g_records;
+
+void report(const Record& r) {
+  g_records.push_back(r);
+  std::printf("%-18s %12zu  %-9s axon %11.3f   %-26s %11.3f   ratio %6.3f   #wrong %lld\n", r.test.c_str(), r.bytes,
+              r.metric.c_str(), r.axon, r.baselineName.c_str(), r.baseline, r.axon / r.baseline, r.wrong);
+  std::fflush(stdout);
+}
+
+__device__ __forceinline__ u64 globalTimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pingpong
+
+__global__ void axonPingPong(dev::Context ctx, u64* data, const u64* src, u64* sig, int peer, int warmup, int iters,
+                             bool initiator, u64* elapsedNs) {
+  u64 t0 = 0;
+  for (int i = 1; i <= warmup + iters; ++i) {
+    if (i == warmup + 1) t0 = globalTimer();
+    if (initiator) {
+      dev::putSignal<dev::Thread>(ctx, data, src, 8, sig, static_cast<u64>(i), dev::SignalOp::Set, peer);
+      dev::signalWaitUntil<dev::Thread>(ctx, sig, dev::Cmp::Ge, static_cast<u64>(i));
+    } else {
+      dev::signalWaitUntil<dev::Thread>(ctx, sig, dev::Cmp::Ge, static_cast<u64>(i));
+      dev::putSignal<dev::Thread>(ctx, data, src, 8, sig, static_cast<u64>(i), dev::SignalOp::Set, peer);
+    }
+  }
+  *elapsedNs = globalTimer() - t0;
+}
+
+// The limit: store the data through the peer mapping, fence, store the flag; spin on our flag.
+__global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64* peerSig, volatile u64* mySig,
+                            int warmup, int iters, bool initiator, u64* elapsedNs) {
+  u64 t0 = 0;
+  for (int i = 1; i <= warmup + iters; ++i) {
+    if (i == warmup + 1) t0 = globalTimer();
+    if (!initiator) while (*mySig < static_cast<u64>(i)) {}
+    *peerData = *src;
+    __threadfence_system();
+    *peerSig = static_cast<u64>(i);
+    if (initiator) while (*mySig < static_cast<u64>(i)) {}
+  }
+  *elapsedNs = globalTimer() - t0;
+}
+
+void benchPingPong(const Options& o, int me) {
+  auto* data = static_cast<u64*>(axon::calloc(2, 8));
+  auto* sigs = static_cast<u64*>(axon::calloc(2, 8));  // [0] axon, [1] raw
+  u64 *src, *elapsed;
+  CHECK(cudaMalloc(&src, 8));
+  CHECK(cudaMalloc(&elapsed, 16));
+  u64 pattern = 0x0123456789abcdefull + me;
+  CHECK(cudaMemcpy(src, &pattern, 8, cudaMemcpyHostToDevice));
+  const int peer = 1 - me, warmup = 200;
+  auto ctx = axon::deviceContext();
+  if (me <= 1) {
+    axonPingPong<<<1, 1>>>(ctx, data, src, &sigs[0], peer, warmup, o.iters, me == 0, elapsed);
+    CHECK(cudaDeviceSynchronize());
+  }
+  axon::barrierAll();
+  if (me <= 1) {
+    rawPingPong<<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
+                          static_cast<u64*>(axon::ptr(&sigs[1], peer)), &sigs[1], warmup, o.iters, me == 0,
+                          elapsed + 1);
+    CHECK(cudaDeviceSynchronize());
+  }
+  axon::barrierAll();
+  if (me == 0) {
+    u64 ns[2], got[2];
+    CHECK(cudaMemcpy(ns, elapsed, 16, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(got, data, 16, cudaMemcpyDeviceToHost));
+    long long wrong = (got[0] != 0x0123456789abcdefull + 1) + (got[1] != 0x0123456789abcdefull + 1);
+    report({"pingpong_rtt", "us", 8, ns[0] / 1e3 / o.iters, ns[1] / 1e3 / o.iters, "raw store+flag", wrong});
+  }
+  cudaFree(src);
+  cudaFree(elapsed);
+  axon::barrierAll();
+  axon::free(sigs);
+  axon::free(data);
+}
+
+// ---------------------------------------------------------------------------------------------
+// stream and device bandwidth
+
+__global__ void fill(unsigned* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    p[i] = static_cast<unsigned>(i * 2654435761u) ^ seed;
+  }
+}
+
+__global__ void countWrong(const unsigned* p, std::size_t n, unsigned seed, u64* wrong) {
+  u64 bad = 0;
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    bad += p[i] != (static_cast<unsigned>(i * 2654435761u) ^ seed);
+  }
+  if (bad) atomicAdd(wrong, bad);
+}
+
+__global__ void devicePut(dev::Context ctx, char* dst, const char* src, std::size_t bytes, int peer) {
+  // Block b moves one contiguous slice (16-byte aligned) with all its threads.
+  std::size_t slice = (bytes / gridDim.x + 15) / 16 * 16;
+  std::size_t begin = slice * blockIdx.x < bytes ? slice * blockIdx.x : bytes;
+  std::size_t end = begin + slice < bytes ? begin + slice : bytes;
+  if (end > begin) dev::put<dev::Block>(ctx, dst + begin, src + begin, end - begin, peer);
+}
+
+long long wrongIn(const void* p, std::size_t bytes, unsigned seed) {
+  u64* w;
+  CHECK(cudaMalloc(&w, 8));
+  CHECK(cudaMemset(w, 0, 8));
+  countWrong<<<264, 512>>>(static_cast<const unsigned*>(p), bytes / 4, seed, w);
+  u64 h;
+  CHECK(cudaMemcpy(&h, w, 8, cudaMemcpyDeviceToHost));
+  cudaFree(w);
+  return static_cast<long long>(h);
+}
+
+// Seconds for `reps` launches of `work` on `s`, timed with events.
+template <class F>
+double timed(cudaStream_t s, int reps, F work) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  work();  // warm-up
+  CHECK(cudaEventRecord(a, s));
+  for (int r = 0; r < reps; ++r) work();
+  CHECK(cudaEventRecord(b, s));
+  CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return ms / 1e3;
+}
+
+void benchBandwidth(const Options& o, int me, bool stream, bool device) {
+  const int peer = 1 - me;
+  int myDev = axon::gpuDevice();
+  // Every PE learns PE 1's and PE 0's CUDA ordinals (same numbering: one node, same visibility).
+  auto* devs = static_cast<int*>(axon::mallocHost(2 * sizeof(int)));
+  if (me <= 1) for (int pe = 0; pe <= 1; ++pe) axon::p(&devs[me], myDev, pe);
+  axon::barrierAll();
+  const int peerDev = me <= 1 ? devs[peer] : 0;
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, myDev));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  bool samePhysical = peerDev == myDev;
+  if (me == 0 && !samePhysical) {
+    cudaError_t e = cudaDeviceEnablePeerAccess(peerDev, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
+    cudaGetLastError();
+  }
+  for (std::size_t bytes = o.minBw; bytes <= o.maxBw; bytes *= 4) {
+    const int reps = std::max<int>(3, static_cast<int>((8ull << 30) / bytes));
+    char* dst = static_cast<char*>(axon::malloc(bytes));
+    char* src;
+    CHECK(cudaMalloc(&src, bytes));
+    unsigned seed = 1000u * static_cast<unsigned>(me) + static_cast<unsigned>(bytes >> 20);
+    fill<<<264, 512>>>(reinterpret_cast<unsigned*>(src), bytes / 4, seed);
+    CHECK(cudaDeviceSynchronize());
+    // The copy engine's limit, measured by PE 0 alone: its buffer to one it allocates on PE 1's GPU.
+    double ceOne = 0, ceBoth = 0;
+    char *peerBuf = nullptr, *peerSrc = nullptr, *back = nullptr;
+    if (me == 0) {
+      CHECK(cudaSetDevice(peerDev));
+      CHECK(cudaMalloc(&peerBuf, bytes));
+      CHECK(cudaMalloc(&peerSrc, bytes));
+      CHECK(cudaSetDevice(myDev));
+      CHECK(cudaMalloc(&back, bytes));
+      ceOne = timed(s, reps, [&] { CHECK(cudaMemcpyPeerAsync(peerBuf, peerDev, src, myDev, bytes, s)); });
+      // Both ways: two streams, one on each GPU, copying towards each other at once.
+      cudaStream_t s2;
+      CHECK(cudaSetDevice(peerDev));
+      CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+      CHECK(cudaSetDevice(myDev));
+      CHECK(cudaMemcpyPeerAsync(peerBuf, peerDev, src, myDev, bytes, s));
+      CHECK(cudaMemcpyPeerAsync(back, myDev, peerSrc, peerDev, bytes, s2));
+      CHECK(cudaStreamSynchronize(s));
+      CHECK(cudaStreamSynchronize(s2));
+      auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r) {
+        CHECK(cudaMemcpyPeerAsync(peerBuf, peerDev, src, myDev, bytes, s));
+        CHECK(cudaMemcpyPeerAsync(back, myDev, peerSrc, peerDev, bytes, s2));
+      }
+      CHECK(cudaStreamSynchronize(s));
+      CHECK(cudaStreamSynchronize(s2));
+      ceBoth = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      CHECK(cudaStreamDestroy(s2));
+    }
+    axon::barrierAll();
+    double gb = static_cast<double>(bytes) * reps / 1e9;
+    if (stream) {
+      double one = 0;
+      if (me == 0) one = timed(s, reps, [&] { axon::putOnStream(dst, src, bytes, 1, s); });
+      axon::barrierAll();
+      long long wrong = me == 1 ? wrongIn(dst, bytes, seed - 1000u) : 0;
+      auto* shared = static_cast<double*>(axon::mallocHost(4 * sizeof(double)));
+      if (me == 1) axon::p(&shared[2], static_cast<double>(wrong), 0);
+      axon::barrierAll();
+      // Both ways: PE 0 and PE 1 put to each other at the same time; the slower one counts.
+      double both = 0;
+      if (me <= 1) both = timed(s, reps, [&] { axon::putOnStream(dst, src, bytes, peer, s); });
+      if (me == 1) axon::p(&shared[1], both, 0);
+      axon::barrierAll();
+      if (me == 0) {
+        long long wrongBoth = wrongIn(dst, bytes, seed + 1000u);
+        report({"stream_put_1way", "GB/s", bytes, gb / one, gb / ceOne, "cudaMemcpyPeerAsync", static_cast<long long>(shared[2])});
+        report({"stream_put_2way", "GB/s", bytes, 2 * gb / std::max(both, shared[1]), 2 * gb / ceBoth,
+                 "cudaMemcpyPeerAsync x2", wrongBoth});
+      }
+      axon::barrierAll();
+      axon::free(shared);
+    }
+    if (device) {
+      CHECK(cudaMemset(dst, 0, bytes));
+      axon::barrierAll();
+      double t = 0;
+      auto ctx = axon::deviceContext();
+      if (me == 0) t = timed(s, reps, [&] { devicePut<<<sms * 2, 1024, 0, s>>>(ctx, dst, src, bytes, 1); });
+      axon::barrierAll();
+      auto* shared = static_cast<double*>(axon::mallocHost(sizeof(double)));
+      if (me == 1) axon::p(shared, static_cast<double>(wrongIn(dst, bytes, seed - 1000u)), 0);
+      axon::barrierAll();
+      if (me == 0) {
+        report({"device_put_block", "GB/s", bytes, gb / t, gb / ceOne, "copy engine (1 way)", static_cast<long long>(*shared)});
+      }
+      axon::barrierAll();
+      axon::free(shared);
+    }
+    if (me == 0) {
+      cudaFree(peerBuf);
+      cudaFree(peerSrc);
+      cudaFree(back);
+    }
+    cudaFree(src);
+    axon::free(dst);
+  }
+  cudaStreamDestroy(s);
+  axon::free(devs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// staged path
+
+void benchStaged(const Options& o, int me) {
+  auto* devs = static_cast<int*>(axon::mallocHost(2 * sizeof(int)));
+  int myDev = axon::gpuDevice();
+  if (me <= 1) for (int pe = 0; pe <= 1; ++pe) axon::p(&devs[me], myDev, pe);
+  axon::barrierAll();
+  if (me == 0 && axon::gpuPeerReachable(1)) {
+    std::printf("# staged: PE 1 is mapped (peer access); run with AXON_P2P=0 to measure the staged path\n");
+  }
+  for (std::size_t bytes = 1u << 20; bytes <= std::min<std::size_t>(o.maxBw, 256u << 20); bytes *= 4) {
+    const int reps = std::max<int>(3, static_cast<int>((2ull << 30) / bytes));
+    char* dst = static_cast<char*>(axon::malloc(bytes));
+    char* src;
+    CHECK(cudaMalloc(&src, bytes));
+    unsigned seed = 77u + static_cast<unsigned>(bytes >> 20);
+    fill<<<264, 512>>>(reinterpret_cast<unsigned*>(src), bytes / 4, seed);
+    CHECK(cudaDeviceSynchronize());
+    double pageable = 0, pinned = 0, staged = 0;
+    if (me == 0) {
+      char* peerBuf;
+      CHECK(cudaSetDevice(devs[1]));
+      CHECK(cudaMalloc(&peerBuf, bytes));
+      CHECK(cudaSetDevice(myDev));
+      std::vector<char> host(bytes);
+      char* pinnedHost;
+      CHECK(cudaMallocHost(&pinnedHost, bytes));
+      auto byHand = [&](char* via) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int r = 0; r < reps; ++r) {
+          CHECK(cudaMemcpy(via, src, bytes, cudaMemcpyDeviceToHost));
+          CHECK(cudaMemcpy(peerBuf, via, bytes, cudaMemcpyHostToDevice));
+        }
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      };
+      byHand(host.data());
+      pageable = byHand(host.data());
+      byHand(pinnedHost);
+      pinned = byHand(pinnedHost);
+      axon::put(dst, src, bytes, 1);  // warm-up
+      auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r) axon::put(dst, src, bytes, 1);
+      staged = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      cudaFreeHost(pinnedHost);
+      cudaFree(peerBuf);
+    }
+    axon::barrierAll();
+    auto* shared = static_cast<double*>(axon::mallocHost(sizeof(double)));
+    if (me == 1) axon::p(shared, static_cast<double>(wrongIn(dst, bytes, seed)), 0);
+    axon::barrierAll();
+    if (me == 0) {
+      double gb = static_cast<double>(bytes) * reps / 1e9;
+      long long wrong = static_cast<long long>(*shared);
+      report({"staged_put", "GB/s", bytes, gb / staged, gb / pageable, "by hand via pageable", wrong});
+      report({"staged_put", "GB/s", bytes, gb / staged, gb / pinned, "by hand via pinned", wrong});
+    }
+    axon::barrierAll();
+    axon::free(shared);
+    cudaFree(src);
+    axon::free(dst);
+  }
+  axon::free(devs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// host latency
+
+void benchHostLatency(const Options& o, int me) {
+  auto* dst = static_cast<u64*>(axon::calloc(1, 8));
+  auto* devs = static_cast<int*>(axon::mallocHost(2 * sizeof(int)));
+  int myDev = axon::gpuDevice();
+  if (me <= 1) for (int pe = 0; pe <= 1; ++pe) axon::p(&devs[me], myDev, pe);
+  axon::barrierAll();
+  if (me == 0) {
+    u64* src;
+    CHECK(cudaMalloc(&src, 8));
+    u64 v = 42;
+    CHECK(cudaMemcpy(src, &v, 8, cudaMemcpyHostToDevice));
+    u64* peerBuf;
+    CHECK(cudaSetDevice(devs[1]));
+    CHECK(cudaMalloc(&peerBuf, 8));
+    CHECK(cudaSetDevice(myDev));
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const int n = std::min(o.iters, 2000);
+    std::vector<double> a(n), b(n);
+    for (int i = 0; i < n + 100; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      axon::put(dst, src, 8, 1);
+      auto t1 = std::chrono::steady_clock::now();
+      CHECK(cudaMemcpyAsync(peerBuf, src, 8, cudaMemcpyDeviceToDevice, s));
+      CHECK(cudaStreamSynchronize(s));
+      auto t2 = std::chrono::steady_clock::now();
+      if (i >= 100) {
+        a[i - 100] = std::chrono::duration<double, std::micro>(t1 - t0).count();
+        b[i - 100] = std::chrono::duration<double, std::micro>(t2 - t1).count();
+      }
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    cudaFree(peerBuf);
+    cudaFree(src);
+    cudaStreamDestroy(s);
+    axon::barrierAll();
+    report({"host_put_latency", "us", 8, a[n / 2], b[n / 2], "cudaMemcpyAsync+sync", 0});
+  } else {
+    axon::barrierAll();
+    if (me == 1) {
+      u64 got;
+      CHECK(cudaMemcpy(&got, dst, 8, cudaMemcpyDeviceToHost));
+      if (got != 42) std::printf("host_put_latency: PE 1 holds %llu, not 42\n", got);
+    }
+  }
+  axon::barrierAll();
+  axon::free(devs);
+  axon::free(dst);
+}
+
+void writeJson(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "gpu_bench: cannot write %s\n", path.c_str());
+    return;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, axon::gpuDevice());
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  std::fprintf(f, "{\n  \"benchmark\": \"gpu_bench\",\n  \"gpu\": \"%s\",\n  \"cuda_driver\": %d,\n  \"pes\": %d,\n  \"results\": [\n",
+               prop.name, driver, axon::nPes());
+  for (std::size_t i = 0; i < g_records.size(); ++i) {
+    const auto& r = g_records[i];
+    std::fprintf(f,
+                 "    {\"test\": \"%s\", \"bytes\": %zu, \"unit\": \"%s\", \"axon\": %.6g, \"baseline\": %.6g, "
+                 "\"baseline_name\": \"%s\", \"ratio\": %.4f, \"wrong\": %lld}%s\n",
+                 r.test.c_str(), r.bytes, r.metric.c_str(), r.axon, r.baseline, r.baselineName.c_str(),
+                 r.axon / r.baseline, r.wrong, i + 1 < g_records.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  axon::init();
+  const int me = axon::myPe();
+  if (!axon::gpuEnabled() || axon::nPes() < 2) {
+    if (me == 0) {
+      std::fprintf(stderr, "gpu_bench needs the GPU backend and at least 2 PEs (%s)\n",
+                   axon::gpuEnabled() ? "run it with axon run -n 2" : axon::gpuUnavailableReason());
+    }
+    axon::finalize();
+    return 2;
+  }
+  if (me == 0) {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, axon::gpuDevice());
+    std::printf("# gpu_bench: %d PEs, PE 0 on %s; peers %s\n", axon::nPes(), prop.name,
+                axon::gpuPeerReachable(1) ? "mapped (peer access)" : "not mapped");
+  }
+  if (wants(o, "pingpong")) benchPingPong(o, me);
+  if (wants(o, "stream") || wants(o, "device")) benchBandwidth(o, me, wants(o, "stream"), wants(o, "device"));
+  if (wants(o, "host")) benchHostLatency(o, me);
+  if (wants(o, "staged")) benchStaged(o, me);
+  if (me == 0 && !o.json.empty()) writeJson(o.json);
+  axon::finalize();
+  return 0;
+}

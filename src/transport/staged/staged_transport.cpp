@@ -1,0 +1,154 @@
+#include "transport/staged/staged_transport.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "core/runtime.hpp"
+#include "onesided/wait.hpp"
+
+namespace axon::staged {
+
+StagedTransport::StagedTransport(const gpu::DriverApi& cu, Runtime& rt, std::size_t chunk,
+                                 std::function<char*(int)> channelOf)
+    : cu_(cu), rt_(rt), chunk_(chunk), channelOf_(std::move(channelOf)), seq_(rt.nPes(), 0) {
+  for (auto& s : streams_) gpu::cuCheck(cu_.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "staged path: cuStreamCreate");
+  for (auto& e : events_) gpu::cuCheck(cu_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "staged path: cuEventCreate");
+}
+
+StagedTransport::~StagedTransport() {
+  for (auto& e : events_) if (e) cu_.cuEventDestroy(e);
+  for (auto& s : streams_) if (s) cu_.cuStreamDestroy(s);
+}
+
+TransportCaps StagedTransport::caps() const noexcept {
+  TransportCaps c;
+  c.deviceMemory = true;
+  c.remoteAtomics = true;
+  return c;
+}
+
+void StagedTransport::publish(StageSlot& slot, std::uint64_t seq) {
+  slot.status = 0;
+  std::atomic_ref<std::uint64_t>(slot.ready).store(seq, std::memory_order_release);
+}
+
+void StagedTransport::awaitDone(int pe, StageSlot& slot, std::uint64_t seq, const char* api) {
+  waitUntil(rt_, &slot.done, Cmp::Ge, seq, WaitSite{api, nullptr, -1, pe});
+  if (slot.status != 0 && std::atomic_ref<std::uint64_t>(slot.done).load(std::memory_order_acquire) == seq) {
+    throw Error(static_cast<ErrorCode>(slot.status),
+                "PE " + std::to_string(rt_.myPe()) + ": " + api + " through the staged path: PE " +
+                    std::to_string(pe) + " reported: " + std::string(slot.error, strnlen(slot.error, sizeof(slot.error))));
+  }
+}
+
+void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
+  const int pe = dst.pe;
+  char* channel = channelOf_(pe);
+  StageSlot* slots = slotsOf(channel);
+  const std::size_t chunk = pipelineChunk(bytes, chunk_);
+  const std::size_t n = (bytes + chunk - 1) / chunk;
+  const std::uint64_t base = seq_[pe];
+  auto lengthOf = [&](std::size_t k) { return std::min(chunk, bytes - k * chunk); };
+  std::size_t issued = 0, published = 0;
+  // Chunk k goes GPU -> slot on stream k%2 while the proxy copies earlier chunks slot -> GPU.
+  while (published < n) {
+    while (issued < n && issued - published < static_cast<std::size_t>(kStageSlots)) {
+      const std::uint64_t seq = base + issued + 1;
+      StageSlot& slot = slots[seq % kStageSlots];
+      if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "put");
+      CUstream s = streams_[issued % 2];
+      gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
+                                     reinterpret_cast<CUdeviceptr>(static_cast<const char*>(src) + issued * chunk),
+                                     lengthOf(issued), s),
+                   "staged put: copy to pinned host memory");
+      gpu::cuCheck(cu_.cuEventRecord(events_[seq % kStageSlots], s), "staged put: cuEventRecord");
+      ++issued;
+    }
+    const std::uint64_t seq = base + published + 1;
+    StageSlot& slot = slots[seq % kStageSlots];
+    gpu::cuCheck(cu_.cuEventSynchronize(events_[seq % kStageSlots]), "staged put: waiting for the copy");
+    slot.op = static_cast<std::uint32_t>(StageOp::Put);
+    slot.offset = dst.offset + published * chunk;
+    slot.bytes = lengthOf(published);
+    publish(slot, seq);
+    ++published;
+  }
+  seq_[pe] = base + n;
+  // Complete at the target before returning, as the other transports' blocking put.
+  for (std::uint64_t seq = base + 1 + (n > kStageSlots ? n - kStageSlots : 0); seq <= base + n; ++seq) {
+    awaitDone(pe, slots[seq % kStageSlots], seq, "put");
+  }
+}
+
+void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
+  const int pe = src.pe;
+  char* channel = channelOf_(pe);
+  StageSlot* slots = slotsOf(channel);
+  const std::size_t chunk = pipelineChunk(bytes, chunk_);
+  const std::size_t n = (bytes + chunk - 1) / chunk;
+  const std::uint64_t base = seq_[pe];
+  auto lengthOf = [&](std::size_t k) { return std::min(chunk, bytes - k * chunk); };
+  auto request = [&](std::size_t k) {
+    const std::uint64_t seq = base + k + 1;
+    StageSlot& slot = slots[seq % kStageSlots];
+    if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "get");
+    slot.op = static_cast<std::uint32_t>(StageOp::Get);
+    slot.offset = src.offset + k * chunk;
+    slot.bytes = lengthOf(k);
+    publish(slot, seq);
+  };
+  // Up to kStageSlots requests ahead; each chunk is copied out of its slot before the slot is
+  // asked to carry the next one.
+  std::size_t requested = 0;
+  for (; requested < n && requested < static_cast<std::size_t>(kStageSlots); ++requested) request(requested);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint64_t seq = base + k + 1;
+    awaitDone(pe, slots[seq % kStageSlots], seq, "get");
+    CUstream s = streams_[k % 2];
+    gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(static_cast<char*>(dst) + k * chunk),
+                                   reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
+                                   lengthOf(k), s),
+                 "staged get: copy from pinned host memory");
+    gpu::cuCheck(cu_.cuStreamSynchronize(s), "staged get: waiting for the copy");
+    if (requested < n) request(requested++);
+  }
+  seq_[pe] = base + n;
+}
+
+void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
+  const int pe = sig.pe;
+  StageSlot* slots = slotsOf(channelOf_(pe));
+  const std::uint64_t seq = ++seq_[pe];
+  StageSlot& slot = slots[seq % kStageSlots];
+  if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "signal");
+  slot.op = static_cast<std::uint32_t>(StageOp::Signal);
+  slot.sub = static_cast<std::uint32_t>(op);
+  slot.offset = sig.offset;
+  slot.bytes = 8;
+  slot.operand = value;
+  publish(slot, seq);
+  awaitDone(pe, slot, seq, "signal");
+}
+
+void StagedTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
+                             const void* cond, void* result) {
+  const int pe = dst.pe;
+  StageSlot* slots = slotsOf(channelOf_(pe));
+  const std::uint64_t seq = ++seq_[pe];
+  StageSlot& slot = slots[seq % kStageSlots];
+  if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "atomic");
+  slot.op = static_cast<std::uint32_t>(StageOp::Atomic);
+  slot.sub = static_cast<std::uint32_t>(op);
+  slot.offset = dst.offset;
+  slot.bytes = width;
+  slot.operand = 0;
+  slot.cond = 0;
+  if (operand) std::memcpy(&slot.operand, operand, width);
+  if (cond) std::memcpy(&slot.cond, cond, width);
+  publish(slot, seq);
+  awaitDone(pe, slot, seq, "atomic");
+  if (result) std::memcpy(result, &slot.result, width);
+}
+
+}  // namespace axon::staged

@@ -1,0 +1,53 @@
+// The sender's side of the staged path: GPU memory of a PE whose GPU heap this GPU cannot map
+// moves through that PE's channel in pinned host memory, chunk by chunk, with up to kStageSlots
+// chunks in flight on two streams while the target's proxy (stage_proxy.hpp) copies them on.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "gpu/driver.hpp"
+#include "transport/staged/stage_channel.hpp"
+#include "transport/transport.hpp"
+
+namespace axon {
+class Runtime;
+}
+
+namespace axon::staged {
+
+class StagedTransport final : public Transport {
+ public:
+  // `channelOf(pe)` is where this process sees its own channel in PE pe's host heap.
+  StagedTransport(const gpu::DriverApi& cu, Runtime& rt, std::size_t chunk, std::function<char*(int)> channelOf);
+  ~StagedTransport() override;
+
+  const char* name() const noexcept override { return "staged"; }
+  TransportCaps caps() const noexcept override;
+  bool reaches(int pe) const noexcept override { return true; }
+
+  void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
+  void get(void* dst, const RemoteRef& src, std::size_t bytes) override;
+  void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) override;
+  void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
+              const void* cond, void* result) override;
+  // Every call completes at the target before it returns: nothing is left to fence or quiet.
+  void fence() override {}
+  void quiet() override {}
+
+ private:
+  // Waits (bounded, naming the target) until the proxy has completed request `seq` in `slot`,
+  // then throws the proxy's error if it reported one.
+  void awaitDone(int pe, StageSlot& slot, std::uint64_t seq, const char* api);
+  void publish(StageSlot& slot, std::uint64_t seq);
+
+  const gpu::DriverApi& cu_;
+  Runtime& rt_;
+  std::size_t chunk_;
+  std::function<char*(int)> channelOf_;
+  std::vector<std::uint64_t> seq_;  // [pe] last request number sent to pe
+  CUstream streams_[2] = {nullptr, nullptr};
+  CUevent events_[kStageSlots] = {};
+};
+
+}  // namespace axon::staged
