@@ -85,13 +85,15 @@ struct Record {
   double axon, baseline;
   std::string baselineName;
   long long wrong;
+  std::string config = "";
 };
 std::vector<Record> g_records;
+std::string g_deviceConfig;
 
 void report(const Record& r) {
   g_records.push_back(r);
-  std::printf("%-18s %12zu  %-9s axon %11.3f   %-26s %11.3f   ratio %6.3f   #wrong %lld\n", r.test.c_str(), r.bytes,
-              r.metric.c_str(), r.axon, r.baselineName.c_str(), r.baseline, r.axon / r.baseline, r.wrong);
+  std::printf("%-18s %12zu  %-9s axon %11.3f   %-26s %11.3f   ratio %6.3f   #wrong %lld  %s\n", r.test.c_str(), r.bytes,
+              r.metric.c_str(), r.axon, r.baselineName.c_str(), r.baseline, r.axon / r.baseline, r.wrong, r.config.c_str());
   std::fflush(stdout);
 }
 
@@ -120,7 +122,11 @@ __global__ void axonPingPong(dev::Context ctx, u64* data, const u64* src, u64* s
   *elapsedNs = globalTimer() - t0;
 }
 
-// The limit: store the data through the peer mapping, fence, store the flag; spin on our flag.
+// The limits: store the data through the peer mapping, then the flag; spin on our own flag with
+// volatile loads. `Ordered`: the flag is a release store at system scope, the cheapest store that
+// guarantees the data is visible first. Unordered: two plain volatile stores, which the memory
+// model does not order (the wire's floor, not a correct protocol).
+template <bool Ordered>
 __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64* peerSig, volatile u64* mySig,
                             int warmup, int iters, bool initiator, u64* elapsedNs) {
   u64 t0 = 0;
@@ -128,8 +134,12 @@ __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64
     if (i == warmup + 1) t0 = globalTimer();
     if (!initiator) while (*mySig < static_cast<u64>(i)) {}
     *peerData = *src;
-    __threadfence_system();
-    *peerSig = static_cast<u64>(i);
+    if (Ordered) {
+      asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(const_cast<u64*>(peerSig))),
+                   "l"(static_cast<u64>(i)) : "memory");
+    } else {
+      *peerSig = static_cast<u64>(i);
+    }
     if (initiator) while (*mySig < static_cast<u64>(i)) {}
   }
   *elapsedNs = globalTimer() - t0;
@@ -137,10 +147,10 @@ __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64
 
 void benchPingPong(const Options& o, int me) {
   auto* data = static_cast<u64*>(axon::calloc(2, 8));
-  auto* sigs = static_cast<u64*>(axon::calloc(2, 8));  // [0] axon, [1] raw
+  auto* sigs = static_cast<u64*>(axon::calloc(3, 8));  // [0] axon, [1] raw ordered, [2] raw unordered
   u64 *src, *elapsed;
   CHECK(cudaMalloc(&src, 8));
-  CHECK(cudaMalloc(&elapsed, 16));
+  CHECK(cudaMalloc(&elapsed, 24));
   u64 pattern = 0x0123456789abcdefull + me;
   CHECK(cudaMemcpy(src, &pattern, 8, cudaMemcpyHostToDevice));
   const int peer = 1 - me, warmup = 200;
@@ -151,18 +161,26 @@ void benchPingPong(const Options& o, int me) {
   }
   axon::barrierAll();
   if (me <= 1) {
-    rawPingPong<<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
-                          static_cast<u64*>(axon::ptr(&sigs[1], peer)), &sigs[1], warmup, o.iters, me == 0,
-                          elapsed + 1);
+    rawPingPong<true><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
+                                static_cast<u64*>(axon::ptr(&sigs[1], peer)), &sigs[1], warmup, o.iters, me == 0,
+                                elapsed + 1);
+    CHECK(cudaDeviceSynchronize());
+  }
+  axon::barrierAll();
+  if (me <= 1) {
+    rawPingPong<false><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
+                                 static_cast<u64*>(axon::ptr(&sigs[2], peer)), &sigs[2], warmup, o.iters, me == 0,
+                                 elapsed + 2);
     CHECK(cudaDeviceSynchronize());
   }
   axon::barrierAll();
   if (me == 0) {
-    u64 ns[2], got[2];
-    CHECK(cudaMemcpy(ns, elapsed, 16, cudaMemcpyDeviceToHost));
+    u64 ns[3], got[2];
+    CHECK(cudaMemcpy(ns, elapsed, 24, cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(got, data, 16, cudaMemcpyDeviceToHost));
     long long wrong = (got[0] != 0x0123456789abcdefull + 1) + (got[1] != 0x0123456789abcdefull + 1);
-    report({"pingpong_rtt", "us", 8, ns[0] / 1e3 / o.iters, ns[1] / 1e3 / o.iters, "raw store+flag", wrong});
+    report({"pingpong_rtt", "us", 8, ns[0] / 1e3 / o.iters, ns[1] / 1e3 / o.iters, "raw store+release flag", wrong});
+    report({"pingpong_rtt", "us", 8, ns[0] / 1e3 / o.iters, ns[2] / 1e3 / o.iters, "raw stores, unordered", wrong});
   }
   cudaFree(src);
   cudaFree(elapsed);
@@ -239,9 +257,14 @@ void benchBandwidth(const Options& o, int me, bool stream, bool device) {
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   bool samePhysical = peerDev == myDev;
   if (me == 0 && !samePhysical) {
-    cudaError_t e = cudaDeviceEnablePeerAccess(peerDev, 0);
-    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
-    cudaGetLastError();
+    // Both directions, for the baseline's copies each way.
+    for (int from : {myDev, peerDev}) {
+      CHECK(cudaSetDevice(from));
+      cudaError_t e = cudaDeviceEnablePeerAccess(from == myDev ? peerDev : myDev, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
+      cudaGetLastError();
+    }
+    CHECK(cudaSetDevice(myDev));
   }
   for (std::size_t bytes = o.minBw; bytes <= o.maxBw; bytes *= 4) {
     const int reps = std::max<int>(3, static_cast<int>((8ull << 30) / bytes));
@@ -306,16 +329,29 @@ void benchBandwidth(const Options& o, int me, bool stream, bool device) {
     }
     if (device) {
       CHECK(cudaMemset(dst, 0, bytes));
+      CHECK(cudaDeviceSynchronize());  // the memset must end before PE 0 writes
       axon::barrierAll();
-      double t = 0;
+      // Grid shapes tried in this run; the best is reported (named in the JSON as "config").
+      double t = 1e30;
       auto ctx = axon::deviceContext();
-      if (me == 0) t = timed(s, reps, [&] { devicePut<<<sms * 2, 1024, 0, s>>>(ctx, dst, src, bytes, 1); });
+      if (me == 0) {
+        for (int blocksPerSm : {1, 2, 4}) {
+          for (int threads : {512, 1024}) {
+            double ti = timed(s, reps, [&] { devicePut<<<sms * blocksPerSm, threads, 0, s>>>(ctx, dst, src, bytes, 1); });
+            if (ti < t) {
+              t = ti;
+              g_deviceConfig = std::to_string(blocksPerSm) + " blocks/SM x " + std::to_string(threads) + " threads";
+            }
+          }
+        }
+      }
       axon::barrierAll();
       auto* shared = static_cast<double*>(axon::mallocHost(sizeof(double)));
       if (me == 1) axon::p(shared, static_cast<double>(wrongIn(dst, bytes, seed - 1000u)), 0);
       axon::barrierAll();
       if (me == 0) {
-        report({"device_put_block", "GB/s", bytes, gb / t, gb / ceOne, "copy engine (1 way)", static_cast<long long>(*shared)});
+        report({"device_put_block", "GB/s", bytes, gb / t, gb / ceOne, "copy engine (1 way)", static_cast<long long>(*shared),
+                g_deviceConfig});
       }
       axon::barrierAll();
       axon::free(shared);
@@ -467,9 +503,9 @@ void writeJson(const std::string& path) {
     const auto& r = g_records[i];
     std::fprintf(f,
                  "    {\"test\": \"%s\", \"bytes\": %zu, \"unit\": \"%s\", \"axon\": %.6g, \"baseline\": %.6g, "
-                 "\"baseline_name\": \"%s\", \"ratio\": %.4f, \"wrong\": %lld}%s\n",
+                 "\"baseline_name\": \"%s\", \"ratio\": %.4f, \"wrong\": %lld, \"config\": \"%s\"}%s\n",
                  r.test.c_str(), r.bytes, r.metric.c_str(), r.axon, r.baseline, r.baselineName.c_str(),
-                 r.axon / r.baseline, r.wrong, i + 1 < g_records.size() ? "," : "");
+                 r.axon / r.baseline, r.wrong, r.config.c_str(), i + 1 < g_records.size() ? "," : "");
   }
   std::fprintf(f, "  ]\n}\n");
   std::fclose(f);

@@ -256,6 +256,8 @@ TEST(Staged, LargeOddPutAndGet) {
   ASSERT_EQ(got[bytes - 1], static_cast<unsigned char>(((bytes - 1) * 131 + left) & 0xff));
   // get it back from the right neighbour: it holds what this PE sent
   CUDA_OK(cudaMemset(src, 0, bytes));
+  // Host calls do not order with the program's streams (as with CUDA-aware MPI): finish the memset.
+  CUDA_OK(cudaDeviceSynchronize());
   axon::get(src, dst, bytes, right);
   auto back = toHost(src, bytes);
   for (std::size_t i = 0; i < bytes; i += 7) ASSERT_EQ(back[i], v[i]) << i;

@@ -69,6 +69,7 @@ TEST(Stream, TwoStreamsAtOnce) {
   CUDA_OK(cudaMalloc(&srcB, n * sizeof(int)));
   CUDA_OK(cudaMalloc(&wrong, 16));
   CUDA_OK(cudaMemset(wrong, 0, 16));
+  CUDA_OK(cudaDeviceSynchronize());  // the legacy stream's memset, before the other streams' kernels
   cudaStream_t a, b;
   CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
@@ -111,6 +112,7 @@ TEST(Stream, CapturedIntoAGraph) {
   CUDA_OK(cudaMalloc(&wrong, 8));
   CUDA_OK(cudaMemset(iteration, 0, sizeof(int)));
   CUDA_OK(cudaMemset(wrong, 0, 8));
+  CUDA_OK(cudaDeviceSynchronize());
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   fillKernel<<<32, 256, 0, s>>>(src, n, me() * 31);

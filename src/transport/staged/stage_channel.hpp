@@ -13,7 +13,7 @@
 
 namespace axon::staged {
 
-constexpr int kStageSlots = 4;  // chunks in flight per sender and target
+constexpr int kStageSlots = 4;  // chunks in flight per sender and target (8 measured slower at 1 MiB)
 
 enum class StageOp : std::uint32_t { Put = 1, Get = 2, Signal = 3, Atomic = 4 };
 

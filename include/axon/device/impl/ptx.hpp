@@ -1,0 +1,76 @@
+// The memory operations the device API needs that CUDA C++ does not spell directly: loads and
+// stores with acquire/release or relaxed semantics at system scope, a release reduction, the
+// system-scope fence and the global nanosecond timer, as inline PTX.
+//
+// All of them take generic pointers (what C++ code holds) and convert them to the global state
+// space explicitly: the `.global` forms are specified on global addresses, which on current GPUs
+// happen to equal the generic ones, but the conversion costs nothing and keeps the PTX honest.
+#pragma once
+
+#include "axon/device/types.hpp"
+
+namespace axon {
+namespace device {
+namespace detail {
+
+AXON_DEVICE_INLINE unsigned long long globalAddress(const volatile void* p) {
+  return static_cast<unsigned long long>(__cvta_generic_to_global(const_cast<const void*>(p)));
+}
+
+// Acquire load at system scope: loads and stores of this thread that follow it in program order
+// happen after it, and it observes every store that a release (or a fence) of any GPU or CPU made
+// visible before the value it reads.
+AXON_DEVICE_INLINE unsigned long long loadAcquireSys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(globalAddress(p)) : "memory");
+  return v;
+}
+
+// Release store at system scope: whoever observes the value with an acquire (at system scope) also
+// observes every store this thread made before it, and every store it has observed (cumulativity).
+AXON_DEVICE_INLINE void storeReleaseSys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(globalAddress(p)), "l"(v) : "memory");
+}
+
+// Atomic add with release semantics at system scope, without fetching the old value (`red`).
+AXON_DEVICE_INLINE void addReleaseSys(unsigned long long* p, unsigned long long v) {
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(globalAddress(p)), "l"(v)
+               : "memory");
+}
+
+// Relaxed (atomic, unordered) loads and stores at system scope, for atomicFetch/atomicSet: never
+// torn, never served from a stale L1 line.
+AXON_DEVICE_INLINE unsigned int loadRelaxedSys(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.relaxed.sys.global.b32 %0, [%1];" : "=r"(v) : "l"(globalAddress(p)) : "memory");
+  return v;
+}
+AXON_DEVICE_INLINE unsigned long long loadRelaxedSys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(v) : "l"(globalAddress(p)) : "memory");
+  return v;
+}
+AXON_DEVICE_INLINE void storeRelaxedSys(unsigned int* p, unsigned int v) {
+  asm volatile("st.relaxed.sys.global.b32 [%0], %1;" ::"l"(globalAddress(p)), "r"(v) : "memory");
+}
+AXON_DEVICE_INLINE void storeRelaxedSys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(globalAddress(p)), "l"(v) : "memory");
+}
+
+// Full fence at system scope (fence.sc.sys): every memory operation of this thread before it is
+// ordered before every one after it, as seen by any GPU or CPU thread.
+AXON_DEVICE_INLINE void fenceSys() { __threadfence_system(); }
+
+// Turns an earlier relaxed load into an acquire (the fence half of the acquire pattern).
+AXON_DEVICE_INLINE void fenceAcquireSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+// Nanoseconds of the GPU's global timer (advances in steps of about a microsecond).
+AXON_DEVICE_INLINE unsigned long long globalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+}  // namespace detail
+}  // namespace device
+}  // namespace axon

@@ -1,0 +1,121 @@
+// Bounded wait on a 64-bit word of this PE's GPU heap (a signal or a barrier counter).
+//
+// One acquire load first, inline, for the case where the value is already there. Otherwise the
+// loop, out of line: it polls with relaxed system-scope loads (cheaper than acquire loads) and,
+// once the value is there, makes it an acquire with one fence. For the first kFreeSpinNs it polls
+// without pause (the latency path: a signal from a peer GPU takes about half a microsecond);
+// after that it sleeps between polls with a backoff growing to about a microsecond, so that
+// waiting threads leave the memory system and the SM to the threads doing work. Every
+// kTimerCheckPolls polls it reads the global timer; past ctx.timeoutNs (AXON_TIMEOUT; 0 waits
+// forever) it prints what it waited for and traps.
+#pragma once
+
+#include "axon/device/impl/diagnostics.hpp"
+#include "axon/device/impl/ptx.hpp"
+#include "axon/device/types.hpp"
+
+namespace axon {
+namespace device {
+namespace detail {
+
+constexpr unsigned long long kFreeSpinNs = 20000;  // polling without pause before the backoff
+constexpr unsigned kMaxSleepNs = 1024;             // backoff cap
+constexpr unsigned kTimerCheckPolls = 64;          // polls between reads of the timer
+
+AXON_DEVICE_INLINE bool compareValues(unsigned long long seen, Cmp cmp, unsigned long long value) {
+  switch (cmp) {
+    case Cmp::Eq:
+      return seen == value;
+    case Cmp::Ne:
+      return seen != value;
+    case Cmp::Gt:
+      return seen > value;
+    case Cmp::Ge:
+      return seen >= value;
+    case Cmp::Lt:
+      return seen < value;
+    case Cmp::Le:
+      return seen <= value;
+  }
+  return false;
+}
+
+// What a wait was for, for the timeout message.
+struct WaitSite {
+  enum Kind : int { Signal = 0, Barrier = 1 };
+  Kind kind;
+  int slot;   // barrier: team slot
+  int round;  // barrier: dissemination round
+  int peer;   // barrier: the PE whose increment this PE waits for
+};
+
+[[noreturn]] inline AXON_DEVICE_NOINLINE void failWaitTimeout(
+    int myPe, const char* heapBase, long long heapStride, const unsigned long long* word, Cmp cmp,
+    unsigned long long value, unsigned long long seen, unsigned long long elapsedNs,
+    WaitSite site) {
+  const bool reporter = beginFatalReport();
+  if (reporter) {
+    const double seconds = static_cast<double>(elapsedNs) * 1e-9;
+    const long long offset = reinterpret_cast<const char*>(word) - heapBase;
+    const bool inHeap = offset >= 0 && (heapStride <= 0 || offset < heapStride);
+    if (site.kind == WaitSite::Barrier) {
+      printf(
+          "axon: PE %d: device barrier timed out after %.1f s: team slot %d, round %d, waiting on "
+          "PE "
+          "%d: counter at %p (GPU heap offset %lld) expected >= %llu, seen %llu\n",
+          myPe, seconds, site.slot, site.round, site.peer, word, offset, value, seen);
+    } else if (inHeap) {
+      printf(
+          "axon: PE %d: device signal_wait_until timed out after %.1f s: signal at %p (GPU heap "
+          "offset %lld) expected %s %llu, seen %llu\n",
+          myPe, seconds, word, offset, cmpName(cmp), value, seen);
+    } else {
+      printf(
+          "axon: PE %d: device signal_wait_until timed out after %.1f s: signal at %p (not in this "
+          "PE's GPU heap) expected %s %llu, seen %llu\n",
+          myPe, seconds, word, cmpName(cmp), value, seen);
+    }
+  }
+  endFatalReport(reporter);
+}
+
+inline AXON_DEVICE_NOINLINE unsigned long long waitSlow(int myPe, const char* heapBase,
+                                                        long long heapStride,
+                                                        unsigned long long timeoutNs,
+                                                        const unsigned long long* word, Cmp cmp,
+                                                        unsigned long long value, WaitSite site) {
+  const unsigned long long start = globalTimerNs();
+  unsigned sleepNs = 32;
+  bool backoff = false;
+  for (unsigned polls = 1;; ++polls) {
+    const unsigned long long seen = loadRelaxedSys(word);
+    if (compareValues(seen, cmp, value)) {
+      fenceAcquireSys();  // relaxed load + fence: an acquire of what the writer released
+      return seen;
+    }
+    if (backoff) {
+      __nanosleep(sleepNs);
+      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
+    }
+    if (polls % kTimerCheckPolls == 0) {
+      const unsigned long long elapsed = globalTimerNs() - start;
+      backoff = elapsed > kFreeSpinNs;
+      if (timeoutNs != 0 && elapsed > timeoutNs) {
+        failWaitTimeout(myPe, heapBase, heapStride, word, cmp, value, seen, elapsed, site);
+      }
+    }
+  }
+}
+
+// Waits until *word (in this PE's heap) compares true against value; returns the value seen.
+// Acquire: what the writer of that value released is visible to this thread afterwards.
+AXON_DEVICE_INLINE unsigned long long waitUntil(const Context& ctx, const unsigned long long* word,
+                                                Cmp cmp, unsigned long long value, WaitSite site) {
+  const unsigned long long seen = loadAcquireSys(word);
+  if (compareValues(seen, cmp, value)) return seen;
+  return waitSlow(ctx.myPe, ctx.heapBase, ctx.heapStride, ctx.timeoutNs, word, cmp, value, site);
+}
+
+}  // namespace detail
+}  // namespace device
+}  // namespace axon
