@@ -4,8 +4,10 @@
 //   axon run -n 2 build/bench/gpu_bench [--tests pingpong,stream,device,host] [--json FILE]
 //                                       [--iters N] [--min-bw 64M] [--max-bw 1G]
 //
-//   pingpong  device put_signal ping-pong (8 B, thread scope), round trip, against a raw
-//             store + fence + flag ping-pong through the same mappings
+//   pingpong  device put_signal ping-pong (8 B, thread scope), round trip, against raw
+//             store + flag ping-pongs through the same mappings (release flag, and unordered)
+//   pingpong_variants  (reference) raw round trips with the flag after a release store, an
+//             acq_rel fence, a full system fence, or alone
 //   stream    put_on_stream bandwidth, one way and both ways, against cudaMemcpyPeerAsync
 //   device    device put at block scope over all SMs, against the copy engine (one way)
 //   host      blocking 8 B put latency, against cudaMemcpyAsync + cudaStreamSynchronize
@@ -126,23 +128,69 @@ __global__ void axonPingPong(dev::Context ctx, u64* data, const u64* src, u64* s
 // volatile loads. `Ordered`: the flag is a release store at system scope, the cheapest store that
 // guarantees the data is visible first. Unordered: two plain volatile stores, which the memory
 // model does not order (the wire's floor, not a correct protocol).
-template <bool Ordered>
+// How the flag follows the data, for the limit and for reference runs (--tests pingpong_variants).
+enum class RawFlag { Release, Unordered, FlagOnly, FenceAcqRel, FenceSc };
+
+template <RawFlag Mode>
 __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64* peerSig, volatile u64* mySig,
                             int warmup, int iters, bool initiator, u64* elapsedNs) {
   u64 t0 = 0;
   for (int i = 1; i <= warmup + iters; ++i) {
     if (i == warmup + 1) t0 = globalTimer();
     if (!initiator) while (*mySig < static_cast<u64>(i)) {}
-    *peerData = *src;
-    if (Ordered) {
+    if (Mode != RawFlag::FlagOnly) *peerData = *src;
+    if (Mode == RawFlag::Release) {
       asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(const_cast<u64*>(peerSig))),
                    "l"(static_cast<u64>(i)) : "memory");
     } else {
+      if (Mode == RawFlag::FenceAcqRel) asm volatile("fence.acq_rel.sys;" ::: "memory");
+      if (Mode == RawFlag::FenceSc) __threadfence_system();
       *peerSig = static_cast<u64>(i);
     }
     if (initiator) while (*mySig < static_cast<u64>(i)) {}
   }
   *elapsedNs = globalTimer() - t0;
+}
+
+template <RawFlag Mode>
+double rawRtt(int me, u64* data, u64* sig, const u64* src, int warmup, int iters, u64* elapsed) {
+  const int peer = 1 - me;
+  if (me <= 1) {
+    rawPingPong<Mode><<<1, 1>>>(static_cast<u64*>(axon::ptr(data, peer)), src, static_cast<u64*>(axon::ptr(sig, peer)),
+                                sig, warmup, iters, me == 0, elapsed);
+    CHECK(cudaDeviceSynchronize());
+  }
+  axon::barrierAll();
+  u64 ns = 0;
+  CHECK(cudaMemcpy(&ns, elapsed, 8, cudaMemcpyDeviceToHost));
+  return ns / 1e3 / iters;
+}
+
+void benchPingPongVariants(const Options& o, int me) {
+  auto* data = static_cast<u64*>(axon::calloc(5, 8));
+  auto* sigs = static_cast<u64*>(axon::calloc(5, 8));
+  u64 *src, *elapsed;
+  CHECK(cudaMalloc(&src, 8));
+  CHECK(cudaMalloc(&elapsed, 8));
+  CHECK(cudaMemset(src, 7, 8));
+  CHECK(cudaDeviceSynchronize());
+  axon::barrierAll();
+  double unordered = rawRtt<RawFlag::Unordered>(me, &data[0], &sigs[0], src, 200, o.iters, elapsed);
+  double flagOnly = rawRtt<RawFlag::FlagOnly>(me, &data[1], &sigs[1], src, 200, o.iters, elapsed);
+  double release = rawRtt<RawFlag::Release>(me, &data[2], &sigs[2], src, 200, o.iters, elapsed);
+  double acqRel = rawRtt<RawFlag::FenceAcqRel>(me, &data[3], &sigs[3], src, 200, o.iters, elapsed);
+  double sc = rawRtt<RawFlag::FenceSc>(me, &data[4], &sigs[4], src, 200, o.iters, elapsed);
+  if (me == 0) {
+    report({"raw_rtt_flag_only", "us", 8, flagOnly, unordered, "raw stores, unordered", 0});
+    report({"raw_rtt_release", "us", 8, release, unordered, "raw stores, unordered", 0});
+    report({"raw_rtt_fence_acqrel", "us", 8, acqRel, unordered, "raw stores, unordered", 0});
+    report({"raw_rtt_fence_sc", "us", 8, sc, unordered, "raw stores, unordered", 0});
+  }
+  cudaFree(src);
+  cudaFree(elapsed);
+  axon::barrierAll();
+  axon::free(sigs);
+  axon::free(data);
 }
 
 void benchPingPong(const Options& o, int me) {
@@ -161,14 +209,14 @@ void benchPingPong(const Options& o, int me) {
   }
   axon::barrierAll();
   if (me <= 1) {
-    rawPingPong<true><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
+    rawPingPong<RawFlag::Release><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
                                 static_cast<u64*>(axon::ptr(&sigs[1], peer)), &sigs[1], warmup, o.iters, me == 0,
                                 elapsed + 1);
     CHECK(cudaDeviceSynchronize());
   }
   axon::barrierAll();
   if (me <= 1) {
-    rawPingPong<false><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
+    rawPingPong<RawFlag::Unordered><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
                                  static_cast<u64*>(axon::ptr(&sigs[2], peer)), &sigs[2], warmup, o.iters, me == 0,
                                  elapsed + 2);
     CHECK(cudaDeviceSynchronize());
@@ -532,6 +580,7 @@ int main(int argc, char** argv) {
                 axon::gpuPeerReachable(1) ? "mapped (peer access)" : "not mapped");
   }
   if (wants(o, "pingpong")) benchPingPong(o, me);
+  if (wants(o, "pingpong_variants")) benchPingPongVariants(o, me);
   if (wants(o, "stream") || wants(o, "device")) benchBandwidth(o, me, wants(o, "stream"), wants(o, "device"));
   if (wants(o, "host")) benchHostLatency(o, me);
   if (wants(o, "staged")) benchStaged(o, me);

@@ -7,6 +7,10 @@
     axon.barrier_all()
     axon.finalize()
 
+With a GPU (the GPU backend), axon.zeros/empty return an axon.SymmetricGpuArray in GPU memory,
+which torch.from_dlpack / cupy.asarray view without a copy; device="host" still gives NumPy
+arrays. The *_on_stream calls order one-sided work on a CUDA stream.
+
 Start several PEs with `axon run -n 4 python script.py`.
 """
 
@@ -17,12 +21,19 @@ from .errors import (  # noqa: F401
     PeerDeadError, SystemError, TimeoutError, UnsupportedError,
 )
 from .errors import BY_CODE as _BY_CODE
-from .memory import empty, free, heap_stats, is_symmetric, peer_view, ptr, zeros  # noqa: F401
+from .gpu import (  # noqa: F401
+    SymmetricGpuArray, gpu_device, gpu_enabled, gpu_peer_reachable, gpu_unavailable_reason,
+)
+from .memory import (  # noqa: F401
+    empty, free, heap_stats, host_heap_stats, is_symmetric, peer_view, ptr, zeros,
+)
 from .onesided import (  # noqa: F401
     Cmp, SignalOp, atomic_add, atomic_compare_swap, atomic_fetch, atomic_fetch_add,
     atomic_fetch_and, atomic_fetch_or, atomic_fetch_xor, atomic_set, atomic_swap, barrier_all,
-    fence, g, get, get_nbi, p, put, put_nbi, put_signal, quiet, signal_fetch, signal_op,
-    signal_wait_until, sync_all,
+    barrier_all_on_stream, barrier_on_stream, fence, g, get, get_nbi, get_on_stream, p, put,
+    put_nbi, put_on_stream, put_signal, put_signal_on_stream, quiet, quiet_on_stream,
+    signal_fetch, signal_op, signal_op_on_stream, signal_wait_until, signal_wait_until_on_stream,
+    sync_all,
 )
 
 _axon.set_error_classes(_BY_CODE)

@@ -1,7 +1,13 @@
-"""One-sided communication on symmetric NumPy arrays (OpenSHMEM 1.5 semantics).
+"""One-sided communication (OpenSHMEM 1.5 semantics) on symmetric arrays.
 
-The remote side (dest of put, src of get, sig, atomic targets) must be an array on the symmetric
-heap: PE `pe`'s copy of it is the one read or written. The local side may be any array.
+The remote side (dest of put, src of get, sig, atomic targets) must be in a symmetric heap: PE
+`pe`'s copy of it is the one read or written. It may be a NumPy array on the host heap, an
+axon.SymmetricGpuArray, or a CUDA array (torch, CuPy) that views the GPU heap. The local side may
+be any C-contiguous NumPy array, SymmetricGpuArray or CUDA array (__cuda_array_interface__).
+
+Blocking calls return when done (put: when the source may be reused) but do not wait for work
+queued on your CUDA streams: synchronize the stream that produced a device buffer first, or use
+the *_on_stream calls, which are ordered on the stream you pass.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import numpy as np
 
 from . import _axon
 from .errors import InvalidArgumentError
-from .memory import address_of
+from .gpu import _stream_handle, as_buffer
 
 
 class SignalOp(enum.IntEnum):
@@ -54,95 +60,90 @@ def _enum(value, kind, api):
     return kind(value)
 
 
-def _contiguous(array, api, role):
-    if not isinstance(array, np.ndarray):
-        raise InvalidArgumentError(f"axon.{api}: {role} must be a NumPy array, not {type(array).__name__}")
-    if not array.flags.c_contiguous:
-        raise InvalidArgumentError(f"axon.{api}: {role} must be C-contiguous")
-    return array
+def _transfer(dest, src, api, *, local_is_dest, stream=None):
+    """Checks a put (local src) or get (local dest); returns (dest addr, src addr, bytes).
+
+    The local side sets the amount; the symmetric side must be at least as large and of the same
+    dtype.
+    """
+    d = as_buffer(dest, api, "dest", writable=local_is_dest, stream=stream)
+    s = as_buffer(src, api, "src", stream=stream)
+    if d.dtype != s.dtype:
+        raise InvalidArgumentError(f"axon.{api}: dest is {d.dtype} but src is {s.dtype}")
+    if local_is_dest and d.nbytes > s.nbytes:
+        raise InvalidArgumentError(f"axon.{api}: dest has {d.size} elements but src only {s.size}")
+    if not local_is_dest and s.nbytes > d.nbytes:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements but dest only {d.size}")
+    return d.addr, s.addr, (d.nbytes if local_is_dest else s.nbytes)
 
 
-def _pair(dest, src, api):
-    _contiguous(dest, api, "dest")
-    _contiguous(src, api, "src")
-    if dest.dtype != src.dtype:
-        raise InvalidArgumentError(f"axon.{api}: dest is {dest.dtype} but src is {src.dtype}")
-    if src.nbytes > dest.nbytes:
-        raise InvalidArgumentError(
-            f"axon.{api}: src has {src.size} elements but dest only {dest.size}")
-    return src.nbytes
-
-
-def put(dest: np.ndarray, src: np.ndarray, pe: int) -> None:
+def put(dest, src, pe: int) -> None:
     """Copy `src` (local) into PE `pe`'s `dest` (symmetric). Returns when `src` may be reused."""
-    _axon.put(address_of(dest), address_of(src), _pair(dest, src, "put"), pe)
+    _axon.put(*_transfer(dest, src, "put", local_is_dest=False), pe)
 
 
-def get(dest: np.ndarray, src: np.ndarray, pe: int) -> None:
+def get(dest, src, pe: int) -> None:
     """Copy PE `pe`'s `src` (symmetric) into `dest` (local)."""
-    n = _pair(src, dest, "get")
-    _axon.get(address_of(dest), address_of(src), n, pe)
+    _axon.get(*_transfer(dest, src, "get", local_is_dest=True), pe)
 
 
-def put_nbi(dest: np.ndarray, src: np.ndarray, pe: int) -> None:
+def put_nbi(dest, src, pe: int) -> None:
     """As put, complete at the next quiet()."""
-    _axon.put_nbi(address_of(dest), address_of(src), _pair(dest, src, "put_nbi"), pe)
+    _axon.put_nbi(*_transfer(dest, src, "put_nbi", local_is_dest=False), pe)
 
 
-def get_nbi(dest: np.ndarray, src: np.ndarray, pe: int) -> None:
+def get_nbi(dest, src, pe: int) -> None:
     """As get, complete at the next quiet()."""
-    n = _pair(src, dest, "get_nbi")
-    _axon.get_nbi(address_of(dest), address_of(src), n, pe)
+    _axon.get_nbi(*_transfer(dest, src, "get_nbi", local_is_dest=True), pe)
 
 
-def p(dest: np.ndarray, value, pe: int) -> None:
+def p(dest, value, pe: int) -> None:
     """Write one element (the first of `dest`) on PE `pe`."""
-    _contiguous(dest, "p", "dest")
-    if dest.size == 0:
+    d = as_buffer(dest, "p", "dest")
+    if d.size == 0:
         raise InvalidArgumentError("axon.p: dest is empty")
-    src = np.asarray(value, dtype=dest.dtype).reshape(1)
-    _axon.put(address_of(dest), address_of(src), dest.itemsize, pe)
+    src = np.asarray(value, dtype=d.dtype).reshape(1)
+    _axon.put(d.addr, src.__array_interface__["data"][0], d.itemsize, pe)
 
 
-def g(src: np.ndarray, pe: int):
-    """Read one element (the first of `src`) from PE `pe`."""
-    _contiguous(src, "g", "src")
-    if src.size == 0:
+def g(src, pe: int):
+    """Read one element (the first of `src`) from PE `pe`, as a NumPy scalar."""
+    s = as_buffer(src, "g", "src")
+    if s.size == 0:
         raise InvalidArgumentError("axon.g: src is empty")
-    out = np.empty(1, dtype=src.dtype)
-    _axon.get(address_of(out), address_of(src), src.itemsize, pe)
+    out = np.empty(1, dtype=s.dtype)
+    _axon.get(out.__array_interface__["data"][0], s.addr, s.itemsize, pe)
     return out[0]
 
 
 def _signal(sig, api):
-    _contiguous(sig, api, "sig")
-    if sig.dtype != np.uint64 or sig.size == 0:
+    s = as_buffer(sig, api, "sig")
+    if s.dtype != np.uint64 or s.size == 0:
         raise InvalidArgumentError(f"axon.{api}: sig must be a uint64 array (its first element is the signal)")
-    return address_of(sig)
+    return s.addr
 
 
-def put_signal(dest: np.ndarray, src: np.ndarray, sig: np.ndarray, value: int, op, pe: int,
-               nbi: bool = False) -> None:
+def put_signal(dest, src, sig, value: int, op, pe: int, nbi: bool = False) -> None:
     """Put `src` into PE `pe`'s `dest`, then set or add `value` to its signal `sig[0]`.
 
     A PE that sees the signal change also sees the data.
     """
-    n = _pair(dest, src, "put_signal")
-    _axon.put_signal(address_of(dest), address_of(src), n, _signal(sig, "put_signal"), int(value),
+    d, s, n = _transfer(dest, src, "put_signal", local_is_dest=False)
+    _axon.put_signal(d, s, n, _signal(sig, "put_signal"), int(value),
                      int(_enum(op, SignalOp, "put_signal")), pe, nbi)
 
 
-def signal_op(sig: np.ndarray, value: int, op, pe: int) -> None:
+def signal_op(sig, value: int, op, pe: int) -> None:
     """Set or add `value` to PE `pe`'s signal `sig[0]`."""
     _axon.signal_op(_signal(sig, "signal_op"), int(value), int(_enum(op, SignalOp, "signal_op")), pe)
 
 
-def signal_fetch(sig: np.ndarray) -> int:
+def signal_fetch(sig) -> int:
     """Read this PE's signal `sig[0]`."""
     return _axon.signal_fetch(_signal(sig, "signal_fetch"))
 
 
-def signal_wait_until(sig: np.ndarray, cmp, value: int) -> int:
+def signal_wait_until(sig, cmp, value: int) -> int:
     """Wait until this PE's `sig[0]` compares true against `value`; return the value seen.
 
     Bounded by AXON_TIMEOUT (raises axon.TimeoutError); raises axon.PeerDeadError if a PE dies.
@@ -152,52 +153,52 @@ def signal_wait_until(sig: np.ndarray, cmp, value: int) -> int:
 
 
 def _atomic(op, dest, operand, cond, pe, api):
-    _contiguous(dest, api, "dest")
-    if dest.dtype not in _ATOMIC_DTYPES or dest.size == 0:
+    d = as_buffer(dest, api, "dest")
+    if d.dtype not in _ATOMIC_DTYPES or d.size == 0:
         raise InvalidArgumentError(
             f"axon.{api}: dest must be an int32, uint32, int64 or uint64 array (first element), "
-            f"not {dest.dtype}")
-    bits = dest.itemsize * 8
+            f"not {d.dtype}")
+    bits = d.itemsize * 8
     mask = (1 << bits) - 1
-    raw = _axon.atomic(int(op), address_of(dest), dest.itemsize, int(operand) & mask, int(cond) & mask, pe)
+    raw = _axon.atomic(int(op), d.addr, d.itemsize, int(operand) & mask, int(cond) & mask, pe)
     # The word comes back unsigned; reinterpret it as the element type (signed types wrap).
-    return np.array([raw], dtype=f"u{dest.itemsize}").view(dest.dtype)[0]
+    return np.array([raw], dtype=f"u{d.itemsize}").view(d.dtype)[0]
 
 
-def atomic_fetch(src: np.ndarray, pe: int):
+def atomic_fetch(src, pe: int):
     return _atomic(_AtomicOp.FETCH, src, 0, 0, pe, "atomic_fetch")
 
 
-def atomic_set(dest: np.ndarray, value, pe: int) -> None:
+def atomic_set(dest, value, pe: int) -> None:
     _atomic(_AtomicOp.SET, dest, value, 0, pe, "atomic_set")
 
 
-def atomic_swap(dest: np.ndarray, value, pe: int):
+def atomic_swap(dest, value, pe: int):
     return _atomic(_AtomicOp.SWAP, dest, value, 0, pe, "atomic_swap")
 
 
-def atomic_compare_swap(dest: np.ndarray, cond, value, pe: int):
+def atomic_compare_swap(dest, cond, value, pe: int):
     """Write `value` if the element equals `cond`; return the value before."""
     return _atomic(_AtomicOp.COMPARE_SWAP, dest, value, cond, pe, "atomic_compare_swap")
 
 
-def atomic_fetch_add(dest: np.ndarray, value, pe: int):
+def atomic_fetch_add(dest, value, pe: int):
     return _atomic(_AtomicOp.FETCH_ADD, dest, value, 0, pe, "atomic_fetch_add")
 
 
-def atomic_add(dest: np.ndarray, value, pe: int) -> None:
+def atomic_add(dest, value, pe: int) -> None:
     _atomic(_AtomicOp.ADD, dest, value, 0, pe, "atomic_add")
 
 
-def atomic_fetch_and(dest: np.ndarray, value, pe: int):
+def atomic_fetch_and(dest, value, pe: int):
     return _atomic(_AtomicOp.FETCH_AND, dest, value, 0, pe, "atomic_fetch_and")
 
 
-def atomic_fetch_or(dest: np.ndarray, value, pe: int):
+def atomic_fetch_or(dest, value, pe: int):
     return _atomic(_AtomicOp.FETCH_OR, dest, value, 0, pe, "atomic_fetch_or")
 
 
-def atomic_fetch_xor(dest: np.ndarray, value, pe: int):
+def atomic_fetch_xor(dest, value, pe: int):
     return _atomic(_AtomicOp.FETCH_XOR, dest, value, 0, pe, "atomic_fetch_xor")
 
 
@@ -205,3 +206,70 @@ fence = _axon.fence
 quiet = _axon.quiet
 barrier_all = _axon.barrier_all
 sync_all = _axon.sync_all
+
+
+# -- stream-ordered calls (GPU backend) --------------------------------------------------------
+#
+# Each enqueues its work on `stream` and returns at once: None (the legacy default stream), an
+# int CUstream handle, a torch.cuda.Stream, a CuPy stream or any object with __cuda_stream__().
+# The buffers must stay alive and unchanged until the stream has run the work. Signals used on
+# streams must be in the GPU heap. On the host backend they raise axon.UnsupportedError.
+
+
+def put_on_stream(dest, src, pe: int, stream=None) -> None:
+    """On `stream`: copy `src` (local) into PE `pe`'s `dest` (symmetric)."""
+    h = _stream_handle(stream, "put_on_stream")
+    _axon.put_on_stream(*_transfer(dest, src, "put_on_stream", local_is_dest=False, stream=h), pe, h)
+
+
+def get_on_stream(dest, src, pe: int, stream=None) -> None:
+    """On `stream`: copy PE `pe`'s `src` (symmetric) into `dest` (local)."""
+    h = _stream_handle(stream, "get_on_stream")
+    _axon.get_on_stream(*_transfer(dest, src, "get_on_stream", local_is_dest=True, stream=h), pe, h)
+
+
+def put_signal_on_stream(dest, src, sig, value: int, op, pe: int, stream=None) -> None:
+    """On `stream`: put `src` into PE `pe`'s `dest`, then set or add `value` to its `sig[0]`.
+
+    The signal follows the data in stream order with release semantics: a PE that sees it (by
+    signal_wait_until or signal_wait_until_on_stream) sees the data.
+    """
+    api = "put_signal_on_stream"
+    h = _stream_handle(stream, api)
+    d, s, n = _transfer(dest, src, api, local_is_dest=False, stream=h)
+    _axon.put_signal_on_stream(d, s, n, _signal(sig, api), int(value), int(_enum(op, SignalOp, api)), pe, h)
+
+
+def signal_op_on_stream(sig, value: int, op, pe: int, stream=None) -> None:
+    """On `stream`: set or add `value` to PE `pe`'s signal `sig[0]`."""
+    api = "signal_op_on_stream"
+    h = _stream_handle(stream, api)
+    _axon.signal_op_on_stream(_signal(sig, api), int(value), int(_enum(op, SignalOp, api)), pe, h)
+
+
+def signal_wait_until_on_stream(sig, cmp, value: int, stream=None) -> None:
+    """Work enqueued on `stream` after this starts once this PE's `sig[0]` compares true.
+
+    The wait runs on the GPU, bounded by AXON_TIMEOUT; past it the kernel reports the PE,
+    address, expected and seen value and traps (the CUDA context is lost, as with any trap).
+    """
+    api = "signal_wait_until_on_stream"
+    h = _stream_handle(stream, api)
+    _axon.signal_wait_until_on_stream(_signal(sig, api), int(_enum(cmp, Cmp, api)), int(value), h)
+
+
+def quiet_on_stream(stream=None) -> None:
+    """Work enqueued on `stream` after this starts once this PE's puts on it (and put_nbi) are
+    complete at their targets."""
+    _axon.quiet_on_stream(_stream_handle(stream, "quiet_on_stream"))
+
+
+def barrier_on_stream(team, stream=None) -> None:
+    """A barrier over `team` on the GPU: work enqueued on `stream` after it starts once every
+    member reached it (and quiet held on each). One stream barrier per team in flight at a time."""
+    _axon.barrier_on_stream(team, _stream_handle(stream, "barrier_on_stream"))
+
+
+def barrier_all_on_stream(stream=None) -> None:
+    """barrier_on_stream over the world."""
+    _axon.barrier_all_on_stream(_stream_handle(stream, "barrier_all_on_stream"))

@@ -10,5 +10,6 @@ void bindRuntime(nanobind::module_& m);
 void bindMemory(nanobind::module_& m);
 void bindOnesided(nanobind::module_& m);
 void bindTeams(nanobind::module_& m);
+void bindGpu(nanobind::module_& m);
 
 }  // namespace axon::py

@@ -7,4 +7,5 @@ NB_MODULE(_axon, m) {
   axon::py::bindMemory(m);
   axon::py::bindOnesided(m);
   axon::py::bindTeams(m);
+  axon::py::bindGpu(m);
 }

@@ -28,30 +28,29 @@ void load() {
     g_reason = std::string("the CUDA driver (libcuda.so.1) could not be loaded: ") + (err ? err : "unknown reason");
     return;
   }
-  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto getProc = reinterpret_cast<GetProc>(::dlsym(lib, "cuGetProcAddress_v2"));
-  if (!getProc) {
-    g_reason = "the CUDA driver is older than CUDA 12 (no cuGetProcAddress_v2); axon needs a driver for CUDA 12 or newer";
-    return;
-  }
-  // Each symbol is asked for at the CUDA version of our headers, so its ABI is the one the
-  // typed member expects. The macro argument is expanded for the member (cuMemHostRegister_v2)
-  // but stringified unexpanded for the lookup ("cuMemHostRegister").
-#define AXON_CU_FN(name) AXON_CU_LOOKUP(name, #name)
-#define AXON_CU_LOOKUP(member, text)                                                         \
-  {                                                                                          \
-    void* fn = nullptr;                                                                      \
-    CUdriverProcAddressQueryResult found{};                                                  \
-    if (getProc(text, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || \
-        !fn) {                                                                               \
-      g_reason = std::string("the CUDA driver lacks ") + text + " (driver too old for CUDA " + \
-                 std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) + "?)"; \
-      return;                                                                                \
-    }                                                                                        \
-    g_api.member = reinterpret_cast<decltype(g_api.member)>(fn);                             \
+  // Each member is typed from cuda.h, where a name may be a macro for a versioned ABI symbol
+  // (cuMemHostRegister -> cuMemHostRegister_v2). We look up exactly the symbol the declaration
+  // names, the macro expanded, so the pointer's type and the function's ABI always agree.
+  // (cuGetProcAddress at CUDA_VERSION would hand out the newest ABI, e.g. the two-argument
+  // cuCtxGetDevice_v2 of CUDA 13, for names cuda.h still binds to the old one.)
+#define AXON_CU_FN(name) AXON_CU_LOOKUP(name, AXON_CU_SYMBOL(name))
+#define AXON_CU_SYMBOL(name) AXON_CU_STRINGIFY(name)
+#define AXON_CU_STRINGIFY(name) #name
+#define AXON_CU_LOOKUP(member, symbol)                                                        \
+  {                                                                                           \
+    void* fn = ::dlsym(lib, symbol);                                                          \
+    if (!fn) {                                                                                \
+      g_reason = std::string("the CUDA driver lacks ") + symbol + " (driver older than the CUDA " + \
+                 std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) + \
+                 " headers axon was built with?)";                                            \
+      return;                                                                                 \
+    }                                                                                         \
+    g_api.member = reinterpret_cast<decltype(g_api.member)>(fn);                              \
   }
 #include "gpu/driver_functions.inc"
 #undef AXON_CU_LOOKUP
+#undef AXON_CU_STRINGIFY
+#undef AXON_CU_SYMBOL
 #undef AXON_CU_FN
 
   CUresult r = g_api.cuInit(0);

@@ -12,8 +12,8 @@
 
 namespace axon::gpu {
 
-// One member per driver function we call, typed from cuda.h (so the ABI version matches the
-// headers we were built with) and resolved through cuGetProcAddress for that version.
+// One member per driver function we call, typed from cuda.h and resolved (dlsym) by the exact
+// ABI symbol that declaration names, so the two always agree.
 struct DriverApi {
 #define AXON_CU_FN(name) decltype(&::name) name = nullptr;
 #include "gpu/driver_functions.inc"

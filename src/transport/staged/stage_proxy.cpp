@@ -23,7 +23,7 @@ StageProxy::StageProxy(const gpu::DriverApi& cu, CUcontext ctx, int myPe, int nP
       heapCapacity_(heapCapacity),
       scratch_(scratch),
       senders_(nPes) {
-  for (auto& s : streams_) gpu::cuCheck(cu_.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "stage proxy: cuStreamCreate");
+  gpu::cuCheck(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "stage proxy: cuStreamCreate");
   thread_ = std::thread([this] { run(); });
 }
 
@@ -34,7 +34,7 @@ StageProxy::~StageProxy() {
     for (auto& p : s.pending) cu_.cuEventDestroy(p.event);
   }
   for (CUevent e : freeEvents_) cu_.cuEventDestroy(e);
-  for (auto& s : streams_) if (s) cu_.cuStreamDestroy(s);
+  if (stream_) cu_.cuStreamDestroy(stream_);
 }
 
 void StageProxy::fail(StageSlot& slot, std::uint64_t seq, int code, const std::string& why) {
@@ -93,7 +93,7 @@ bool StageProxy::serve(int pe, Sender& s) {
         e = freeEvents_.back();
         freeEvents_.pop_back();
       }
-      CUstream st = streams_[seq % 2];
+      CUstream st = stream_;
       auto data = reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, index));
       auto gpu = reinterpret_cast<CUdeviceptr>(target);
       gpu::cuCheck(op == StageOp::Put ? cu_.cuMemcpyAsync(gpu, data, bytes, st) : cu_.cuMemcpyAsync(data, gpu, bytes, st),
@@ -105,15 +105,15 @@ bool StageProxy::serve(int pe, Sender& s) {
     // Signals and atomics follow every copy before them from this sender.
     drain(pe, s);
     if (op == StageOp::Signal) {
-      kernels::signal(streams_[0], reinterpret_cast<std::uint64_t*>(target), slot.operand, static_cast<SignalOp>(slot.sub));
+      kernels::signal(stream_, reinterpret_cast<std::uint64_t*>(target), slot.operand, static_cast<SignalOp>(slot.sub));
     } else if (op == StageOp::Atomic) {
-      kernels::atomic(streams_[0], static_cast<AtomicOp>(slot.sub), static_cast<int>(bytes), target, slot.operand,
+      kernels::atomic(stream_, static_cast<AtomicOp>(slot.sub), static_cast<int>(bytes), target, slot.operand,
                       slot.cond, scratch_);
     } else {
       fail(slot, seq, static_cast<int>(ErrorCode::Internal), "unknown request " + std::to_string(slot.op));
       return true;
     }
-    gpu::cuCheck(cu_.cuStreamSynchronize(streams_[0]), "staged signal/atomic");
+    gpu::cuCheck(cu_.cuStreamSynchronize(stream_), "staged signal/atomic");
     if (op == StageOp::Atomic) std::memcpy(&slot.result, scratch_, 8);
     std::atomic_ref<std::uint64_t>(slot.done).store(seq, std::memory_order_release);
   } catch (const Error& e) {

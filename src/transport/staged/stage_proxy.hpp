@@ -50,7 +50,7 @@ class StageProxy {
   void* scratch_;
   std::vector<Sender> senders_;
   std::vector<CUevent> freeEvents_;
-  CUstream streams_[2] = {nullptr, nullptr};
+  CUstream stream_ = nullptr;  // one stream: chunks complete in order, at full bandwidth each
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -12,13 +12,13 @@ namespace axon::staged {
 StagedTransport::StagedTransport(const gpu::DriverApi& cu, Runtime& rt, std::size_t chunk,
                                  std::function<char*(int)> channelOf)
     : cu_(cu), rt_(rt), chunk_(chunk), channelOf_(std::move(channelOf)), seq_(rt.nPes(), 0) {
-  for (auto& s : streams_) gpu::cuCheck(cu_.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "staged path: cuStreamCreate");
+  gpu::cuCheck(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "staged path: cuStreamCreate");
   for (auto& e : events_) gpu::cuCheck(cu_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "staged path: cuEventCreate");
 }
 
 StagedTransport::~StagedTransport() {
   for (auto& e : events_) if (e) cu_.cuEventDestroy(e);
-  for (auto& s : streams_) if (s) cu_.cuStreamDestroy(s);
+  if (stream_) cu_.cuStreamDestroy(stream_);
 }
 
 TransportCaps StagedTransport::caps() const noexcept {
@@ -51,13 +51,14 @@ void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t byt
   const std::uint64_t base = seq_[pe];
   auto lengthOf = [&](std::size_t k) { return std::min(chunk, bytes - k * chunk); };
   std::size_t issued = 0, published = 0;
-  // Chunk k goes GPU -> slot on stream k%2 while the proxy copies earlier chunks slot -> GPU.
+  // Chunk k goes GPU -> slot on our stream while the proxy copies earlier chunks slot -> GPU on
+  // its own: two streams, one per hop, each moving one chunk at a time at full bandwidth.
   while (published < n) {
     while (issued < n && issued - published < static_cast<std::size_t>(kStageSlots)) {
       const std::uint64_t seq = base + issued + 1;
       StageSlot& slot = slots[seq % kStageSlots];
       if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "put");
-      CUstream s = streams_[issued % 2];
+      CUstream s = stream_;
       gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
                                      reinterpret_cast<CUdeviceptr>(static_cast<const char*>(src) + issued * chunk),
                                      lengthOf(issued), s),
@@ -105,7 +106,7 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::uint64_t seq = base + k + 1;
     awaitDone(pe, slots[seq % kStageSlots], seq, "get");
-    CUstream s = streams_[k % 2];
+    CUstream s = stream_;
     gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(static_cast<char*>(dst) + k * chunk),
                                    reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
                                    lengthOf(k), s),

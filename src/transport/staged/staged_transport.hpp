@@ -1,6 +1,7 @@
 // The sender's side of the staged path: GPU memory of a PE whose GPU heap this GPU cannot map
 // moves through that PE's channel in pinned host memory, chunk by chunk, with up to kStageSlots
-// chunks in flight on two streams while the target's proxy (stage_proxy.hpp) copies them on.
+// chunks in flight: this side copies GPU -> slot on its stream while the target's proxy
+// (stage_proxy.hpp) copies earlier chunks slot -> GPU on its own.
 #pragma once
 
 #include <functional>
@@ -46,7 +47,7 @@ class StagedTransport final : public Transport {
   std::size_t chunk_;
   std::function<char*(int)> channelOf_;
   std::vector<std::uint64_t> seq_;  // [pe] last request number sent to pe
-  CUstream streams_[2] = {nullptr, nullptr};
+  CUstream stream_ = nullptr;  // one stream: chunks complete in order, at full bandwidth each
   CUevent events_[kStageSlots] = {};
 };
 
