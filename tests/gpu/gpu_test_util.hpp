@@ -19,7 +19,10 @@ std::vector<T> toHost(const T* device, std::size_t count) {
   return h;
 }
 
+// cudaMemcpy from pageable memory may return before the data reaches the GPU, and axon's host
+// calls do not order with the legacy stream: wait for the copy before handing the buffer to axon.
 template <class T>
 void fromHost(T* device, const std::vector<T>& h) {
   cudaMemcpy(device, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();
 }

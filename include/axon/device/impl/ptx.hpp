@@ -61,9 +61,6 @@ AXON_DEVICE_INLINE void storeRelaxedSys(unsigned long long* p, unsigned long lon
 // ordered before every one after it, as seen by any GPU or CPU thread.
 AXON_DEVICE_INLINE void fenceSys() { __threadfence_system(); }
 
-// Turns an earlier relaxed load into an acquire (the fence half of the acquire pattern).
-AXON_DEVICE_INLINE void fenceAcquireSys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
-
 // Nanoseconds of the GPU's global timer (advances in steps of about a microsecond).
 AXON_DEVICE_INLINE unsigned long long globalTimerNs() {
   unsigned long long t;

@@ -1,8 +1,8 @@
 // Bounded wait on a 64-bit word of this PE's GPU heap (a signal or a barrier counter).
 //
-// One acquire load first, inline, for the case where the value is already there. Otherwise the
+// One relaxed load first, inline, for the case where the value is already there. Otherwise the
 // loop, out of line: it polls with relaxed system-scope loads (cheaper than acquire loads) and,
-// once the value is there, makes it an acquire with one fence. For the first kFreeSpinNs it polls
+// once the value is there, confirms it with one acquire load. For the first kFreeSpinNs it polls
 // without pause (the latency path: a signal from a peer GPU takes about half a microsecond);
 // after that it sleeps between polls with a backoff growing to about a microsecond, so that
 // waiting threads leave the memory system and the SM to the threads doing work. Every
@@ -90,8 +90,10 @@ inline AXON_DEVICE_NOINLINE unsigned long long waitSlow(int myPe, const char* he
   for (unsigned polls = 1;; ++polls) {
     const unsigned long long seen = loadRelaxedSys(word);
     if (compareValues(seen, cmp, value)) {
-      fenceAcquireSys();  // relaxed load + fence: an acquire of what the writer released
-      return seen;
+      // Confirm with one acquire load (cheaper than a fence): it reads from the release that
+      // satisfied the comparison, or a later one; an Eq/Ne word that moved on is waited for again.
+      const unsigned long long acquired = loadAcquireSys(word);
+      if (compareValues(acquired, cmp, value)) return acquired;
     }
     if (backoff) {
       __nanosleep(sleepNs);
@@ -111,8 +113,11 @@ inline AXON_DEVICE_NOINLINE unsigned long long waitSlow(int myPe, const char* he
 // Acquire: what the writer of that value released is visible to this thread afterwards.
 AXON_DEVICE_INLINE unsigned long long waitUntil(const Context& ctx, const unsigned long long* word,
                                                 Cmp cmp, unsigned long long value, WaitSite site) {
-  const unsigned long long seen = loadAcquireSys(word);
-  if (compareValues(seen, cmp, value)) return seen;
+  const unsigned long long seen = loadRelaxedSys(word);
+  if (compareValues(seen, cmp, value)) {
+    const unsigned long long acquired = loadAcquireSys(word);
+    if (compareValues(acquired, cmp, value)) return acquired;
+  }
   return waitSlow(ctx.myPe, ctx.heapBase, ctx.heapStride, ctx.timeoutNs, word, cmp, value, site);
 }
 
