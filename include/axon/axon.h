@@ -94,6 +94,22 @@ axon_status_t axon_team_barrier(axon_team_t team);
 axon_status_t axon_team_sync(axon_team_t team);
 axon_status_t axon_team_destroy(axon_team_t team);
 
+/* The GPU backend (axon/gpu.hpp). `stream` is a cudaStream_t / CUstream (NULL: the legacy default
+ * stream). Without the GPU backend these return AXON_ERR_UNSUPPORTED with the reason. */
+axon_status_t axon_gpu_enabled(int* enabled);
+axon_status_t axon_gpu_device(int* ordinal);
+/* Symmetric host memory (the host heap), pinned for the GPU when the GPU backend is on. */
+axon_status_t axon_malloc_host(size_t bytes, void** out);
+axon_status_t axon_put_on_stream(void* dest, const void* src, size_t bytes, int pe, void* stream);
+axon_status_t axon_get_on_stream(void* dest, const void* src, size_t bytes, int pe, void* stream);
+axon_status_t axon_put_signal_on_stream(void* dest, const void* src, size_t bytes, uint64_t* sig,
+                                        uint64_t value, axon_signal_op_t op, int pe, void* stream);
+axon_status_t axon_signal_op_on_stream(uint64_t* sig, uint64_t value, axon_signal_op_t op, int pe, void* stream);
+axon_status_t axon_signal_wait_until_on_stream(uint64_t* sig, axon_cmp_t cmp, uint64_t value, void* stream);
+axon_status_t axon_quiet_on_stream(void* stream);
+axon_status_t axon_barrier_on_stream(axon_team_t team, void* stream);
+axon_status_t axon_barrier_all_on_stream(void* stream);
+
 #ifdef __cplusplus
 }
 #endif

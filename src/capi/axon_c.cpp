@@ -182,4 +182,46 @@ axon_status_t axon_team_destroy(axon_team_t t) {
   });
 }
 
+axon_status_t axon_gpu_enabled(int* enabled) {
+  return guarded([&] { requireOut(enabled, "enabled"); *enabled = axon::gpuEnabled() ? 1 : 0; });
+}
+axon_status_t axon_gpu_device(int* ordinal) {
+  return guarded([&] { requireOut(ordinal, "ordinal"); *ordinal = axon::gpuDevice(); });
+}
+axon_status_t axon_malloc_host(size_t bytes, void** out) {
+  return guarded([&] { requireOut(out, "out"); *out = axon::mallocHost(bytes); });
+}
+axon_status_t axon_put_on_stream(void* dest, const void* src, size_t bytes, int pe, void* stream) {
+  return guarded([&] { axon::putOnStream(dest, src, bytes, pe, static_cast<axon::Stream>(stream)); });
+}
+axon_status_t axon_get_on_stream(void* dest, const void* src, size_t bytes, int pe, void* stream) {
+  return guarded([&] { axon::getOnStream(dest, src, bytes, pe, static_cast<axon::Stream>(stream)); });
+}
+axon_status_t axon_put_signal_on_stream(void* dest, const void* src, size_t bytes, uint64_t* sig, uint64_t value,
+                                        axon_signal_op_t op, int pe, void* stream) {
+  return guarded([&] {
+    axon::putSignalOnStream(dest, src, bytes, sig, value, static_cast<axon::SignalOp>(op), pe,
+                            static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_signal_op_on_stream(uint64_t* sig, uint64_t value, axon_signal_op_t op, int pe, void* stream) {
+  return guarded([&] {
+    axon::signalOpOnStream(sig, value, static_cast<axon::SignalOp>(op), pe, static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_signal_wait_until_on_stream(uint64_t* sig, axon_cmp_t cmp, uint64_t value, void* stream) {
+  return guarded([&] {
+    axon::signalWaitUntilOnStream(sig, static_cast<axon::Cmp>(cmp), value, static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_quiet_on_stream(void* stream) {
+  return guarded([&] { axon::quietOnStream(static_cast<axon::Stream>(stream)); });
+}
+axon_status_t axon_barrier_on_stream(axon_team_t t, void* stream) {
+  return guarded([&] { axon::barrierOnStream(teamOf(t), static_cast<axon::Stream>(stream)); });
+}
+axon_status_t axon_barrier_all_on_stream(void* stream) {
+  return guarded([&] { axon::barrierAllOnStream(static_cast<axon::Stream>(stream)); });
+}
+
 }  // extern "C"

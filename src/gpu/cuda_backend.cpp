@@ -11,6 +11,7 @@
 #include "gpu/driver.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "gpu/gpu_heap.hpp"
+#include "gpu/nvml.hpp"
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
 #include "transport/staged/stage_proxy.hpp"
@@ -92,6 +93,7 @@ class CudaBackend final : public GpuBackend {
     peers.channelAddress.assign(nPes_, "");
     peers.tryMap.assign(nPes_, false);
     busIds_.assign(nPes_, "");
+    whyUnreachable_.assign(nPes_, "");
     for (int p = 0; p < nPes_; ++p) {
       auto nl = cards[p].find('\n');
       busIds_[p] = cards[p].substr(nl + 1);
@@ -112,9 +114,26 @@ class CudaBackend final : public GpuBackend {
     std::vector<std::size_t> mapped(nPes_);
     for (int p = 0; p < nPes_; ++p) mapped[p] = std::stoull(sizes[p]);
     heap_->mapPeers(mapped);
+    reportPeers(rt);
     startStagedPath(rt);
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
     rt.bootstrap().barrierWorld("gpu-ready");
+  }
+
+  // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
+  // axon takes, so a slow transfer can be traced to a missing NVLink or peer mapping.
+  void reportPeers(Runtime& rt) {
+    for (int p = 0; p < nPes_; ++p) {
+      if (p == myPe_ || !rt.nodeLocal()[p]) continue;
+      std::string link = gpuLink(busId_, busIds_[p]);
+      if (!heap_->reachable(p)) {
+        whyUnreachable_[p] = heap_->unreachableReason(p) + "; GPU link: " + link;
+      }
+      log(LogLevel::Info, myPe_,
+          "PE " + std::to_string(p) + " on PCI " + busIds_[p] + ", link " + link + ": " +
+              (heap_->reachable(p) ? "GPU heap mapped (copy engines, load/store)"
+                                   : "not mapped, staged path (" + heap_->unreachableReason(p) + ")"));
+    }
   }
 
   // When any PE's GPU cannot map some node-local peer's GPU heap, every PE sets up the staged
@@ -167,7 +186,9 @@ class CudaBackend final : public GpuBackend {
   HeapSpace& heap() override { return *heap_; }
   std::shared_ptr<HeapSpace> heapOwner() override { return heap_; }
   bool peerReachable(int p) const override { return heap_->reachable(p); }
-  std::string unreachableReason(int p) const override { return heap_->unreachableReason(p); }
+  std::string unreachableReason(int p) const override {
+    return whyUnreachable_.empty() || whyUnreachable_[p].empty() ? heap_->unreachableReason(p) : whyUnreachable_[p];
+  }
   Transport& transportFor(const RemoteRef& ref) override {
     makeCurrent();
     if (ref.heap == HeapKind::Gpu && !ref.mapped && staged_) return *staged_;
@@ -308,6 +329,7 @@ class CudaBackend final : public GpuBackend {
   CUcontext ctx_ = nullptr;
   std::string name_, busId_;
   std::vector<std::string> busIds_;
+  std::vector<std::string> whyUnreachable_;  // with the GPU link, once reportPeers ran
   CUstream stream_ = nullptr, pollStream_ = nullptr;
   CUevent quietEvent_ = nullptr;
   void* scratch_ = nullptr;

@@ -65,6 +65,25 @@ int main(void) {
     CHECK(evens == AXON_TEAM_INVALID);
   }
 
+  /* The GPU calls on the host backend (these tests run with AXON_BACKEND=host): a clear Unsupported. */
+  int gpu = -1, ordinal = -1;
+  CHECK(axon_gpu_enabled(&gpu) == AXON_SUCCESS && gpu == 0);
+  CHECK(axon_gpu_device(&ordinal) == AXON_ERR_UNSUPPORTED);
+  CHECK(strstr(axon_last_error(), "AXON_BACKEND=host") != NULL);
+  CHECK(axon_put_on_stream(buf, src, sizeof src, right, NULL) == AXON_ERR_UNSUPPORTED);
+  CHECK(axon_signal_wait_until_on_stream(sig, AXON_CMP_GE, 1, NULL) == AXON_ERR_UNSUPPORTED);
+  CHECK(axon_barrier_all_on_stream(NULL) == AXON_ERR_UNSUPPORTED);
+  /* Host symmetric memory: allocated like axon_malloc, on every PE. */
+  double* hbuf = NULL;
+  CHECK(axon_malloc_host(16 * sizeof(double), (void**)&hbuf) == AXON_SUCCESS && hbuf != NULL);
+  double hv[16];
+  for (i = 0; i < 16; ++i) hv[i] = me + 0.5 * i;
+  CHECK(axon_put(hbuf, hv, sizeof hv, right) == AXON_SUCCESS);
+  CHECK(axon_barrier_all() == AXON_SUCCESS);
+  for (i = 0; i < 16; ++i) CHECK(hbuf[i] == left + 0.5 * i);
+  CHECK(axon_barrier_all() == AXON_SUCCESS);
+  CHECK(axon_free(hbuf) == AXON_SUCCESS);
+
   CHECK(axon_free(counter) == AXON_SUCCESS);
   CHECK(axon_free(sig) == AXON_SUCCESS);
   CHECK(axon_free(buf) == AXON_SUCCESS);
