@@ -66,8 +66,8 @@ FdChannel::FdChannel() {
   address_.assign(addr.sun_path + 1, nameLen - 1);
 }
 
-void FdChannel::send(const std::string& peerAddress, const std::string& header, int fd,
-                     double timeoutSec) const {
+void FdChannel::send(const std::string& peerAddress, const std::string& header, int fd, double timeoutSec,
+                     const std::function<void()>& whileFull) const {
   if (header.size() > kMaxHeader) {
     throw Error(ErrorCode::Internal, "fd channel header of " + std::to_string(header.size()) + " bytes");
   }
@@ -103,6 +103,7 @@ void FdChannel::send(const std::string& peerAddress, const std::string& header, 
                                           " timed out after " + std::to_string(timeoutSec) +
                                           " s: the peer is not receiving");
     }
+    if (whileFull) whileFull();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }

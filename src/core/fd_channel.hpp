@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -44,11 +45,15 @@ class FdChannel {
   // The address peers send to: printable (the kernel's autobind names are hex digits).
   const std::string& address() const { return address_; }
 
-  // Sends `header` (at most kMaxHeader bytes) with a duplicate of `fd` to the channel at
-  // `peerAddress`. Bounded by `timeoutSec` when the peer's queue is full; throws SystemError
-  // naming the address (a peer that has exited gives ECONNREFUSED).
+  // Sends `header` (at most kMaxHeader bytes) with a duplicate of `fd` (or none when fd < 0) to
+  // the channel at `peerAddress`. A peer's queue holds only a few messages (the kernel's
+  // max_dgram_qlen, often 10): while it is full, `whileFull` runs between retries, so that a
+  // sender can drain its own queue and two PEs sending to each other cannot deadlock. Bounded by
+  // `timeoutSec` (Timeout naming the address); other failures throw SystemError naming it (a
+  // peer that has exited gives ECONNREFUSED).
   static constexpr std::size_t kMaxHeader = 256;
-  void send(const std::string& peerAddress, const std::string& header, int fd, double timeoutSec) const;
+  void send(const std::string& peerAddress, const std::string& header, int fd, double timeoutSec,
+            const std::function<void()>& whileFull = {}) const;
 
   struct Message {
     std::string header;

@@ -133,8 +133,12 @@ void GpuHeap::sendNewChunks() {
               "cuMemExportToShareableHandle (GPU heap chunk for PE " + std::to_string(pe) + ")");
       UniqueFd owned(fd);
       ChunkNote note{myPe_, c.offset, c.size};
-      channel_.send(peers_.channelAddress[pe], std::string(reinterpret_cast<char*>(&note), sizeof(note)),
-                    fd, peers_.timeoutSec);
+      // While that peer's queue is full, take in what others send us, so that PEs sending to
+      // each other at once (every PE does, after an allocation) cannot block one another.
+      channel_.send(peers_.channelAddress[pe], std::string(reinterpret_cast<char*>(&note), sizeof(note)), fd,
+                    peers_.timeoutSec, [this] {
+                      while (auto m = channel_.receive(0)) inbox_.push_back(std::move(*m));
+                    });
       sentUpTo_[pe] = c.offset + c.size;
     }
   }
@@ -195,7 +199,13 @@ void GpuHeap::mapPeers(const std::vector<std::size_t>& peerMapped) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration<double>(peers_.timeoutSec);
   for (int waitingOn = missing(); waitingOn >= 0; waitingOn = missing()) {
-    auto msg = channel_.receive(0.05);
+    std::optional<FdChannel::Message> msg;
+    if (!inbox_.empty()) {
+      msg = std::move(inbox_.front());
+      inbox_.pop_front();
+    } else {
+      msg = channel_.receive(0.05);
+    }
     if (!msg) {
       int dead = peers_.findDeadPe ? peers_.findDeadPe() : -1;
       if (dead >= 0) {

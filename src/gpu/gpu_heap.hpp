@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -81,6 +82,7 @@ class GpuHeap final : public HeapSpace {
   std::vector<std::string> whyUnreachable_;
   HeapPeers peers_;
   FdChannel channel_;
+  std::deque<FdChannel::Message> inbox_;  // received while our own sends waited for room
 
  public:
   const FdChannel& channel() const { return channel_; }
