@@ -43,7 +43,6 @@ void StagedTransport::awaitDone(int pe, StageSlot& slot, std::uint64_t seq, cons
 }
 
 void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
-  std::lock_guard lock(mutex_);
   const int pe = dst.pe;
   char* channel = channelOf_(pe);
   StageSlot* slots = slotsOf(channel);
@@ -84,7 +83,6 @@ void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t byt
 }
 
 void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
-  std::lock_guard lock(mutex_);
   const int pe = src.pe;
   char* channel = channelOf_(pe);
   StageSlot* slots = slotsOf(channel);
@@ -120,7 +118,6 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
 }
 
 void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
-  std::lock_guard lock(mutex_);
   const int pe = sig.pe;
   StageSlot* slots = slotsOf(channelOf_(pe));
   const std::uint64_t seq = ++seq_[pe];
@@ -137,7 +134,6 @@ void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp
 
 void StagedTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
                              const void* cond, void* result) {
-  std::lock_guard lock(mutex_);
   const int pe = dst.pe;
   StageSlot* slots = slotsOf(channelOf_(pe));
   const std::uint64_t seq = ++seq_[pe];

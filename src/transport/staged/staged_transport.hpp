@@ -5,7 +5,6 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <vector>
 
 #include "gpu/driver.hpp"
@@ -45,9 +44,6 @@ class StagedTransport final : public Transport {
 
   const gpu::DriverApi& cu_;
   Runtime& rt_;
-  // The host API and the stream worker (staged_stream_ops.hpp) both send through this transport;
-  // one transfer at a time keeps each channel's requests in sequence.
-  std::mutex mutex_;
   std::size_t chunk_;
   std::function<char*(int)> channelOf_;
   std::vector<std::uint64_t> seq_;  // [pe] last request number sent to pe
