@@ -13,7 +13,7 @@ namespace {
 using NvmlReturn = int;
 using NvmlDevice = struct NvmlDeviceOpaque*;
 constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr int kP2pCapsNvlink = 3;  // NVML_P2P_CAPS_INDEX_NVLINK
+constexpr int kP2pCapsNvlink = 2;  // NVML_P2P_CAPS_INDEX_NVLINK (0 read, 1 write, 2 NVLink, 3 atomics)
 constexpr int kP2pStatusOk = 0;    // NVML_P2P_STATUS_OK
 
 struct Nvml {
