@@ -5,7 +5,8 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 AXON   := $(VENV)/bin/axon
 JOBS   ?= $(shell nproc)
-BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" "pytest>=7" "cmake>=3.24" "ninja>=1.10"
+BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" "pytest>=7" "cmake>=3.24" "ninja>=1.10" \
+              "nvidia-ml-py>=12" "rich>=13" "matplotlib>=3.5"
 CMAKE_ARGS ?=
 
 .PHONY: all venv build test unit-test mp-test py-test demo bench clean gpu-venv gpu-build gpu-test

@@ -18,6 +18,10 @@ from collections.abc import Sequence
 from typing import Callable, NoReturn
 
 from . import launcher
+from .tools import bench as _bench_tool
+from .tools import doctor as _doctor_tool
+from .tools import plot as _plot_tool
+from .tools import topo as _topo_tool
 
 _PROG = "axon"
 
@@ -121,7 +125,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 
 # One function per subcommand; each adds its subparser (see module docstring).
-_SUBCOMMANDS: Sequence[Callable[[argparse._SubParsersAction], None]] = (_add_run,)
+_SUBCOMMANDS: Sequence[Callable[[argparse._SubParsersAction], None]] = (
+    _add_run,
+    _topo_tool.add_subcommand,
+    _doctor_tool.add_subcommand,
+    _bench_tool.add_subcommand,
+    _plot_tool.add_subcommand,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

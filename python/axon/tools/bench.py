@@ -1,0 +1,714 @@
+"""``axon bench TEST``: OSU-style benchmarks of axon's one-sided API over a sweep of message sizes.
+
+The measuring is done by a C++ driver, ``axon_bench`` (bench/axon_bench.cpp), which the launcher
+starts on 2 PEs (``python -m axon run -n 2 axon_bench TEST ...``). The driver prints one JSON
+object per line as it goes; this module validates the options first, runs the driver, shows a
+progress bar on long sweeps (on a terminal), prints an OSU-style table and writes ``--json``.
+
+JSON written by ``--json FILE`` (``schema`` 1)::
+
+    {"tool": "axon bench", "schema": 1, "test": "latency", "impl": "axon",
+     "label": "axon latency H H",                 # what `axon plot` calls the line
+     "metric": "latency" | "bandwidth",           # the main column of the test
+     "time_label": "one-way latency (...)",       # what time_us means for this test
+     "config": {"placement": "H H", "local": "H", "remote": "H", "pes": 2, "backend": "host",
+                "window": 64, "validate": true, "iters": null, "warmup": null, "sizes": [...],
+                "limit_name": "memcpy between the same mappings" | null, "command": [...], ...},
+     "machine": {"hostname": ..., "cpu": ..., "cpus": ..., "os": ..., "gpu": [...] | null},
+     "results": [{"test": "latency", "size": 8, "iters": 10000, "warmup": 100,
+                  "time_us": 0.12, "bw_gbs": 0.066, "wrong": 0,
+                  "limit": {"time_us": 0.003, "bw_gbs": 2.4}}, ...],   # limit: H H only
+     "compare": [{"peer": "NCCL", "status": "skipped", "found": false, "where": null,
+                  "note": "..."}, ...]}                                # with --compare only
+
+Units: ``time_us`` in microseconds; ``bw_gbs`` in GB/s = 1e9 bytes per second. ``limit`` is the
+same transfers done as a plain memcpy between the same mappings (the hardware limit of the host
+path), in the same units. ``wrong`` counts the bytes of the last transfer of a size that differ
+from the expected pattern (null with --no-validate).
+
+Like every tool module, this one must not import the compiled extension at import time; it never
+initializes axon in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes.util
+import importlib.util
+import json
+import os
+import platform
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, NoReturn, Sequence
+
+__all__ = ["TESTS", "add_subcommand", "find_driver", "main", "parse_size", "run_bench", "size_label"]
+
+EXIT_USAGE = 2
+_PROG = "axon bench"
+
+#: Show the progress bar once a sweep has run this long (seconds), on a terminal only.
+PROGRESS_AFTER_S = 2.0
+
+#: Default sweep (OSU's default range for the one-sided tests ends at 4 MiB).
+DEFAULT_MIN, DEFAULT_MAX = 1, 4 << 20
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """How `axon bench` shows one test: the main column(s) of its table."""
+
+    metric: str          # "latency" or "bandwidth"
+    summary: str         # one line for --help and the table's title
+    columns: tuple       # (JSON field, heading) pairs, main column first
+
+
+_LAT = ("time_us", "Latency (us)")
+_BW = ("bw_gbs", "Bandwidth (GB/s)")
+
+TESTS: dict[str, TestSpec] = {
+    "latency": TestSpec("latency", "put_signal ping-pong, ONE-WAY latency = round trip / 2 (osu_latency)",
+                        (_LAT,)),
+    "bw": TestSpec("bandwidth", "windows of 64 put_nbi, quiet, signal, ack per window (osu_bw)", (_BW,)),
+    "bibw": TestSpec("bandwidth", "both PEs run the bw pattern at once; sum of both (osu_bibw)",
+                     (("bw_gbs", "Bi-Bandwidth (GB/s)"),)),
+    "pingping": TestSpec("bandwidth", "both PEs put_signal to each other at once; time per exchange, "
+                                      "bandwidth = bytes sent by ONE PE / time",
+                         (("time_us", "Time (us)"), _BW)),
+    "put_lat": TestSpec("latency", "blocking put + quiet, one message at a time", (_LAT,)),
+    "get_lat": TestSpec("latency", "blocking get, one message at a time", (_LAT,)),
+    "put_bw": TestSpec("bandwidth", "windows of 64 put_nbi, then quiet", (_BW,)),
+    "get_bw": TestSpec("bandwidth", "windows of 64 get_nbi, then quiet", (_BW,)),
+    "put_signal_rtt": TestSpec("latency", "put_signal ping-pong, reported as the ROUND TRIP",
+                               (("time_us", "Round trip (us)"),)),
+}
+
+
+class UsageError(Exception):
+    """A bad request; the message is the one line shown to the user (exit status 2)."""
+
+
+class BenchError(Exception):
+    """The run failed; the message is shown to the user (exit status 1)."""
+
+
+# --------------------------------------------------------------------------
+# Sizes and options
+# --------------------------------------------------------------------------
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(?:i?[bB])?\s*$")
+_SCALE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """``"8"``, ``"64K"``, ``"1M"``, ``"2G"`` (binary multiples) -> bytes; >= 1."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise UsageError(f"{what}: {text!r} is not a size (e.g. 8, 64K, 1M)")
+    value = int(m.group(1)) * _SCALE[m.group(2).lower()]
+    if value < 1:
+        raise UsageError(f"{what}: sizes start at 1 byte, got {text!r}")
+    return value
+
+
+def size_label(n: int) -> str:
+    """8 -> '8 B', 4096 -> '4 KiB', 1048576 -> '1 MiB' (and '1.5 KiB' where not whole)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.3g} {unit}"
+    return f"{n} B"
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    """``-m`` as OSU takes it: ``MIN:MAX``, ``MAX`` or ``MIN:``."""
+    if ":" in text:
+        lo, _, hi = text.partition(":")
+        mn = parse_size(lo, f"-m {text}: MIN") if lo.strip() else DEFAULT_MIN
+        mx = parse_size(hi, f"-m {text}: MAX") if hi.strip() else max(DEFAULT_MAX, mn)
+    else:
+        mn, mx = DEFAULT_MIN, parse_size(text, f"-m {text}: MAX")
+    if mn > mx:
+        raise UsageError(f"-m {text}: MIN ({mn}) is larger than MAX ({mx})")
+    return mn, mx
+
+
+def _count(text: str | None, opt: str, minimum: int) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise UsageError(f"{opt} must be an integer >= {minimum}, got {text!r}")
+    return value
+
+
+@dataclass
+class Request:
+    """A validated `axon bench` command line."""
+
+    test: str
+    min_bytes: int
+    max_bytes: int
+    factor: int
+    iters: int | None
+    warmup: int | None
+    placement: tuple[str, str] | None
+    validate: bool
+    pes: int
+    settle_ms: int | None = None
+
+    def sizes(self) -> list[int]:
+        out, s = [], self.min_bytes
+        while s <= self.max_bytes:
+            out.append(s)
+            s *= self.factor
+        return out
+
+    def driver_args(self) -> list[str]:
+        args = [self.test, "-b", str(self.min_bytes), "-e", str(self.max_bytes), "-f", str(self.factor)]
+        if self.iters is not None:
+            args += ["-i", str(self.iters)]
+        if self.warmup is not None:
+            args += ["-x", str(self.warmup)]
+        if self.placement is not None:
+            args += ["-d", *self.placement]
+        if not self.validate:
+            args.append("--no-validate")
+        if self.settle_ms is not None:
+            args += ["--settle-ms", str(self.settle_ms)]
+        return args
+
+
+def validate(args: argparse.Namespace) -> Request:
+    """Checks the parsed options; raises UsageError with one clear line."""
+    test = args.test
+    if test not in TESTS:
+        raise UsageError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
+    if args.range is not None and (args.minbytes is not None or args.maxbytes is not None):
+        raise UsageError("give the sizes with -m MIN:MAX or with -b/-e, not both")
+    if args.range is not None:
+        mn, mx = parse_range(args.range)
+    else:
+        mn = parse_size(args.minbytes, "-b") if args.minbytes is not None else DEFAULT_MIN
+        mx = parse_size(args.maxbytes, "-e") if args.maxbytes is not None else max(DEFAULT_MAX, mn)
+        if mn > mx:
+            raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
+    factor = _count(args.stepfactor, "-f", 2) or 2
+    iters = _count(args.iters, "-i", 1)
+    warmup = _count(args.warmup, "-x", 0)
+    pes = _count(args.pes, "--pes", 2) or 2
+    placement = None
+    if args.placement is not None:
+        place = tuple(p.upper() for p in args.placement)
+        if any(p not in ("D", "H") for p in place):
+            raise UsageError(
+                f"-d takes two of D (GPU memory) and H (host memory), e.g. -d H D; got "
+                f"{' '.join(args.placement)!r}")
+        placement = place  # type: ignore[assignment]
+    settle = _count(getattr(args, "settle_ms", None), "--settle-ms", 0)
+    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle)
+
+
+# --------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    tests = "\n".join(f"  {name:15s} {spec.summary}" for name, spec in TESTS.items())
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Benchmark axon's one-sided API between PE 0 and PE 1 over a sweep of message sizes\n"
+        "(OSU micro-benchmark conventions). Tests:\n" + tests + "\n\n"
+        "Times in microseconds; bandwidth in GB/s = 1e9 bytes per second. The receiver checks\n"
+        "every byte of the last transfer of each size (#wrong) unless --no-validate.")
+    parser.add_argument("test", metavar="TEST", help="the test to run (see above)")
+    parser.add_argument("-m", "--message-size", dest="range", metavar="MIN:MAX",
+                        help="sizes MIN..MAX (e.g. 8:1M; K/M/G are binary); default 1:4M")
+    parser.add_argument("-b", "--minbytes", metavar="MIN", help="smallest size (as nccl-tests)")
+    parser.add_argument("-e", "--maxbytes", metavar="MAX", help="largest size (as nccl-tests)")
+    parser.add_argument("-f", "--stepfactor", metavar="FACTOR",
+                        help="multiply the size by FACTOR from one step to the next (default 2)")
+    parser.add_argument("-i", "--iterations", dest="iters", metavar="ITERS",
+                        help="timed iterations per size (windows for the bw tests); default as OSU: "
+                             "10000 (100 windows), above 8 KiB 1000 (20 windows)")
+    parser.add_argument("-x", "--warmup", metavar="WARMUP",
+                        help="untimed iterations first; default as OSU: 100 (10), above 8 KiB 10 (2)")
+    parser.add_argument("-d", "--placement", nargs=2, metavar=("LOCAL", "REMOTE"),
+                        help="buffers: D (GPU memory) or H (host memory) for the local source and "
+                             "the remote destination; default D D with a GPU, else H H")
+    parser.add_argument("--no-validate", action="store_true", help="do not check the data received")
+    parser.add_argument("--pes", metavar="N",
+                        help="PEs to start (default 2; PEs past 1 only join the barriers)")
+    parser.add_argument("--settle-ms", metavar="MS",
+                        help="before the first size, PE 0 and PE 1 ping-pong this long so that idle "
+                             "(virtual) CPUs are up to speed (default 200; 0: off)")
+    parser.add_argument("--json", metavar="FILE", help="write the results as JSON (see axon plot)")
+    parser.add_argument("--compare", action="store_true",
+                        help="note which comparison peers this machine has (NCCL, PyTorch NCCL, "
+                             "NVSHMEM); the comparison runs themselves are not implemented yet")
+    parser.set_defaults(handler=run_bench)
+
+
+def add_subcommand(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Adds ``bench`` to the ``axon`` command line (handler: :func:`run_bench`)."""
+    parser = subparsers.add_parser("bench", help="OSU-style benchmarks of the one-sided API")
+    _configure(parser)
+    return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """For :func:`main`: a usage error is one line, not the usage text plus sys.exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=_PROG)
+    _configure(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``axon bench`` on its own (tests, ``python -m axon.tools.bench``); returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(f"{_PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    return run_bench(args)
+
+
+# --------------------------------------------------------------------------
+# The driver and the machine
+# --------------------------------------------------------------------------
+
+
+def _driver_candidates() -> list[Path]:
+    package = Path(__file__).resolve().parent.parent  # .../axon
+    found = [package / "bin" / "axon_bench"]           # installed with the wheel
+    found.append(package.parent.parent / "build" / "bench" / "axon_bench")  # source tree: python/axon
+    found.append(Path.cwd() / "build" / "bench" / "axon_bench")
+    return found
+
+
+def find_driver() -> Path:
+    """The axon_bench executable: $AXON_BENCH_DRIVER, next to the package, else build/bench."""
+    override = os.environ.get("AXON_BENCH_DRIVER")
+    if override:
+        path = Path(override)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise BenchError(f"AXON_BENCH_DRIVER={override} is not an executable file")
+        return path
+    candidates = _driver_candidates()
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise BenchError("cannot find the benchmark driver axon_bench (looked at "
+                     + ", ".join(str(p) for p in candidates) + "); build it with 'make build'")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpus() -> list[dict] | None:
+    """GPUs as nvidia-smi lists them, or None where there is no nvidia-smi or it sees none."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    gpus = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 4:
+            gpus.append({"index": int(parts[0]) if parts[0].isdigit() else parts[0], "name": parts[1],
+                         "memory": parts[2], "driver": parts[3]})
+    return gpus or None
+
+
+def machine_info() -> dict:
+    return {"hostname": socket.gethostname(), "cpu": _cpu_model(), "cpus": os.cpu_count(),
+            "os": platform.platform(), "python": platform.python_version(), "gpu": _gpus()}
+
+
+# --------------------------------------------------------------------------
+# --compare: the peers present on this machine
+# --------------------------------------------------------------------------
+
+
+def _pip_library(package: str, pattern: str) -> str | None:
+    """A shared library shipped in an NVIDIA pip wheel (nvidia/<package>/lib), without importing it."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        lib = Path(root) / package / "lib"
+        if lib.is_dir():
+            for path in sorted(lib.glob(pattern)):
+                return str(path)
+    return None
+
+
+def _find_spec(name: str) -> str | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    return (spec.origin or name) if spec else None
+
+
+def detect_peers() -> list[dict]:
+    """Which comparison peers this machine has: [{peer, found, where, what}], nothing loaded."""
+    nccl = ctypes.util.find_library("nccl") or _pip_library("nccl", "libnccl.so*")
+    torch = _find_spec("torch")
+    nvshmem = (ctypes.util.find_library("nvshmem_host") or ctypes.util.find_library("nvshmem")
+               or _pip_library("nvshmem", "libnvshmem_host.so*"))
+    return [
+        {"peer": "NCCL", "found": bool(nccl), "where": nccl, "what": "libnccl.so"},
+        {"peer": "PyTorch NCCL", "found": bool(torch), "where": torch, "what": "torch"},
+        {"peer": "NVSHMEM", "found": bool(nvshmem), "where": nvshmem, "what": "libnvshmem_host.so"},
+    ]
+
+
+def compare_notes(peers: list[dict], have_gpu: bool) -> list[dict]:
+    """One note per peer. The comparison runs themselves are not implemented yet: on a GPU
+    machine a found peer is reported as 'not run' (a later session adds the runs)."""
+    out = []
+    for p in peers:
+        state = f"{p['what']} {'found' if p['found'] else 'not found'}"
+        if not have_gpu:
+            status, note = "skipped", f"{p['peer']}: skipped, needs GPUs ({state})"
+        elif not p["found"]:
+            status, note = "skipped", f"{p['peer']}: skipped ({state})"
+        else:
+            status, note = "not_run", (f"{p['peer']}: not run, the comparison runs are not "
+                                       f"implemented yet ({state} at {p['where']})")
+        out.append({**p, "status": status, "note": note})
+    return out
+
+
+# --------------------------------------------------------------------------
+# Running the driver
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    header: dict | None
+    results: list[dict]
+    error: dict | None
+    returncode: int
+    stderr: list[str]
+    other: list[str]
+
+
+def _reader(stream, tag: str, q: queue.Queue) -> None:
+    try:
+        for raw in iter(stream.readline, b""):
+            q.put((tag, raw.decode("utf-8", errors="replace").rstrip("\n")))
+    finally:
+        stream.close()
+        q.put((tag, None))
+
+
+def launch_command(driver: Path, req: Request) -> list[str]:
+    """The command that runs the driver on req.pes PEs through axon's launcher."""
+    return [sys.executable, "-m", "axon", "run", "-n", str(req.pes), "--no-prefix",
+            str(driver), *req.driver_args()]
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    # The launcher must import this very package (also when it is not installed).
+    root = str(Path(__file__).resolve().parent.parent.parent)
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = root + (os.pathsep + old if old else "")
+    return env
+
+
+class _Progress:
+    """A rich progress bar over the sizes, started only once the sweep has run a while."""
+
+    def __init__(self, enabled: bool, sizes: list[int], test: str) -> None:
+        self._enabled = enabled
+        self._sizes = sizes
+        self._test = test
+        self._done = 0
+        self._bar = None
+        self._task = None
+
+    def tick(self, elapsed: float, done: int | None = None) -> None:
+        if done is not None:
+            self._done = done
+        if not self._enabled:
+            return
+        if self._bar is None and elapsed >= PROGRESS_AFTER_S:
+            try:
+                from rich.console import Console
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+            except ImportError:
+                self._enabled = False
+                return
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("", total=len(self._sizes), completed=self._done)
+        if self._bar is not None:
+            running = self._sizes[self._done] if self._done < len(self._sizes) else None
+            desc = (f"axon bench {self._test}" + (f"  {size_label(running)}" if running else "")
+                    + f"  {elapsed:.0f} s")
+            self._bar.update(self._task, completed=self._done, description=desc)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def run_driver(driver: Path, req: Request, progress: bool,
+               on_result: Callable[[dict], None] | None = None) -> Outcome:
+    """Runs the driver through the launcher, reading its JSON lines as they come."""
+    cmd = launch_command(driver, req)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_child_env())
+    except OSError as exc:
+        raise BenchError(f"cannot start {cmd[0]}: {exc.strerror or exc}") from exc
+    q: queue.Queue = queue.Queue()
+    threads = [threading.Thread(target=_reader, args=(proc.stdout, "out", q), daemon=True),
+               threading.Thread(target=_reader, args=(proc.stderr, "err", q), daemon=True)]
+    for t in threads:
+        t.start()
+    out = Outcome(None, [], None, 0, [], [])
+    bar = _Progress(progress, req.sizes(), req.test)
+    start = time.monotonic()
+    open_streams = 2
+    try:
+        while open_streams:
+            try:
+                tag, line = q.get(timeout=0.1)
+            except queue.Empty:
+                bar.tick(time.monotonic() - start)
+                continue
+            if line is None:
+                open_streams -= 1
+                continue
+            if tag == "err":
+                out.stderr.append(line)
+                continue
+            record = None
+            if line.startswith("{"):
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    record = None
+            if not isinstance(record, dict):
+                out.other.append(line)
+                continue
+            kind = record.pop("type", None)
+            if kind == "header":
+                out.header = record
+            elif kind == "result":
+                out.results.append(record)
+                if on_result:
+                    on_result(record)
+                bar.tick(time.monotonic() - start, len(out.results))
+            elif kind == "error":
+                out.error = record
+            elif kind != "done":
+                out.other.append(line)
+        out.returncode = proc.wait()
+    except BaseException:
+        # The launcher forwards SIGINT to the PEs and stops them; SIGKILL would orphan them.
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+    finally:
+        bar.close()
+    return out
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    v = float(value)
+    if v >= 1 or v == 0:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def table_lines(test: str, header: dict | None, results: list[dict]) -> list[str]:
+    """The OSU-style table: '#' comment lines, then one row per size."""
+    spec = TESTS[test]
+    h = header or {}
+    lines = [f"# axon bench {test}: {spec.summary}"]
+    backend = h.get("backend", "?")
+    why = h.get("gpu_unavailable_reason")
+    lines.append(
+        f"# {h.get('pes', '?')} PEs (PE 0 and PE 1 measure), {backend} backend"
+        + (f" ({why})" if backend == "host" and why else "")
+        + f", placement {h.get('placement', '?')} (local source, remote destination), "
+        + f"validation {'on' if h.get('validate', True) else 'off'}")
+    lines.append("# times in microseconds; GB/s = 1e9 bytes per second"
+                 + (f"; limit: {h['limit_name']}" if h.get("limit_name") else ""))
+    has_limit = any("limit" in r for r in results)
+    main_field, main_head = spec.columns[-1] if spec.metric == "bandwidth" else spec.columns[0]
+    heads = [head for _, head in spec.columns]
+    if has_limit:
+        unit = "GB/s" if main_field == "bw_gbs" else "us"
+        heads.append(f"memcpy ({unit})")
+    heads.append("#wrong")
+    widths = [max(len(x), 12) for x in heads]
+    lines.append("# " + "Size".ljust(10) + "".join(x.rjust(w + 2) for x, w in zip(heads, widths)))
+    for r in results:
+        cells = [_fmt(r.get(field)) for field, _ in spec.columns]
+        if has_limit:
+            cells.append(_fmt((r.get("limit") or {}).get(main_field)))
+        wrong = r.get("wrong")
+        cells.append("-" if wrong is None else str(wrong))
+        lines.append(str(r.get("size")).ljust(12) + "".join(c.rjust(w + 2) for c, w in zip(cells, widths)))
+    return lines
+
+
+def bench_document(req: Request, header: dict | None, results: list[dict], command: list[str],
+                   compare: list[dict] | None) -> dict:
+    h = dict(header or {})
+    placement = h.get("placement") or (" ".join(req.placement) if req.placement else "H H")
+    config = {k: v for k, v in h.items() if k not in ("tool", "test", "hostname", "metric", "time_label")}
+    config.update({"placement": placement, "pes": req.pes, "command": command,
+                   "sizes": h.get("sizes", req.sizes()), "factor": req.factor})
+    doc = {
+        "tool": "axon bench",
+        "schema": 1,
+        "test": req.test,
+        "impl": "axon",
+        "label": f"axon {req.test} {placement}",
+        "metric": TESTS[req.test].metric,
+        "time_label": h.get("time_label", TESTS[req.test].summary),
+        "config": config,
+        "machine": machine_info(),
+        "results": results,
+    }
+    if compare is not None:
+        doc["compare"] = compare
+    return doc
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """The handler of ``axon bench``; returns the exit code."""
+    try:
+        req = validate(args)
+        driver = find_driver()
+    except UsageError as exc:
+        print(f"{_PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BenchError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 1
+
+    interactive = sys.stdout.isatty() and sys.stderr.isatty()
+    try:
+        outcome = run_driver(driver, req, progress=interactive)
+    except BenchError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{_PROG}: interrupted", file=sys.stderr)
+        return 130
+
+    if outcome.error is not None:
+        message = outcome.error.get("message", "the driver failed")
+        if outcome.error.get("usage"):
+            print(f"{_PROG}: error: {message}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{_PROG}: {message}", file=sys.stderr)
+        _print_stderr_tail(outcome, skip_driver=True)
+        return 1
+    if outcome.returncode != 0 and not outcome.results:
+        print(f"{_PROG}: the driver failed (exit status {outcome.returncode}):", file=sys.stderr)
+        _print_stderr_tail(outcome)
+        return 1
+
+    for line in table_lines(req.test, outcome.header, outcome.results):
+        print(line)
+    compare = None
+    if args.compare:
+        have_gpu = (outcome.header or {}).get("backend") == "gpu"
+        compare = compare_notes(detect_peers(), have_gpu)
+        print("# --compare: peers on this machine (the comparison runs themselves come in a later "
+              "version; nothing is compared yet)")
+        for c in compare:
+            print(f"# {c['note']}")
+    sys.stdout.flush()
+    for line in outcome.other:
+        print(line, file=sys.stderr)
+
+    if args.json:
+        doc = bench_document(req, outcome.header, outcome.results, launch_command(driver, req), compare)
+        try:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+                f.write("\n")
+        except OSError as exc:
+            print(f"{_PROG}: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+
+    wrong = sum(r.get("wrong") or 0 for r in outcome.results)
+    if outcome.returncode != 0 or len(outcome.results) < len(req.sizes()):
+        print(f"{_PROG}: the driver stopped early (exit status {outcome.returncode}):", file=sys.stderr)
+        _print_stderr_tail(outcome)
+        return 1
+    if wrong:
+        print(f"{_PROG}: {wrong} byte(s) arrived wrong (see #wrong)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_stderr_tail(outcome: Outcome, skip_driver: bool = False, limit: int = 20) -> None:
+    lines = [line for line in outcome.stderr
+             if not (skip_driver and line.startswith("axon_bench: "))]
+    for line in lines[-limit:]:
+        print(f"  {line}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

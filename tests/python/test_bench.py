@@ -1,0 +1,243 @@
+"""Tests of `axon bench` (python/axon/tools/bench.py) and its driver (bench/axon_bench.cpp).
+
+They run on the host backend (conftest sets AXON_BACKEND=host): option validation, a real short
+run of every test on 2 PEs with the JSON round trip, and the clear error for placements that need
+a GPU. Nothing here initializes axon in the pytest process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+
+import pytest
+
+from axon.tools import bench
+
+SHORT = ["-m", "8:4096", "-i", "20", "-x", "2"]
+SHORT_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+@pytest.fixture(autouse=True)
+def _bounded(monkeypatch):
+    # Every wait of the driver is bounded by AXON_TIMEOUT; keep a hang from stalling the suite.
+    monkeypatch.setenv("AXON_TIMEOUT", "60")
+    monkeypatch.setenv("AXON_BACKEND", "host")
+    monkeypatch.delenv("AXON_BENCH_DRIVER", raising=False)
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("axon bench: error: "), err
+    return lines[0]
+
+
+# --------------------------------------------------------------------------
+# Sizes and option validation (no driver run)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,value", [("8", 8), ("64K", 65536), ("1M", 1 << 20), ("2g", 2 << 30),
+                                        ("4KiB", 4096)])
+def test_parse_size(text, value):
+    assert bench.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text,lo,hi", [("8:4096", 8, 4096), ("1K:1M", 1024, 1 << 20),
+                                        ("64", 1, 64), ("8:", 8, 4 << 20), ("2:2", 2, 2)])
+def test_parse_range(text, lo, hi):
+    assert bench.parse_range(text) == (lo, hi)
+
+
+def test_size_label():
+    assert bench.size_label(8) == "8 B"
+    assert bench.size_label(4096) == "4 KiB"
+    assert bench.size_label(3 << 20) == "3 MiB"
+    assert bench.size_label(1 << 30) == "1 GiB"
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["latency", "-m", "8:4"], "MIN (8) is larger than MAX (4)"),
+    (["latency", "-m", "0:8"], "sizes start at 1 byte"),
+    (["latency", "-m", "x:8"], "'x' is not a size"),
+    (["latency", "-m", "8:lots"], "'lots' is not a size"),
+    (["latency", "--message-size=-3:8"], "'-3' is not a size"),
+    (["nope"], "unknown test 'nope' (tests: latency, bw, bibw, pingping"),
+    (["latency", "-i", "0"], "-i must be an integer >= 1, got '0'"),
+    (["latency", "-i", "ten"], "-i must be an integer >= 1"),
+    (["latency", "-x", "-1"], "-x must be an integer >= 0"),
+    (["latency", "-f", "1"], "-f must be an integer >= 2"),
+    (["latency", "-b", "64", "-e", "8"], "-b 64 is larger than -e 8"),
+    (["latency", "-m", "8:64", "-b", "8"], "with -m MIN:MAX or with -b/-e, not both"),
+    (["latency", "-d", "H", "X"], "-d takes two of D (GPU memory) and H (host memory)"),
+    (["latency", "--pes", "1"], "--pes must be an integer >= 2"),
+    (["latency", "--settle-ms", "-5"], "--settle-ms must be an integer >= 0"),
+    (["latency", "--bogus"], "unrecognized arguments: --bogus"),
+    ([], "the following arguments are required: TEST"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
+    assert bench.main(argv) == 2
+    line = _one_line_error(capsys)
+    assert needle in line
+
+
+@pytest.mark.parametrize("placement,which", [("H D", "the remote buffer"), ("D H", "the local buffer"),
+                                             ("D D", "both buffers")])
+def test_gpu_placement_on_host_backend_names_the_reason(placement, which, capsys):
+    rc = bench.main(["bw", "-m", "8:8", "-d", *placement.split()])
+    assert rc == 2
+    line = _one_line_error(capsys)
+    assert f"placement {placement} needs GPU memory for {which}" in line
+    # The reason comes from axon::gpuUnavailableReason() in the driver.
+    assert "the GPU backend is off: AXON_BACKEND=host" in line
+
+
+def test_add_subcommand_wires_the_handler():
+    parser = argparse.ArgumentParser(prog="axon")
+    sub = parser.add_subparsers(dest="subcommand")
+    bench.add_subcommand(sub)
+    args = parser.parse_args(["bench", "pingping", "-m", "8:64", "-i", "5", "-x", "1", "-d", "h", "h",
+                              "--json", "out.json", "--compare", "--no-validate", "--settle-ms", "0"])
+    assert args.handler is bench.run_bench
+    req = bench.validate(args)
+    assert req.test == "pingping" and req.sizes() == [8, 16, 32, 64]
+    assert req.placement == ("H", "H") and not req.validate
+    assert req.driver_args() == ["pingping", "-b", "8", "-e", "64", "-f", "2", "-i", "5", "-x", "1",
+                                 "-d", "H", "H", "--no-validate", "--settle-ms", "0"]
+
+
+def test_nccl_tests_style_sizes():
+    parser = bench.build_parser()
+    req = bench.validate(parser.parse_args(["bw", "-b", "8", "-e", "4K", "-f", "8"]))
+    assert req.sizes() == [8, 64, 512, 4096]
+
+
+def test_driver_is_found():
+    path = bench.find_driver()
+    assert path.name == "axon_bench" and path.is_file()
+
+
+def test_bad_driver_override(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("AXON_BENCH_DRIVER", str(tmp_path / "missing"))
+    assert bench.main(["latency"]) == 1
+    assert "is not an executable file" in capsys.readouterr().err
+
+
+def test_driver_reports_usage_errors_as_json():
+    # The driver alone (no launcher): a bad request is one JSON error line and exit status 2.
+    proc = subprocess.run([str(bench.find_driver()), "latency", "-m", "8:4"], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 2
+    record = json.loads(proc.stdout.strip())
+    assert record["type"] == "error" and record["usage"] is True
+    assert "larger than the largest" in record["message"]
+
+
+def test_table_lines():
+    header = {"pes": 2, "backend": "host", "gpu_unavailable_reason": "AXON_BACKEND=host",
+              "placement": "H H", "validate": True, "limit_name": "memcpy between the same mappings"}
+    rows = [{"size": 8, "time_us": 0.12, "bw_gbs": 0.066, "wrong": 0,
+             "limit": {"time_us": 0.003, "bw_gbs": 2.4}},
+            {"size": 4096, "time_us": 1.5, "bw_gbs": 2.7, "wrong": 3}]
+    lines = bench.table_lines("latency", header, rows)
+    assert lines[0].startswith("# axon bench latency: put_signal ping-pong, ONE-WAY latency")
+    head = next(x for x in lines if x.startswith("# Size"))
+    assert "Latency (us)" in head and "memcpy (us)" in head and head.rstrip().endswith("#wrong")
+    assert lines[-2].split() == ["8", "0.12", "0.003", "0"]
+    assert lines[-1].split() == ["4096", "1.50", "-", "3"]
+    rtt = bench.table_lines("put_signal_rtt", header, rows[:1])
+    assert any("Round trip (us)" in x for x in rtt)
+
+
+def test_compare_notes_without_and_with_gpu():
+    peers = [{"peer": "NCCL", "found": True, "where": "/x/libnccl.so.2", "what": "libnccl.so"},
+             {"peer": "NVSHMEM", "found": False, "where": None, "what": "libnvshmem_host.so"}]
+    notes = bench.compare_notes(peers, have_gpu=False)
+    assert [n["note"] for n in notes] == ["NCCL: skipped, needs GPUs (libnccl.so found)",
+                                          "NVSHMEM: skipped, needs GPUs (libnvshmem_host.so not found)"]
+    notes = bench.compare_notes(peers, have_gpu=True)
+    assert notes[0]["status"] == "not_run" and "not implemented yet" in notes[0]["note"]
+    assert notes[1]["status"] == "skipped"
+    detected = bench.detect_peers()
+    assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM"]
+
+
+# --------------------------------------------------------------------------
+# Real runs on the host backend
+# --------------------------------------------------------------------------
+
+
+def _run(test: str, tmp_path, capsys, extra=()) -> tuple[dict, str]:
+    out = tmp_path / f"{test}.json"
+    rc = bench.main([test, *SHORT, "--json", str(out), *extra])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    return json.loads(out.read_text()), captured.out
+
+
+@pytest.mark.parametrize("test", list(bench.TESTS))
+def test_real_run_json_round_trip(test, tmp_path, capsys):
+    doc, stdout = _run(test, tmp_path, capsys)
+    assert doc["tool"] == "axon bench" and doc["schema"] == 1
+    assert doc["test"] == test and doc["impl"] == "axon"
+    assert doc["label"] == f"axon {test} H H"
+    assert doc["metric"] == bench.TESTS[test].metric
+    config = doc["config"]
+    assert config["placement"] == "H H" and config["backend"] == "host" and config["pes"] == 2
+    assert config["validate"] is True and config["iters"] == 20 and config["warmup"] == 2
+    assert config["settle_ms"] == 200
+    assert config["limit_name"] == "memcpy between the same mappings"
+    assert config["sizes"] == SHORT_SIZES
+    assert doc["machine"]["hostname"] and doc["machine"]["cpus"] >= 1
+    assert [r["size"] for r in doc["results"]] == SHORT_SIZES
+    for r in doc["results"]:
+        assert r["test"] == test and r["iters"] == 20 and r["warmup"] == 2
+        assert r["wrong"] == 0
+        for value in (r["time_us"], r["bw_gbs"], r["limit"]["time_us"], r["limit"]["bw_gbs"]):
+            assert isinstance(value, (int, float)) and value > 0
+    # The OSU-style table: comment lines, a heading with #wrong, one row per size.
+    lines = stdout.splitlines()
+    assert lines[0].startswith(f"# axon bench {test}:")
+    assert any(x.startswith("# Size") and x.rstrip().endswith("#wrong") for x in lines)
+    rows = [x for x in lines if not x.startswith("#")]
+    assert [int(x.split()[0]) for x in rows] == SHORT_SIZES
+    assert all(x.split()[-1] == "0" for x in rows)
+    assert "━" not in stdout  # no progress bar when stdout is not a terminal
+
+
+def test_bandwidth_units_are_consistent(tmp_path, capsys):
+    doc, _ = _run("put_bw", tmp_path, capsys)
+    for r in doc["results"]:
+        # GB/s = 1e9 bytes/s: bytes per microsecond / 1e3.
+        assert r["bw_gbs"] == pytest.approx(r["size"] / r["time_us"] / 1e3, rel=1e-3)
+    doc, _ = _run("latency", tmp_path, capsys)
+    r = doc["results"][0]
+    assert r["bw_gbs"] == pytest.approx(r["size"] / r["time_us"] / 1e3, rel=1e-3)
+
+
+def test_no_validate_and_three_pes(tmp_path, capsys):
+    out = tmp_path / "lat.json"
+    rc = bench.main(["latency", "-m", "8:64", "-i", "10", "-x", "1", "--pes", "3", "--no-validate",
+                     "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    doc = json.loads(out.read_text())
+    assert doc["config"]["pes"] == 3 and doc["config"]["validate"] is False
+    assert all(r["wrong"] is None and r["time_us"] > 0 for r in doc["results"])
+    assert "validation off" in captured.out
+
+
+def test_compare_skips_every_peer_without_gpu(tmp_path, capsys):
+    out = tmp_path / "bw.json"
+    rc = bench.main(["bw", "-m", "8:8", "-i", "5", "-x", "1", "--compare", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    for peer, what in (("NCCL", "libnccl.so"), ("PyTorch NCCL", "torch"), ("NVSHMEM", "libnvshmem_host.so")):
+        assert any(line.startswith(f"# {peer}: skipped, needs GPUs ({what} ")
+                   for line in captured.out.splitlines()), captured.out
+    assert "nothing is compared yet" in captured.out
+    doc = json.loads(out.read_text())
+    assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3
