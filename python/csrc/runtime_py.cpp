@@ -1,6 +1,8 @@
 #include "axon/runtime.hpp"
 
 #include "bindings.hpp"
+#include "bootstrap/launch_detect.hpp"
+#include "nanobind/stl/map.h"
 #include "nanobind/stl/string.h"
 
 namespace nb = nanobind;
@@ -15,6 +17,20 @@ void bindRuntime(nb::module_& m) {
   m.def("my_pe", &axon::myPe);
   m.def("n_pes", &axon::nPes);
   m.def("launcher_name", &axon::launcherName);
+  // The runtime's own launcher detection (a pure function of the variables), for tools that
+  // must say where init() would look for the store without joining a job (axon doctor).
+  m.def("detect_launch", [](const std::map<std::string, std::string>& vars) {
+    LaunchInfo info = detectLaunch(vars);
+    nb::dict d;
+    d["rank"] = info.rank;
+    d["world_size"] = info.worldSize;
+    d["local_rank"] = info.localRank;
+    d["local_size"] = info.localSize;
+    d["store_addr"] = info.storeAddr;
+    d["source"] = info.source;
+    d["store_hint"] = info.storeHint;
+    return d;
+  });
 }
 
 }  // namespace axon::py

@@ -228,15 +228,6 @@ def test_ucx():
 # --------------------------------------------------------------------------
 
 
-def test_derived_store_port_matches_the_runtime():
-    # Values of derivedStorePort (src/bootstrap/launch_detect.cpp) for these keys.
-    assert doctor.derived_store_port("12345.0") == 37892
-    assert doctor.derived_store_port("job-7") == 39708
-    assert doctor.first_slurm_host("gpu[07-09,11],cpu1") == "gpu07"
-    assert doctor.first_slurm_host("x[7,9]-ib") == "x7-ib"
-    assert doctor.first_slurm_host("node1") == "node1"
-
-
 @pytest.mark.parametrize(
     "env, addr, ok",
     [

@@ -42,8 +42,6 @@ __all__ = [
     "check_peer_access",
     "check_shm",
     "check_ucx",
-    "derived_store_port",
-    "first_slurm_host",
     "format_result",
     "gather",
     "main",
@@ -342,90 +340,26 @@ def check_ucx(version_output: Optional[str], devices_output: Optional[str],
 # --------------------------------------------------------------------------
 
 
-def derived_store_port(job_key: str) -> int:
-    """The port axon derives from a job id (FNV-1a, as ``derivedStorePort`` in launch_detect)."""
-    h = 14695981039346656037
-    for c in job_key.encode():
-        h ^= c
-        h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return 20000 + ((h ^ (h >> 32)) % 20000)
-
-
-def first_slurm_host(nodelist: str) -> str:
-    """First host of a Slurm host list: ``"gpu[07-09,11],cpu1"`` -> ``"gpu07"``."""
-    depth, end = 0, len(nodelist)
-    for i, c in enumerate(nodelist):
-        if c == "[":
-            depth += 1
-        elif c == "]" and depth:
-            depth -= 1
-        elif c == "," and depth == 0:
-            end = i
-            break
-    first = nodelist[:end]
-    if "[" not in first:
-        return first
-    prefix, _, rest = first.partition("[")
-    ranges, _, suffix = rest.partition("]")
-    return prefix + re.split(r"[,-]", ranges)[0] + suffix
-
-
 def store_address(env: Mapping[str, str]) -> "tuple[Optional[str], str, bool]":
-    """(address, how it was found, ok) of the store axon would use, following launch_detect.
+    """(address, how it was found, ok) of the store axon would use.
 
+    It asks the runtime's own launcher detection (``_axon.detect_launch``, the function
+    ``init()`` runs), so the answer cannot drift from what a job would do.
     ``(None, why, True)``: a world of one, which picks a free loopback port; ``(None, why,
-    False)``: a launch in which no store address can be found.
+    False)``: a launch in which no store address can be found, or malformed launcher variables.
     """
-    def get(name: str) -> Optional[str]:
-        value = env.get(name)
-        return value or None
+    from .. import _axon
+    from ..errors import Error
 
-    if get("AXON_STORE_ADDR"):
-        return env["AXON_STORE_ADDR"], "AXON_STORE_ADDR", True
-    launchers = (
-        ("axon", "AXON_RANK", "AXON_WORLD_SIZE", "AXON_LOCAL_SIZE", ()),
-        ("torchrun", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", ("TORCHELASTIC_RUN_ID",)),
-        ("slurm", "SLURM_PROCID", "SLURM_NTASKS", None, ("SLURM_JOB_ID",)),
-        ("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-         ("PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid")),
-        ("pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", ("PMI_KVSNAME", "PMI_FD", "PMI_PORT")),
-    )
-    for source, rank_var, size_var, local_size_var, job_vars in launchers:
-        if not get(rank_var):
-            continue
-        try:
-            size = int(get(size_var) or "1")
-            local_size = int(get(local_size_var) or size) if local_size_var else size
-            if source == "slurm" and get("SLURM_TASKS_PER_NODE"):
-                local_size = int(re.split(r"[(,]", env["SLURM_TASKS_PER_NODE"])[0])
-        except ValueError:
-            return None, f"{source} variables are malformed ({size_var}...)", False
-        if source == "torchrun" and get("MASTER_ADDR") and get("MASTER_PORT"):
-            try:
-                port = int(env["MASTER_PORT"]) + 1
-            except ValueError:
-                return None, "MASTER_PORT is not an integer", False
-            return f"{env['MASTER_ADDR']}:{port}", "MASTER_ADDR:MASTER_PORT+1", True
-        if source == "slurm":
-            nodes = get("SLURM_STEP_NODELIST") or get("SLURM_JOB_NODELIST")
-            job = get("SLURM_JOB_ID")
-            if nodes and job:
-                step = get("SLURM_STEP_ID") or "0"
-                return (f"{first_slurm_host(nodes)}:{derived_store_port(job + '.' + step)}",
-                        "first host of the Slurm node list, port derived from SLURM_JOB_ID", True)
-        if size == 1:
-            return None, f"started by {source} as a world of one", True
-        if source == "axon":
-            return None, ("AXON_RANK and AXON_WORLD_SIZE are set but AXON_STORE_ADDR is not"), False
-        for job_var in job_vars:
-            if get(job_var):
-                if local_size != size:
-                    break
-                return (f"127.0.0.1:{derived_store_port(env[job_var])}",
-                        f"derived from {job_var} because all PEs are on one node", True)
-        return None, (f"started by {source} on several nodes (or without a job id), and no "
-                      "store address is known"), False
-    return None, "no launcher variables: a world of one", True
+    try:
+        info = _axon.detect_launch(dict(env))
+    except Error as exc:
+        return None, str(exc), False
+    if not info["store_addr"]:
+        how = ("no launcher variables: a world of one" if info["source"] == "single"
+               else f"started by {info['source']} as a world of one")
+        return None, how, True
+    return info["store_addr"], info["store_hint"] or info["source"], True
 
 
 def _split_host_port(addr: str) -> "tuple[str, int]":
