@@ -314,3 +314,18 @@ def test_malloc_host_and_memset_bindings(host_world):
     with pytest.raises(axon.InvalidArgumentError, match="is not a byte"):
         axon._axon.memset(addr, 256, 4)
     axon._axon.free(addr)
+
+
+@pytest.mark.skipif(_libcuda_loads(), reason="a CUDA driver is present: the GPU backend may start")
+def test_backend_gpu_without_a_gpu_fails_init_naming_why(single_pe):
+    """AXON_BACKEND=gpu where no driver loads: init() refuses with the reason, and the runtime can
+    still be started on the host backend afterwards."""
+    single_pe.setenv("AXON_BACKEND", "gpu")
+    with pytest.raises(axon.UnsupportedError, match=r"AXON_BACKEND=gpu but the GPU backend cannot start: .*libcuda"):
+        axon.init()
+    assert not axon.is_initialized()
+    single_pe.setenv("AXON_BACKEND", "auto")
+    axon.init()
+    assert not axon.gpu_enabled()
+    assert "libcuda" in axon.gpu_unavailable_reason()
+    axon.finalize()
