@@ -87,10 +87,14 @@ int main(int argc, char** argv) {
       axon::finalize();
       return 2;
     }
-    auto* src = static_cast<unsigned char*>(axon::malloc(opt.maxBytes));
-    auto* dst = static_cast<unsigned char*>(axon::malloc(opt.maxBytes));
-    auto* sig = static_cast<std::uint64_t*>(axon::calloc(2, sizeof(std::uint64_t)));
-    auto* wrongOnPeer = static_cast<std::int64_t*>(axon::calloc(1, sizeof(std::int64_t)));
+    // The host path: every buffer on the host heap (mallocHost), whichever backend runs.
+    auto* src = static_cast<unsigned char*>(axon::mallocHost(opt.maxBytes));
+    auto* dst = static_cast<unsigned char*>(axon::mallocHost(opt.maxBytes));
+    auto* sig = static_cast<std::uint64_t*>(axon::mallocHost(2 * sizeof(std::uint64_t)));
+    auto* wrongOnPeer = static_cast<std::int64_t*>(axon::mallocHost(sizeof(std::int64_t)));
+    std::memset(sig, 0, 2 * sizeof(std::uint64_t));
+    *wrongOnPeer = 0;
+    axon::syncAll();  // zeroed everywhere before any PE signals
     unsigned char* peerDst = static_cast<unsigned char*>(axon::ptr(dst, 1));
     std::vector<Row> rows;
     std::uint64_t rounds = 0;

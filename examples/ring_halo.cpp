@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -31,9 +32,14 @@ int main(int argc, char** argv) {
     const std::size_t count = haloBytes / sizeof(double);
     const int left = (me + n - 1) % n, right = (me + 1) % n;
 
-    // halo[parity][side]: side 0 is filled by the left neighbour, side 1 by the right one.
-    auto* halo = static_cast<double*>(axon::calloc(2 * 2 * count, sizeof(double)));
-    auto* arrived = static_cast<std::uint64_t*>(axon::calloc(2, sizeof(std::uint64_t)));
+    // halo[parity][side]: side 0 is filled by the left neighbour, side 1 by the right one. This
+    // example computes on the CPU, so its buffers are on the host heap (mallocHost), which is
+    // host memory on either backend; axon::malloc would give GPU memory on a GPU machine.
+    auto* halo = static_cast<double*>(axon::mallocHost(2 * 2 * count * sizeof(double)));
+    auto* arrived = static_cast<std::uint64_t*>(axon::mallocHost(2 * sizeof(std::uint64_t)));
+    std::memset(halo, 0, 2 * 2 * count * sizeof(double));
+    std::memset(arrived, 0, 2 * sizeof(std::uint64_t));
+    axon::syncAll();  // no PE signals a peer before that peer has zeroed its words
     auto slot = [&](long iter, int side) { return halo + ((iter % 2) * 2 + side) * count; };
     std::vector<double> toLeft(count), toRight(count);
 
