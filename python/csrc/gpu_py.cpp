@@ -31,15 +31,6 @@ Stream streamOf(std::uintptr_t s) { return reinterpret_cast<Stream>(s); }
 
 std::string pePrefix(Runtime& rt) { return "PE " + std::to_string(rt.myPe()) + ": "; }
 
-nb::dict statsDict(const HeapStats& s) {
-  nb::dict d;
-  d["mapped_bytes"] = s.mappedBytes;
-  d["capacity_bytes"] = s.capacityBytes;
-  d["in_use_bytes"] = s.inUseBytes;
-  d["allocations"] = s.allocations;
-  return d;
-}
-
 // A capsule holding the GPU heap's mappings: arrays and DLPack tensors over the GPU heap keep one,
 // so that memory stays mapped past finalize() for as long as Python code can reach it.
 nb::capsule gpuHeapOwner() {
@@ -124,7 +115,6 @@ void bindGpu(nb::module_& m) {
   m.def("gpu_peer_reachable", &axon::gpuPeerReachable, arg("pe"));
   m.def("gpu_heap_owner", &gpuHeapOwner);
   m.def("malloc_host", &mallocHostAligned, arg("bytes"), arg("alignment") = 64);
-  m.def("host_heap_stats", [] { return statsDict(axon::hostHeapStats()); });
   m.def("memset", &fill, arg("addr"), arg("value"), arg("bytes"));
   // Which heap of this PE holds `addr`: "gpu", "host", or None.
   m.def("heap_kind", [](std::uintptr_t addr) -> nb::object {

@@ -24,6 +24,15 @@ nb::object byteArray(std::uintptr_t addr, std::size_t bytes, HeapOwner owner) {
       reinterpret_cast<std::uint8_t*>(addr), 1, shape, holder));
 }
 
+nb::dict statsDict(const HeapStats& s) {
+  nb::dict d;
+  d["mapped_bytes"] = s.mappedBytes;
+  d["capacity_bytes"] = s.capacityBytes;
+  d["in_use_bytes"] = s.inUseBytes;
+  d["allocations"] = s.allocations;
+  return d;
+}
+
 }  // namespace
 
 void bindMemory(nb::module_& m) {
@@ -48,15 +57,8 @@ void bindMemory(nb::module_& m) {
     return reinterpret_cast<std::uintptr_t>(axon::ptr(reinterpret_cast<void*>(addr), pe));
   });
   m.def("is_symmetric", [](std::uintptr_t addr) { return axon::isSymmetric(reinterpret_cast<void*>(addr)); });
-  m.def("heap_stats", [] {
-    auto s = axon::heapStats();
-    nb::dict d;
-    d["mapped_bytes"] = s.mappedBytes;
-    d["capacity_bytes"] = s.capacityBytes;
-    d["in_use_bytes"] = s.inUseBytes;
-    d["allocations"] = s.allocations;
-    return d;
-  });
+  m.def("heap_stats", [] { return statsDict(axon::heapStats()); });
+  m.def("host_heap_stats", [] { return statsDict(axon::hostHeapStats()); });
 }
 
 }  // namespace axon::py

@@ -116,8 +116,23 @@ class CudaBackend final : public GpuBackend {
     heap_->mapPeers(mapped);
     reportPeers(rt);
     startStagedPath(rt);
+    buildContext();
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
     rt.bootstrap().barrierWorld("gpu-ready");
+  }
+
+  // What kernels get from axon::deviceContext(): nothing in it changes after start-up.
+  void buildContext() {
+    context_ = device::Context{};
+    context_.myPe = myPe_;
+    context_.nPes = nPes_;
+    context_.heapBase = heap_->base();
+    context_.heapStride = static_cast<long long>(heap_->capacity());
+    context_.timeoutNs = timeoutNs_;
+    for (int p = 0; p < nPes_ && p < device::kMaxPeers; ++p) {
+      if (heap_->reachable(p)) context_.reachable[p / 32] |= 1u << (p % 32);
+    }
+    context_.world = device::Team{0, 1, nPes_, 0, myPe_};
   }
 
   // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
@@ -241,19 +256,7 @@ class CudaBackend final : public GpuBackend {
     cuCheck(cu_.cuStreamSynchronize(stream_), "cuMemsetD8Async");
   }
 
-  device::Context deviceContext(const device::Team& world) const override {
-    device::Context c{};
-    c.myPe = myPe_;
-    c.nPes = nPes_;
-    c.heapBase = heap_->base();
-    c.heapStride = static_cast<long long>(heap_->capacity());
-    c.timeoutNs = timeoutNs_;
-    for (int p = 0; p < nPes_ && p < device::kMaxPeers; ++p) {
-      if (heap_->reachable(p)) c.reachable[p / 32] |= 1u << (p % 32);
-    }
-    c.world = world;
-    return c;
-  }
+  const device::Context& deviceContext() const override { return context_; }
 
   void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) override {
     makeCurrent();
@@ -275,10 +278,9 @@ class CudaBackend final : public GpuBackend {
     kernels::signal(stream, static_cast<std::uint64_t*>(mappedOrThrow(sig, "signal_op_on_stream")), value, op);
   }
 
-  void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream,
-                    const device::Team& world) override {
+  void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream) override {
     makeCurrent();
-    kernels::waitUntil(stream, deviceContext(world), sig, cmp, value);
+    kernels::waitUntil(stream, context_, sig, cmp, value);
   }
 
   void quietOnStream(void* stream) override {
@@ -299,9 +301,9 @@ class CudaBackend final : public GpuBackend {
     cuCheck(cu_.cuStreamWaitEvent(s, quietEvent_, 0), "quiet_on_stream: cuStreamWaitEvent");
   }
 
-  void barrierOnStream(const device::Team& team, void* stream, const device::Team& world) override {
+  void barrierOnStream(const device::Team& team, void* stream) override {
     makeCurrent();
-    kernels::barrier(stream, deviceContext(world), team);
+    kernels::barrier(stream, context_, team);
   }
 
   void resetTeamSlot(int slot) override {
@@ -338,6 +340,7 @@ class CudaBackend final : public GpuBackend {
   std::unique_ptr<staged::StagedTransport> staged_;
   std::unique_ptr<staged::StageProxy> proxy_;
   unsigned long long timeoutNs_ = 0;
+  device::Context context_{};
 };
 
 }  // namespace

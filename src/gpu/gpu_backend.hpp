@@ -49,16 +49,16 @@ class GpuBackend {
   virtual void unpinHost(void* p) = 0;
   virtual void memsetLocal(void* p, int value, std::size_t bytes) = 0;
 
-  virtual device::Context deviceContext(const device::Team& world) const = 0;
+  // Fixed once connect() has mapped the peers; the world team is PEs 0..n-1 in slot 0.
+  virtual const device::Context& deviceContext() const = 0;
 
   // Stream-ordered work; `stream` is a CUstream. Arguments are already validated.
   virtual void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) = 0;
   virtual void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) = 0;
   virtual void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) = 0;
-  virtual void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream,
-                            const device::Team& world) = 0;
+  virtual void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream) = 0;
   virtual void quietOnStream(void* stream) = 0;
-  virtual void barrierOnStream(const device::Team& team, void* stream, const device::Team& world) = 0;
+  virtual void barrierOnStream(const device::Team& team, void* stream) = 0;
   // After a team is destroyed: zero its device barrier row for the next team in the slot.
   virtual void resetTeamSlot(int slot) = 0;
 };

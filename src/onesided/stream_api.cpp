@@ -6,6 +6,7 @@
 #include "axon/gpu.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
+#include "onesided/arg_checks.hpp"
 
 namespace axon {
 namespace {
@@ -16,33 +17,16 @@ GpuBackend& requireGpu(Runtime& rt, const char* api) {
                                           rt.gpuUnavailableReason());
 }
 
-void checkLocal(const void* p, std::size_t bytes, const char* api, const char* role) {
-  if (bytes > 0 && !p) {
-    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": " + role + " is null but " +
-                                                std::to_string(bytes) + " bytes were asked for");
-  }
-}
-
 // A signal for stream-ordered use: in the GPU heap (kernels update it with GPU atomics, which
 // are not atomic with the host's on host memory), 8-byte aligned.
 RemoteRef resolveGpuSignal(Runtime& rt, const std::uint64_t* sig, int pe, const char* api) {
-  RemoteRef ref = rt.resolve(sig, sizeof(std::uint64_t), pe, api, "sig");
-  if (reinterpret_cast<std::uintptr_t>(sig) % 8 != 0) {
-    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +
-                                                " is not 8-byte aligned");
-  }
+  RemoteRef ref = resolveSignal(rt, sig, pe, api);
   if (ref.heap != HeapKind::Gpu) {
     throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +
                                                 " is in the host heap; signals used on streams must be "
                                                 "in the GPU heap (axon::malloc)");
   }
   return ref;
-}
-
-void checkOp(SignalOp op, const char* api) {
-  if (op != SignalOp::Set && op != SignalOp::Add) {
-    throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": signal op must be Set or Add");
-  }
 }
 
 device::Team toDeviceTeam(const detail::TeamState& s, const char* api) {
@@ -81,7 +65,7 @@ const char* gpuUnavailableReason() { return runtime("gpu_unavailable_reason").gp
 
 device::Context deviceContext() {
   Runtime& rt = runtime("device_context");
-  return requireGpu(rt, "device_context").deviceContext(toDeviceTeam(*rt.world().state(), "device_context"));
+  return requireGpu(rt, "device_context").deviceContext();
 }
 
 device::Team deviceTeam(const Team& team) {
@@ -115,7 +99,7 @@ void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint
                        SignalOp op, int pe, Stream stream) {
   Runtime& rt = runtime("put_signal_on_stream");
   GpuBackend& gpu = requireGpu(rt, "put_signal_on_stream");
-  checkOp(op, "put_signal_on_stream");
+  checkSignalOp(op, "put_signal_on_stream");
   RemoteRef data = rt.resolve(dest, bytes, pe, "put_signal_on_stream", "dest");
   RemoteRef flag = resolveGpuSignal(rt, sig, pe, "put_signal_on_stream");
   checkLocal(src, bytes, "put_signal_on_stream", "src");
@@ -126,18 +110,16 @@ void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint
 void signalOpOnStream(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe, Stream stream) {
   Runtime& rt = runtime("signal_op_on_stream");
   GpuBackend& gpu = requireGpu(rt, "signal_op_on_stream");
-  checkOp(op, "signal_op_on_stream");
+  checkSignalOp(op, "signal_op_on_stream");
   gpu.signalOnStream(resolveGpuSignal(rt, sig, pe, "signal_op_on_stream"), value, op, stream);
 }
 
 void signalWaitUntilOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, Stream stream) {
   Runtime& rt = runtime("signal_wait_until_on_stream");
   GpuBackend& gpu = requireGpu(rt, "signal_wait_until_on_stream");
-  if (static_cast<int>(cmp) < 0 || static_cast<int>(cmp) > static_cast<int>(Cmp::Le)) {
-    throw Error(ErrorCode::InvalidArgument, "axon: signal_wait_until_on_stream: unknown comparison");
-  }
+  checkCmp(cmp, "signal_wait_until_on_stream");
   resolveGpuSignal(rt, sig, rt.myPe(), "signal_wait_until_on_stream");
-  gpu.waitOnStream(sig, cmp, value, stream, toDeviceTeam(*rt.world().state(), "signal_wait_until_on_stream"));
+  gpu.waitOnStream(sig, cmp, value, stream);
 }
 
 void quietOnStream(Stream stream) {
@@ -157,7 +139,7 @@ void barrierOnStream(const Team& team, Stream stream) {
                                               gpu.unreachableReason(member) + ")");
     }
   }
-  gpu.barrierOnStream(t, stream, toDeviceTeam(*rt.world().state(), "barrier_on_stream"));
+  gpu.barrierOnStream(t, stream);
 }
 
 void barrierAllOnStream(Stream stream) {

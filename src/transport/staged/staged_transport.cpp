@@ -42,6 +42,13 @@ void StagedTransport::awaitDone(int pe, StageSlot& slot, std::uint64_t seq, cons
   }
 }
 
+StageSlot& StagedTransport::claim(int pe, StageSlot* slots, std::uint64_t seq, const char* api) {
+  StageSlot& slot = slots[seq % kStageSlots];
+  // The slot last carried request seq - kStageSlots: it is free once the proxy has done that one.
+  if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, api);
+  return slot;
+}
+
 void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
   const int pe = dst.pe;
   char* channel = channelOf_(pe);
@@ -56,8 +63,7 @@ void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t byt
   while (published < n) {
     while (issued < n && issued - published < static_cast<std::size_t>(kStageSlots)) {
       const std::uint64_t seq = base + issued + 1;
-      StageSlot& slot = slots[seq % kStageSlots];
-      if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "put");
+      claim(pe, slots, seq, "put");
       CUstream s = stream_;
       gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
                                      reinterpret_cast<CUdeviceptr>(static_cast<const char*>(src) + issued * chunk),
@@ -92,8 +98,7 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
   auto lengthOf = [&](std::size_t k) { return std::min(chunk, bytes - k * chunk); };
   auto request = [&](std::size_t k) {
     const std::uint64_t seq = base + k + 1;
-    StageSlot& slot = slots[seq % kStageSlots];
-    if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "get");
+    StageSlot& slot = claim(pe, slots, seq, "get");
     slot.op = static_cast<std::uint32_t>(StageOp::Get);
     slot.offset = src.offset + k * chunk;
     slot.bytes = lengthOf(k);
@@ -117,39 +122,40 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
   seq_[pe] = base + n;
 }
 
-void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
-  const int pe = sig.pe;
+void StagedTransport::singleRequest(int pe, const char* api, const std::function<void(StageSlot&)>& fill) {
   StageSlot* slots = slotsOf(channelOf_(pe));
   const std::uint64_t seq = ++seq_[pe];
-  StageSlot& slot = slots[seq % kStageSlots];
-  if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "signal");
-  slot.op = static_cast<std::uint32_t>(StageOp::Signal);
-  slot.sub = static_cast<std::uint32_t>(op);
-  slot.offset = sig.offset;
-  slot.bytes = 8;
-  slot.operand = value;
+  StageSlot& slot = claim(pe, slots, seq, api);
+  fill(slot);
   publish(slot, seq);
-  awaitDone(pe, slot, seq, "signal");
+  awaitDone(pe, slot, seq, api);
+}
+
+void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
+  singleRequest(sig.pe, "signal", [&](StageSlot& slot) {
+    slot.op = static_cast<std::uint32_t>(StageOp::Signal);
+    slot.sub = static_cast<std::uint32_t>(op);
+    slot.offset = sig.offset;
+    slot.bytes = 8;
+    slot.operand = value;
+  });
 }
 
 void StagedTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
                              const void* cond, void* result) {
-  const int pe = dst.pe;
-  StageSlot* slots = slotsOf(channelOf_(pe));
-  const std::uint64_t seq = ++seq_[pe];
-  StageSlot& slot = slots[seq % kStageSlots];
-  if (seq > static_cast<std::uint64_t>(kStageSlots)) awaitDone(pe, slot, seq - kStageSlots, "atomic");
-  slot.op = static_cast<std::uint32_t>(StageOp::Atomic);
-  slot.sub = static_cast<std::uint32_t>(op);
-  slot.offset = dst.offset;
-  slot.bytes = width;
-  slot.operand = 0;
-  slot.cond = 0;
-  if (operand) std::memcpy(&slot.operand, operand, width);
-  if (cond) std::memcpy(&slot.cond, cond, width);
-  publish(slot, seq);
-  awaitDone(pe, slot, seq, "atomic");
-  if (result) std::memcpy(result, &slot.result, width);
+  StageSlot* done = nullptr;
+  singleRequest(dst.pe, "atomic", [&](StageSlot& slot) {
+    slot.op = static_cast<std::uint32_t>(StageOp::Atomic);
+    slot.sub = static_cast<std::uint32_t>(op);
+    slot.offset = dst.offset;
+    slot.bytes = width;
+    slot.operand = 0;
+    slot.cond = 0;
+    if (operand) std::memcpy(&slot.operand, operand, width);
+    if (cond) std::memcpy(&slot.cond, cond, width);
+    done = &slot;
+  });
+  if (result) std::memcpy(result, &done->result, width);
 }
 
 }  // namespace axon::staged

@@ -41,6 +41,10 @@ class StagedTransport final : public Transport {
   // then throws the proxy's error if it reported one.
   void awaitDone(int pe, StageSlot& slot, std::uint64_t seq, const char* api);
   void publish(StageSlot& slot, std::uint64_t seq);
+  // The slot for request `seq` to `pe`, once the proxy has finished the request that used it last.
+  StageSlot& claim(int pe, StageSlot* slots, std::uint64_t seq, const char* api);
+  // One request (signal, atomic): `fill` writes it into its slot; returns when it is done.
+  void singleRequest(int pe, const char* api, const std::function<void(StageSlot&)>& fill);
 
   const gpu::DriverApi& cu_;
   Runtime& rt_;
