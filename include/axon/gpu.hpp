@@ -32,7 +32,8 @@ device::Context deviceContext();
 // A team for the device API (barrier over a team from a kernel).
 device::Team deviceTeam(const Team& team);
 // Is PE pe's GPU heap reachable by load/store from this PE's GPU (peer access)? When not, host
-// and stream calls take the staged path and device calls to that PE trap.
+// calls and stream puts, gets and signals take the staged path (pinned host memory); stream
+// barriers over it report Unsupported and device calls to that PE trap.
 bool gpuPeerReachable(int pe);
 
 // Stream-ordered one-sided calls: each enqueues its work on `stream` and returns at once. They

@@ -15,6 +15,7 @@
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
 #include "transport/staged/stage_proxy.hpp"
+#include "transport/staged/staged_stream_ops.hpp"
 #include "transport/staged/staged_transport.hpp"
 
 namespace axon {
@@ -74,7 +75,9 @@ class CudaBackend final : public GpuBackend {
   }
 
   ~CudaBackend() override {
-    // The proxy serves peers until the runtime's last barrier has passed; it goes first.
+    // Stream work still queued runs first; the proxy serves peers until the runtime's last
+    // barrier has passed.
+    stagedStream_.reset();
     proxy_.reset();
     staged_.reset();
     transport_.reset();
@@ -185,12 +188,14 @@ class CudaBackend final : public GpuBackend {
     staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&rt, at, me, perSender](int p) {
       return static_cast<char*>(rt.hostHeap().peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
     });
+    stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_);
     log(LogLevel::Info, myPe_, "staged path on: chunks of " + std::to_string(chunk) + " bytes through pinned host memory");
   }
 
   void synchronize() override {
     makeCurrent();
     cuCheck(cu_.cuCtxSynchronize(), "finalize: waiting for the GPU");
+    raiseStreamError();
   }
 
   int deviceOrdinal() const override { return static_cast<int>(device_); }
@@ -206,6 +211,7 @@ class CudaBackend final : public GpuBackend {
   }
   Transport& transportFor(const RemoteRef& ref) override {
     makeCurrent();
+    raiseStreamError();
     if (ref.heap == HeapKind::Gpu && !ref.mapped && staged_) return *staged_;
     return *transport_;
   }
@@ -260,6 +266,12 @@ class CudaBackend final : public GpuBackend {
 
   void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) override {
     makeCurrent();
+    raiseStreamError();
+    if (!dst.mapped && dst.heap == HeapKind::Gpu && stagedStream_) {
+      stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->put(dst, src, bytes); },
+                             "put_on_stream to PE " + std::to_string(dst.pe) + " (staged)");
+      return;
+    }
     cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(mappedOrThrow(dst, "put_on_stream")),
                               reinterpret_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(stream)),
             "put_on_stream: cuMemcpyAsync");
@@ -267,6 +279,12 @@ class CudaBackend final : public GpuBackend {
 
   void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) override {
     makeCurrent();
+    raiseStreamError();
+    if (!src.mapped && src.heap == HeapKind::Gpu && stagedStream_) {
+      stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->get(dst, src, bytes); },
+                             "get_on_stream from PE " + std::to_string(src.pe) + " (staged)");
+      return;
+    }
     cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                               reinterpret_cast<CUdeviceptr>(mappedOrThrow(src, "get_on_stream")), bytes,
                               static_cast<CUstream>(stream)),
@@ -275,6 +293,12 @@ class CudaBackend final : public GpuBackend {
 
   void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) override {
     makeCurrent();
+    raiseStreamError();
+    if (!sig.mapped && stagedStream_) {
+      stagedStream_->enqueue(static_cast<CUstream>(stream), [this, sig, value, op] { staged_->signal(sig, value, op); },
+                             "signal_op_on_stream to PE " + std::to_string(sig.pe) + " (staged)");
+      return;
+    }
     kernels::signal(stream, static_cast<std::uint64_t*>(mappedOrThrow(sig, "signal_op_on_stream")), value, op);
   }
 
@@ -313,6 +337,13 @@ class CudaBackend final : public GpuBackend {
   }
 
  private:
+  // A stream-ordered staged operation that failed on the worker (its stream was released, not
+  // left hanging) is reported by the next call into the backend.
+  void raiseStreamError() {
+    if (!stagedStream_) return;
+    if (auto e = stagedStream_->takeError()) throw Error(e->code(), pe(myPe_) + ": an earlier " + e->what());
+  }
+
   void makeCurrent() const {
     CUcontext current = nullptr;
     if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx_) cu_.cuCtxSetCurrent(ctx_);
@@ -339,6 +370,7 @@ class CudaBackend final : public GpuBackend {
   std::unique_ptr<CudaIpcTransport> transport_;
   std::unique_ptr<staged::StagedTransport> staged_;
   std::unique_ptr<staged::StageProxy> proxy_;
+  std::unique_ptr<staged::StagedStreamOps> stagedStream_;
   unsigned long long timeoutNs_ = 0;
   device::Context context_{};
 };

@@ -222,14 +222,18 @@ TEST(BadInput, MismatchedGpuMallocFailsOnEveryPe) {
   axon::free(p);
 }
 
-TEST(Staged, PeersAreUnreachableAndStreamsSayWhy) {
+bool stagedRun() {
   const char* p2p = std::getenv("AXON_P2P");
-  if (!p2p || std::string(p2p) != "0" || np() < 2) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  return p2p && std::string(p2p) == "0" && np() >= 2;
+}
+
+TEST(Staged, PeersAreUnreachableAndStreamBarriersSayWhy) {
+  if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
   for (int pe = 0; pe < np(); ++pe) EXPECT_EQ(axon::gpuPeerReachable(pe), pe == me()) << "PE " << pe;
   auto* buf = static_cast<int*>(axon::malloc(64));
   EXPECT_EQ(axon::ptr(buf, (me() + 1) % np()), nullptr);
   try {
-    axon::putOnStream(buf, buf, 64, (me() + 1) % np(), nullptr);
+    axon::barrierAllOnStream(nullptr);  // a device barrier needs every member mapped
     FAIL() << "no error";
   } catch (const axon::Error& e) {
     EXPECT_EQ(e.code(), axon::ErrorCode::Unsupported);
@@ -237,6 +241,75 @@ TEST(Staged, PeersAreUnreachableAndStreamsSayWhy) {
   }
   axon::barrierAll();
   axon::free(buf);
+}
+
+TEST(Staged, StreamPutSignalRing) {
+  if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  const std::size_t n = (3u << 20) / sizeof(int) + 7;  // several chunks and a tail
+  auto* inbox = static_cast<int*>(axon::calloc(n, sizeof(int)));
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
+  int* src;
+  CUDA_OK(cudaMalloc(&src, n * sizeof(int)));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<int> got(n);
+  for (int round = 1; round <= 3; ++round) {
+    std::vector<int> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = me() * 1000 + round * 7 + static_cast<int>(i % 1000);
+    CUDA_OK(cudaMemcpyAsync(src, v.data(), n * sizeof(int), cudaMemcpyHostToDevice, s));
+    axon::putSignalOnStream(inbox, src, n * sizeof(int), sig, 1, axon::SignalOp::Add, (me() + 1) % np(), s);
+    axon::signalWaitUntilOnStream(sig, axon::Cmp::Ge, round, s);
+    CUDA_OK(cudaMemcpyAsync(got.data(), inbox, n * sizeof(int), cudaMemcpyDeviceToHost, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    const int left = (me() + np() - 1) % np();
+    for (std::size_t i = 0; i < n; i += 97) {
+      ASSERT_EQ(got[i], left * 1000 + round * 7 + static_cast<int>(i % 1000)) << "round " << round << " i " << i;
+    }
+    axon::barrierAll();  // nobody overwrites inbox before its owner has read it
+  }
+  CUDA_OK(cudaStreamDestroy(s));
+  cudaFree(src);
+  axon::free(sig);
+  axon::free(inbox);
+}
+
+TEST(Staged, StreamOpsCapturedIntoAGraph) {
+  if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  const std::size_t n = 1 << 18;
+  auto* inbox = static_cast<int*>(axon::calloc(n, sizeof(int)));
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
+  int* src;
+  CUDA_OK(cudaMalloc(&src, n * sizeof(int)));
+  std::vector<int> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = me() * 31 + static_cast<int>(i);
+  fromHost(src, v);
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  axon::putOnStream(inbox, src, n * sizeof(int), (me() + 1) % np(), s);
+  axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, (me() + 1) % np(), s);
+  CUDA_OK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<int> got(n);
+  const int left = (me() + np() - 1) % np();
+  for (int i = 1; i <= 5; ++i) {
+    CUDA_OK(cudaGraphLaunch(exec, s));
+    axon::signalWaitUntilOnStream(sig, axon::Cmp::Ge, i, s);
+    CUDA_OK(cudaStreamSynchronize(s));
+    got = toHost(inbox, n);
+    for (std::size_t k = 0; k < n; k += 61) ASSERT_EQ(got[k], left * 31 + static_cast<int>(k)) << "launch " << i;
+    axon::barrierAll();
+  }
+  EXPECT_EQ(axon::signalFetch(sig), 5u) << "each replay signalled once";
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  cudaFree(src);
+  axon::barrierAll();
+  axon::free(sig);
+  axon::free(inbox);
 }
 
 TEST(Staged, LargeOddPutAndGet) {

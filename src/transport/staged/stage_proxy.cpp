@@ -124,6 +124,9 @@ bool StageProxy::serve(int pe, Sender& s) {
 
 void StageProxy::run() {
   cu_.cuCtxSetCurrent(ctx_);
+  // Serve peers also while the program captures a CUDA graph in global mode on another thread.
+  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+  cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
   using Clock = std::chrono::steady_clock;
   auto lastWork = Clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {

@@ -50,6 +50,7 @@ StageSlot& StagedTransport::claim(int pe, StageSlot* slots, std::uint64_t seq, c
 }
 
 void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
   const int pe = dst.pe;
   char* channel = channelOf_(pe);
   StageSlot* slots = slotsOf(channel);
@@ -89,6 +90,7 @@ void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t byt
 }
 
 void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
   const int pe = src.pe;
   char* channel = channelOf_(pe);
   StageSlot* slots = slotsOf(channel);
@@ -122,13 +124,16 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
   seq_[pe] = base + n;
 }
 
-void StagedTransport::singleRequest(int pe, const char* api, const std::function<void(StageSlot&)>& fill) {
+std::uint64_t StagedTransport::singleRequest(int pe, const char* api,
+                                             const std::function<void(StageSlot&)>& fill) {
+  std::lock_guard lock(mutex_);
   StageSlot* slots = slotsOf(channelOf_(pe));
   const std::uint64_t seq = ++seq_[pe];
   StageSlot& slot = claim(pe, slots, seq, api);
   fill(slot);
   publish(slot, seq);
   awaitDone(pe, slot, seq, api);
+  return slot.result;
 }
 
 void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
@@ -143,8 +148,7 @@ void StagedTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp
 
 void StagedTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
                              const void* cond, void* result) {
-  StageSlot* done = nullptr;
-  singleRequest(dst.pe, "atomic", [&](StageSlot& slot) {
+  const std::uint64_t old = singleRequest(dst.pe, "atomic", [&](StageSlot& slot) {
     slot.op = static_cast<std::uint32_t>(StageOp::Atomic);
     slot.sub = static_cast<std::uint32_t>(op);
     slot.offset = dst.offset;
@@ -153,9 +157,8 @@ void StagedTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t widt
     slot.cond = 0;
     if (operand) std::memcpy(&slot.operand, operand, width);
     if (cond) std::memcpy(&slot.cond, cond, width);
-    done = &slot;
   });
-  if (result) std::memcpy(result, &done->result, width);
+  if (result) std::memcpy(result, &old, width);
 }
 
 }  // namespace axon::staged

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <vector>
 
 #include "gpu/driver.hpp"
@@ -44,10 +45,14 @@ class StagedTransport final : public Transport {
   // The slot for request `seq` to `pe`, once the proxy has finished the request that used it last.
   StageSlot& claim(int pe, StageSlot* slots, std::uint64_t seq, const char* api);
   // One request (signal, atomic): `fill` writes it into its slot; returns when it is done.
-  void singleRequest(int pe, const char* api, const std::function<void(StageSlot&)>& fill);
+  // Returns the slot's result word, read before another thread can reuse the slot.
+  std::uint64_t singleRequest(int pe, const char* api, const std::function<void(StageSlot&)>& fill);
 
   const gpu::DriverApi& cu_;
   Runtime& rt_;
+  // The host API and the stream worker (staged_stream_ops.hpp) both send through this transport;
+  // one transfer at a time keeps each channel's requests in sequence.
+  std::mutex mutex_;
   std::size_t chunk_;
   std::function<char*(int)> channelOf_;
   std::vector<std::uint64_t> seq_;  // [pe] last request number sent to pe
