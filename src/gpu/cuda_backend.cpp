@@ -188,7 +188,7 @@ class CudaBackend final : public GpuBackend {
     staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&rt, at, me, perSender](int p) {
       return static_cast<char*>(rt.hostHeap().peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
     });
-    stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_);
+    stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
     log(LogLevel::Info, myPe_, "staged path on: chunks of " + std::to_string(chunk) + " bytes through pinned host memory");
   }
 

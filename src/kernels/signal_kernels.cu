@@ -55,6 +55,23 @@ __global__ void waitKernel(device::Context ctx, u64* sig, device::Cmp cmp, u64 v
   device::signalWaitUntil<device::Thread>(ctx, sig, cmp, value);
 }
 
+__global__ void waitFlagKernel(const unsigned int* flag, unsigned long long timeoutNs, int myPe) {
+  const unsigned long long start = device::detail::globalTimerNs();
+  unsigned sleepNs = 64;
+  for (unsigned polls = 1;; ++polls) {
+    if (*reinterpret_cast<const volatile unsigned int*>(flag) != 0) break;
+    __nanosleep(sleepNs);
+    if (sleepNs < 2048) sleepNs *= 2;
+    if (timeoutNs != 0 && polls % 64 == 0 && device::detail::globalTimerNs() - start > timeoutNs) {
+      printf("axon: PE %d: a stream-ordered staged transfer did not complete within AXON_TIMEOUT "
+             "(its flag at %p stayed 0); see the host log for the transfer's error\n",
+             myPe, flag);
+      __trap();
+    }
+  }
+  __threadfence_system();  // what the worker wrote before the flag is visible to later work
+}
+
 __global__ void barrierKernel(device::Context ctx, device::Team team) {
   device::barrier<device::Thread>(ctx, team);
 }
@@ -87,6 +104,11 @@ void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp
   check("signal_wait_until");
 }
 
+void waitFlag(void* stream, const unsigned int* flag, unsigned long long timeoutNs, int myPe) {
+  waitFlagKernel<<<1, 1, 0, asStream(stream)>>>(flag, timeoutNs, myPe);
+  check("staged stream wait");
+}
+
 void barrier(void* stream, const device::Context& ctx, const device::Team& team) {
   barrierKernel<<<1, 1, 0, asStream(stream)>>>(ctx, team);
   check("barrier");
@@ -98,6 +120,7 @@ void warmUp() {
   cudaFuncGetAttributes(&attr, atomicKernel);
   cudaFuncGetAttributes(&attr, waitKernel);
   cudaFuncGetAttributes(&attr, barrierKernel);
+  cudaFuncGetAttributes(&attr, waitFlagKernel);
   check("warm-up");
 }
 

@@ -3,14 +3,15 @@
 #include <atomic>
 
 #include "core/log.hpp"
+#include "kernels/kernels.hpp"
 
 namespace axon::staged {
 namespace {
 constexpr std::size_t kFlagsPerBlock = 1024;
 }
 
-StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe)
-    : cu_(cu), ctx_(ctx), myPe_(myPe) {
+StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs)
+    : cu_(cu), ctx_(ctx), myPe_(myPe), timeoutNs_(timeoutNs) {
   // The first flags now: allocating pinned memory while a graph is being captured may be refused.
   newFlag();
   flagsUsed_ = 0;
@@ -50,9 +51,7 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
     requests_.push_back(r);
   }
   gpu::cuCheck(cu_.cuLaunchHostFunc(stream, &StagedStreamOps::onHost, r), r->what + ": cuLaunchHostFunc");
-  gpu::cuCheck(cu_.cuStreamWaitValue32(stream, reinterpret_cast<CUdeviceptr>(const_cast<std::uint32_t*>(r->flag)), 1,
-                                       CU_STREAM_WAIT_VALUE_GEQ),
-               r->what + ": cuStreamWaitValue32");
+  kernels::waitFlag(stream, const_cast<const std::uint32_t*>(r->flag), timeoutNs_, myPe_);
 }
 
 // Runs in a CUDA callback thread: no CUDA calls here, only hand-off. The flag goes back to 0 for

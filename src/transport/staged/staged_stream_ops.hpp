@@ -1,7 +1,9 @@
 // Stream-ordered operations over the staged path. A copy engine cannot carry them (the peer's
 // memory is not mapped) and a host callback may not call CUDA, so each one is two stream nodes:
-// a host function that hands the work to a worker thread, and a wait on a pinned flag that the
-// worker sets when the work is done. Work after it on the stream starts only then. Both nodes can
+// a host function that hands the work to a worker thread, and a one-thread kernel that waits on a
+// pinned flag the worker sets when the work is done (a kernel, not cuStreamWaitValue32, which
+// stalls its whole hardware queue: the first version used it and hung on the GPU machine, likely
+// behind that false dependency). Work after it on the stream starts only then. Both nodes can
 // be captured into a CUDA graph; each replay runs the work again.
 #pragma once
 
@@ -21,7 +23,7 @@ namespace axon::staged {
 
 class StagedStreamOps {
  public:
-  StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe);
+  StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs);
   ~StagedStreamOps();  // finishes queued work, then stops the worker
 
   // Enqueues `work` (run on the worker thread, with this PE's context current) on `stream`.
@@ -46,6 +48,7 @@ class StagedStreamOps {
   const gpu::DriverApi& cu_;
   CUcontext ctx_;
   int myPe_;
+  unsigned long long timeoutNs_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Request*> queue_;
