@@ -1,6 +1,7 @@
 // axon: the whole C++ host API.
 #pragma once
 
+#include "axon/collectives.hpp"
 #include "axon/error.hpp"
 #include "axon/gpu.hpp"
 #include "axon/memory.hpp"

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "axon/collectives.hpp"
 #include "axon/error.hpp"
+#include "coll/plan.hpp"
 
 extern char** environ;
 
@@ -17,6 +19,8 @@ constexpr std::size_t kDefaultHeapChunk = 16 * kKiB * kKiB;
 constexpr std::size_t kDefaultGpuHeapMax = 64 * kKiB * kKiB * kKiB;  // address space per PE
 constexpr std::size_t kDefaultGpuHeapChunk = 64 * kKiB * kKiB;
 constexpr std::size_t kDefaultStageChunk = 1 * kKiB * kKiB;
+constexpr std::size_t kDefaultCollBuffer = 256 * kKiB;
+constexpr std::size_t kMinCollBuffer = 4 * kKiB;
 
 std::optional<std::string> lookup(const EnvVars& vars, const char* name) {
   auto it = vars.find(name);
@@ -106,6 +110,24 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_GPU_HEAP_CHUNK")) env.gpuHeapChunk = parseByteSize(*v, "AXON_GPU_HEAP_CHUNK");
   env.stageChunk = kDefaultStageChunk;
   if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
+  env.collBuffer = kDefaultCollBuffer;
+  if (auto v = lookup(vars, "AXON_COLL_BUFFER")) {
+    env.collBuffer = parseByteSize(*v, "AXON_COLL_BUFFER");
+    if (env.collBuffer < kMinCollBuffer) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_COLL_BUFFER='" + *v + "' is below the minimum of 4K");
+    }
+  }
+  for (int c = 0; c < static_cast<int>(env.algo.size()); ++c) {
+    const auto coll = static_cast<Collective>(c);
+    const std::string name = coll::algoVariable(coll);
+    auto v = lookup(vars, name.c_str());
+    if (!v) continue;
+    auto algo = coll::algoFromName(*v);
+    if (!algo || !coll::algorithmAllowed(coll, *algo)) {
+      throw Error(ErrorCode::InvalidArgument, name + "='" + *v + "' is not one of " + coll::allowedAlgorithms(coll));
+    }
+    env.algo[c] = *v;
+  }
   return env;
 }
 

@@ -2,6 +2,7 @@
 // docs/configuration.md lists them; keep the two in step.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -27,6 +28,9 @@ struct Env {
   std::size_t gpuHeapMax = 0;   // AXON_GPU_HEAP_MAX: cap of the GPU heap per PE (address space)
   std::size_t gpuHeapChunk = 0; // AXON_GPU_HEAP_CHUNK: granularity by which the GPU heap grows
   std::size_t stageChunk = 0;   // AXON_STAGE_CHUNK: pipeline chunk of the staged path
+  std::size_t collBuffer = 0;   // AXON_COLL_BUFFER: bytes per round of a team's collective workspace
+  // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
+  std::array<std::string, 7> algo;
 
   // The process environment. init() reads it once and keeps it for the life of the runtime.
   static Env fromProcess();

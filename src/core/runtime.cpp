@@ -11,6 +11,7 @@
 
 #include "axon/error.hpp"
 #include "axon/runtime.hpp"
+#include "coll/workspace.hpp"
 #include "core/log.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
@@ -76,6 +77,8 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   world_ = detail::TeamState::make(0, boot_->worldRanks(), myPe(), allLocal, "world");
   node_ = detail::TeamState::make(1, local, myPe(), true, "node");
   teamSlots_ = 0b11;
+  attachCollectiveWorkspace(*world_.state());
+  attachCollectiveWorkspace(*node_.state());
 }
 
 void Runtime::exchangePeers() {
@@ -330,5 +333,10 @@ bool isInitialized() noexcept { return static_cast<bool>(g_runtime); }
 int myPe() { return runtime("my_pe").myPe(); }
 int nPes() { return runtime("n_pes").nPes(); }
 std::string launcherName() { return runtime("launcher_name").env().launch.source; }
+
+void Runtime::attachCollectiveWorkspace(const detail::TeamState& team) {
+  if (!team.sharedMemory) return;
+  team.workspace = coll::Workspace::create(*this, team, env_.collBuffer);
+}
 
 }  // namespace axon

@@ -68,6 +68,10 @@ class Runtime {
   void fenceAll();
   void quietAll();
 
+  // Creates the team's collective workspace when its members share memory. Collective over the
+  // team's members.
+  void attachCollectiveWorkspace(const detail::TeamState& team);
+
   Team world() const { return world_; }
   Team node() const { return node_; }
   std::uint64_t& teamSlotsInUse() { return teamSlots_; }

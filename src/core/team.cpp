@@ -15,6 +15,15 @@
 namespace axon {
 namespace detail {
 
+const TeamState& requireValidTeam(const Team& t, const char* api) {
+  if (!t.valid()) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("axon: ") + api + " on an invalid team (a team this PE is not in, or "
+                                              "one that was destroyed)");
+  }
+  return *t.state();
+}
+
 Team TeamState::make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                      std::string name) {
   auto s = std::make_shared<TeamState>();
@@ -31,15 +40,6 @@ Team TeamState::make(int slot, std::vector<int> members, int myWorldRank, bool s
 
 namespace {
 
-const detail::TeamState& requireValid(const Team& t, const char* api) {
-  if (!t.valid()) {
-    throw Error(ErrorCode::InvalidArgument,
-                std::string("axon: ") + api + " on an invalid team (a team this PE is not in, or "
-                                              "one that was destroyed)");
-  }
-  return *t.state();
-}
-
 void checkTeamPe(const detail::TeamState& s, int pe, const char* api) {
   if (pe < 0 || pe >= static_cast<int>(s.members.size())) {
     throw Error(ErrorCode::InvalidPe, std::string("axon: ") + api + ": PE " + std::to_string(pe) +
@@ -53,25 +53,25 @@ void checkTeamPe(const detail::TeamState& s, int pe, const char* api) {
 Team Team::world() { return runtime("team_world").world(); }
 Team Team::node() { return runtime("team_node").node(); }
 
-int Team::myPe() const { return requireValid(*this, "team_my_pe").myIndex; }
-int Team::nPes() const { return static_cast<int>(requireValid(*this, "team_n_pes").members.size()); }
+int Team::myPe() const { return detail::requireValidTeam(*this, "team_my_pe").myIndex; }
+int Team::nPes() const { return static_cast<int>(detail::requireValidTeam(*this, "team_n_pes").members.size()); }
 
 int Team::worldPe(int pe) const {
-  const auto& s = requireValid(*this, "team_world_pe");
+  const auto& s = detail::requireValidTeam(*this, "team_world_pe");
   checkTeamPe(s, pe, "team_world_pe");
   return s.members[pe];
 }
 
 int Team::translate(int pe, const Team& other) const {
-  const auto& s = requireValid(*this, "team_translate_pe");
-  const auto& o = requireValid(other, "team_translate_pe");
+  const auto& s = detail::requireValidTeam(*this, "team_translate_pe");
+  const auto& o = detail::requireValidTeam(other, "team_translate_pe");
   checkTeamPe(s, pe, "team_translate_pe");
   auto it = std::find(o.members.begin(), o.members.end(), s.members[pe]);
   return it == o.members.end() ? -1 : static_cast<int>(it - o.members.begin());
 }
 
 Team Team::splitStrided(int start, int stride, int size) const {
-  const auto& s = requireValid(*this, "team_split_strided");
+  const auto& s = detail::requireValidTeam(*this, "team_split_strided");
   Runtime& rt = runtime("team_split_strided");
   const int n = static_cast<int>(s.members.size());
   const int splitNo = s.splits++;
@@ -117,24 +117,26 @@ Team Team::splitStrided(int start, int stride, int size) const {
                             [&](int pe) { return rt.nodeLocal()[pe]; });
   rt.teamSlotsInUse() |= std::uint64_t{1} << slot;
   // The slot's counters are zero on every member: fresh, or zeroed by the destroy that freed it.
-  return detail::TeamState::make(slot, std::move(members), rt.myPe(), shared,
-                                 s.name + "." + std::to_string(splitNo));
+  Team team = detail::TeamState::make(slot, std::move(members), rt.myPe(), shared,
+                                      s.name + "." + std::to_string(splitNo));
+  rt.attachCollectiveWorkspace(*team.state());
+  return team;
 }
 
 void Team::barrier() const {
-  const auto& s = requireValid(*this, "team_barrier");
+  const auto& s = detail::requireValidTeam(*this, "team_barrier");
   Runtime& rt = runtime("team_barrier");
   rt.quietAll();
   teamBarrier(rt, s, "barrier");
 }
 
 void Team::sync() const {
-  const auto& s = requireValid(*this, "team_sync");
+  const auto& s = detail::requireValidTeam(*this, "team_sync");
   teamBarrier(runtime("team_sync"), s, "sync");
 }
 
 void Team::destroy() {
-  const auto& s = requireValid(*this, "team_destroy");
+  const auto& s = detail::requireValidTeam(*this, "team_destroy");
   Runtime& rt = runtime("team_destroy");
   if (s.slot <= 1) {
     throw Error(ErrorCode::InvalidArgument, "axon: team_destroy: the world and node teams cannot be destroyed");
@@ -148,6 +150,7 @@ void Team::destroy() {
     }
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
+  s.workspace.reset();  // no member touches it after the barrier above
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();
 }

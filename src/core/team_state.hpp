@@ -2,12 +2,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "axon/team.hpp"
 
-namespace axon::detail {
+namespace axon {
+namespace coll {
+class Workspace;
+}
+namespace detail {
 
 struct TeamState {
   int slot = -1;             // row of ControlBlock::barrier used by this team
@@ -20,8 +25,16 @@ struct TeamState {
   std::string name;          // "world", "node", "split3"; used in messages and store keys
   mutable int splits = 0;    // teams split from this one so far, for unique names
 
+  // This PE's collective workspace for the team (coll/workspace.hpp); null on teams whose members
+  // do not share memory.
+  mutable std::shared_ptr<coll::Workspace> workspace;
+
   static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                    std::string name);
 };
 
-}  // namespace axon::detail
+// The team's state; throws InvalidArgument naming `api` for an invalid team.
+const TeamState& requireValidTeam(const Team& t, const char* api);
+
+}  // namespace detail
+}  // namespace axon

@@ -262,6 +262,13 @@ class CudaBackend final : public GpuBackend {
     cuCheck(cu_.cuStreamSynchronize(stream_), "cuMemsetD8Async");
   }
 
+  void copyLocal(void* dst, const void* src, std::size_t bytes) override {
+    makeCurrent();
+    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
+            "cuMemcpyAsync");
+    cuCheck(cu_.cuStreamSynchronize(stream_), "cuMemcpyAsync");
+  }
+
   const device::Context& deviceContext() const override { return context_; }
 
   void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) override {

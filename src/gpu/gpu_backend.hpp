@@ -48,6 +48,8 @@ class GpuBackend {
   virtual void pinHost(void* p, std::size_t bytes) = 0;
   virtual void unpinHost(void* p) = 0;
   virtual void memsetLocal(void* p, int value, std::size_t bytes) = 0;
+  // Copies between any two local addresses (GPU, pinned or pageable host); returns when done.
+  virtual void copyLocal(void* dst, const void* src, std::size_t bytes) = 0;
 
   // Fixed once connect() has mapped the peers; the world team is PEs 0..n-1 in slot 0.
   virtual const device::Context& deviceContext() const = 0;

@@ -59,7 +59,8 @@ std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uin
     nextCheck = now + kCheckEvery;
     std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
-    const std::string where = "at " + rt.describe(word) + " for a value " + expectedText(cmp, value) +
+    if (site.onCheck) (*site.onCheck)();
+    const std::string where = "at " + (site.word ? std::string(site.word) + " " : std::string()) + rt.describe(word) + " for a value " + expectedText(cmp, value) +
                               " (seen " + std::to_string(seen) + ")";
     std::string what = site.what;
     if (site.team) what += std::string(" of team ") + site.team + " (round " + std::to_string(site.round) + ")";

@@ -33,6 +33,10 @@ struct WaitSite {
   const char* team = nullptr;   // for barriers: the team's name
   int round = -1;               // for barriers: the dissemination round
   int waitingOn = -1;           // the PE expected to update the word, when known
+  const char* word = nullptr;   // names the word when it is not in a heap ("ready[PE 2] of ...")
+  // Run at every liveness check (every 50 ms once the wait backs off): may throw to end the
+  // wait early, e.g. when a peer reported a collective mismatch.
+  const std::function<void()>* onCheck = nullptr;
 };
 
 // Returns the value that satisfied the comparison. Throws Timeout or PeerDead with the PE, the

@@ -1,0 +1,279 @@
+#include "coll/algorithms.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "coll/reduce_host.hpp"
+#include "coll/schedule.hpp"
+
+namespace axon::coll {
+namespace {
+
+void copyBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes && dst != src) std::memcpy(dst, src, bytes);
+}
+
+// Chunk k of a plan over `count` elements: [offset, offset + count).
+Range chunkOf(const Plan& plan, std::size_t count, std::size_t k) {
+  const std::size_t off = std::min(k * plan.chunkElems, count);
+  return {off, std::min(plan.chunkElems, count - off)};
+}
+
+// dst = reduction over members in order 0 .. n-1 of data(p) (so every PE that reduces the same
+// inputs gets the same bits).
+template <class Data>
+void reduceInOrder(Call& call, char* dst, std::size_t count, const Buffers& b, const Data& data) {
+  const std::size_t bytes = count * b.elem;
+  copyBytes(dst, data(0), bytes);
+  for (int p = 1; p < call.members(); ++p) reduceHost(dst, dst, data(p), count, b.type, b.op);
+}
+
+}  // namespace
+
+void runBarrier(Call& call) {
+  const std::uint64_t r = call.nextRound();
+  call.beginPublish(r);
+  call.publishToAll(r);
+  for (int p = 0; p < call.members(); ++p) {
+    if (p == call.me()) continue;
+    call.await(p, r);
+    call.ack(p, r);
+  }
+}
+
+void runBroadcast(Call& call, const Plan& plan, const Buffers& b) {
+  const int n = call.members(), me = call.me();
+  if (plan.algo == Algo::Chain) {
+    const int d = chainPosition(me, b.root, n);
+    const int pred = chainMember(d - 1, b.root, n), succ = chainMember(d + 1, b.root, n);
+    const std::uint64_t r0 = call.reserveRounds(plan.rounds);
+    const std::size_t steps = chainSteps(plan.chunks, n) + 1;  // the last step only consumes
+    for (std::size_t t = 0; t < steps; ++t) {
+      if (t < static_cast<std::size_t>(d) || t - d >= plan.chunks) continue;
+      const Range c = chunkOf(plan, b.count, t - d);
+      const std::size_t bytes = c.count * b.elem;
+      if (d == 0) {
+        char* h = call.beginPublish(r0 + t);
+        copyBytes(h, b.src + c.offset * b.elem, bytes);
+        const int readers[] = {succ};
+        call.publish(r0 + t, readers);
+        copyBytes(b.dst + c.offset * b.elem, b.src + c.offset * b.elem, bytes);
+        continue;
+      }
+      const char* in = call.await(pred, r0 + t - 1);
+      copyBytes(b.dst + c.offset * b.elem, in, bytes);
+      if (d < n - 1) {
+        char* h = call.beginPublish(r0 + t);
+        copyBytes(h, in, bytes);
+        const int readers[] = {succ};
+        call.publish(r0 + t, readers);
+      }
+      call.ack(pred, r0 + t - 1);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t bytes = c.count * b.elem;
+    const std::uint64_t r = call.nextRound();
+    if (me == b.root) {
+      char* h = call.beginPublish(r);
+      copyBytes(h, b.src + c.offset * b.elem, bytes);
+      call.publishToAll(r);
+      copyBytes(b.dst + c.offset * b.elem, b.src + c.offset * b.elem, bytes);
+    } else {
+      copyBytes(b.dst + c.offset * b.elem, call.await(b.root, r), bytes);
+      call.ack(b.root, r);
+    }
+  }
+}
+
+void runReduce(Call& call, const Plan& plan, const Buffers& b) {
+  const int me = call.me();
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t bytes = c.count * b.elem;
+    const std::uint64_t r = call.nextRound();
+    // The root keeps its own contribution in its half too (never published): dst may be src.
+    char* h = call.beginPublish(r);
+    copyBytes(h, b.src + c.offset * b.elem, bytes);
+    if (me != b.root) {
+      const int readers[] = {b.root};
+      call.publish(r, readers);
+      continue;
+    }
+    reduceInOrder(call, b.dst + c.offset * b.elem, c.count, b,
+                  [&](int p) { return p == me ? h : call.await(p, r); });
+    for (int p = 0; p < call.members(); ++p) {
+      if (p != me) call.ack(p, r);
+    }
+  }
+}
+
+namespace {
+
+void allreduceOneShot(Call& call, const Plan& plan, const Buffers& b) {
+  const int me = call.me();
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::uint64_t r = call.nextRound();
+    char* h = call.beginPublish(r);
+    copyBytes(h, b.src + c.offset * b.elem, c.count * b.elem);
+    call.publishToAll(r);
+    reduceInOrder(call, b.dst + c.offset * b.elem, c.count, b,
+                  [&](int p) { return p == me ? h : call.await(p, r); });
+    for (int p = 0; p < call.members(); ++p) {
+      if (p != me) call.ack(p, r);
+    }
+  }
+}
+
+void allreduceTwoShot(Call& call, const Plan& plan, const Buffers& b) {
+  const int n = call.members(), me = call.me();
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::uint64_t ra = call.nextRound(), rb = call.nextRound();
+    char* ha = call.beginPublish(ra);
+    copyBytes(ha, b.src + c.offset * b.elem, c.count * b.elem);
+    call.publishToAll(ra);
+    // Reduce-scatter: this PE reduces its segment of the chunk into its other half.
+    const Range mine = balancedPart(c.count, n, me);
+    char* hb = call.beginPublish(rb);
+    reduceInOrder(call, hb, mine.count, b, [&](int p) {
+      return (p == me ? ha : call.await(p, ra)) + mine.offset * b.elem;
+    });
+    for (int p = 0; p < n; ++p) {
+      if (p != me) call.ack(p, ra);
+    }
+    call.publishToAll(rb);
+    // Allgather of the reduced segments.
+    for (int p = 0; p < n; ++p) {
+      const Range seg = balancedPart(c.count, n, p);
+      const char* data = p == me ? hb : call.await(p, rb);
+      copyBytes(b.dst + (c.offset + seg.offset) * b.elem, data, seg.count * b.elem);
+      if (p != me) call.ack(p, rb);
+    }
+  }
+}
+
+void allreduceRing(Call& call, const Plan& plan, const Buffers& b) {
+  const int n = call.members(), me = call.me();
+  const int left = mod(me - 1, n), right = mod(me + 1, n);
+  const int readers[] = {right};
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::uint64_t r0 = call.reserveRounds(ringRoundsPerChunk(n));
+    for (int t = 0; t < ringSteps(n); ++t) {
+      const Range seg = balancedPart(c.count, n, ringSegment(me, t, n));
+      const std::size_t at = (c.offset + seg.offset) * b.elem, bytes = seg.count * b.elem;
+      const char* in = t > 0 ? call.await(left, r0 + t - 1) : nullptr;
+      if (t == ringSteps(n) - 1) {  // the last finished segment arrives: keep it
+        copyBytes(b.dst + at, in, bytes);
+        call.ack(left, r0 + t - 1);
+        break;
+      }
+      char* h = call.beginPublish(r0 + t);
+      if (t == 0) {
+        copyBytes(h, b.src + at, bytes);
+      } else if (t <= n - 1) {
+        reduceHost(h, in, b.src + at, seg.count, b.type, b.op);  // add this PE's part
+        if (t == n - 1) copyBytes(b.dst + at, h, bytes);         // segment complete: this PE owns it
+      } else {
+        copyBytes(h, in, bytes);
+        copyBytes(b.dst + at, in, bytes);
+      }
+      if (t > 0) call.ack(left, r0 + t - 1);
+      call.publish(r0 + t, readers);
+    }
+  }
+}
+
+}  // namespace
+
+void runAllreduce(Call& call, const Plan& plan, const Buffers& b) {
+  switch (plan.algo) {
+    case Algo::TwoShot: return allreduceTwoShot(call, plan, b);
+    case Algo::Ring: return allreduceRing(call, plan, b);
+    default: return allreduceOneShot(call, plan, b);
+  }
+}
+
+void runAllgather(Call& call, const Plan& plan, const Buffers& b) {
+  const int n = call.members(), me = call.me();
+  const std::size_t block = b.count * b.elem;
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t at = c.offset * b.elem, bytes = c.count * b.elem;
+    if (plan.algo == Algo::Ring) {
+      const int left = mod(me - 1, n), right = mod(me + 1, n);
+      const int readers[] = {right};
+      const std::uint64_t r0 = call.reserveRounds(n - 1);
+      for (int t = 0; t < n; ++t) {
+        char* out = b.dst + ringGatherBlock(me, t, n) * block + at;
+        const char* data = t == 0 ? b.src + at : call.await(left, r0 + t - 1);
+        char* h = t < n - 1 ? call.beginPublish(r0 + t) : nullptr;
+        if (h) copyBytes(h, data, bytes);
+        copyBytes(out, data, bytes);
+        if (t > 0) call.ack(left, r0 + t - 1);
+        if (h) call.publish(r0 + t, readers);
+      }
+      continue;
+    }
+    const std::uint64_t r = call.nextRound();
+    char* h = call.beginPublish(r);
+    copyBytes(h, b.src + at, bytes);
+    call.publishToAll(r);
+    for (int p = 0; p < n; ++p) {
+      copyBytes(b.dst + p * block + at, p == me ? h : call.await(p, r), bytes);
+      if (p != me) call.ack(p, r);
+    }
+  }
+}
+
+namespace {
+
+// Publishes chunk c of every destination block of src (reduce_scatter, alltoall): block j's
+// piece sits at j * c.count in the half.
+char* publishBlocks(Call& call, std::uint64_t r, const Range& c, const Buffers& b) {
+  char* h = call.beginPublish(r);
+  for (int j = 0; j < call.members(); ++j) {
+    copyBytes(h + j * c.count * b.elem, b.src + (j * b.count + c.offset) * b.elem, c.count * b.elem);
+  }
+  call.publishToAll(r);
+  return h;
+}
+
+}  // namespace
+
+void runReduceScatter(Call& call, const Plan& plan, const Buffers& b) {
+  const int me = call.me();
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::uint64_t r = call.nextRound();
+    char* h = publishBlocks(call, r, c, b);
+    const std::size_t mine = me * c.count * b.elem;
+    reduceInOrder(call, b.dst + c.offset * b.elem, c.count, b,
+                  [&](int p) { return (p == me ? h : call.await(p, r)) + mine; });
+    for (int p = 0; p < call.members(); ++p) {
+      if (p != me) call.ack(p, r);
+    }
+  }
+}
+
+void runAlltoall(Call& call, const Plan& plan, const Buffers& b) {
+  const int me = call.me();
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::uint64_t r = call.nextRound();
+    char* h = publishBlocks(call, r, c, b);
+    const std::size_t mine = me * c.count * b.elem;
+    for (int p = 0; p < call.members(); ++p) {
+      const char* data = (p == me ? h : call.await(p, r)) + mine;
+      copyBytes(b.dst + (p * b.count + c.offset) * b.elem, data, c.count * b.elem);
+      if (p != me) call.ack(p, r);
+    }
+  }
+}
+
+}  // namespace axon::coll

@@ -1,0 +1,271 @@
+// The public collective calls: argument checks, the plan, device-buffer staging, dispatch.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "axon/collectives.hpp"
+#include "axon/error.hpp"
+#include "coll/algorithms.hpp"
+#include "coll/plan.hpp"
+#include "coll/protocol.hpp"
+#include "coll/workspace.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+
+namespace axon {
+
+std::size_t dataTypeSize(DataType t) noexcept {
+  switch (t) {
+    case DataType::Int8: case DataType::Uint8: return 1;
+    case DataType::Float16: case DataType::BFloat16: return 2;
+    case DataType::Int32: case DataType::Uint32: case DataType::Float32: return 4;
+    case DataType::Int64: case DataType::Uint64: case DataType::Float64: return 8;
+  }
+  return 0;
+}
+
+const char* dataTypeName(DataType t) noexcept {
+  constexpr std::array<const char*, 10> names = {"int8",    "uint8",    "int32",   "uint32",  "int64",
+                                                 "uint64",  "float16",  "bfloat16", "float32", "float64"};
+  auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : "?";
+}
+
+const char* reduceOpName(ReduceOp op) noexcept {
+  constexpr std::array<const char*, 4> names = {"sum", "prod", "min", "max"};
+  auto i = static_cast<std::size_t>(op);
+  return i < names.size() ? names[i] : "?";
+}
+
+const char* collectiveName(Collective c) noexcept {
+  constexpr std::array<const char*, 7> names = {"barrier",   "broadcast",      "reduce",  "allreduce",
+                                                "allgather", "reduce_scatter", "alltoall"};
+  auto i = static_cast<std::size_t>(c);
+  return i < names.size() ? names[i] : "?";
+}
+
+namespace {
+
+struct Request {
+  Collective collective;
+  const void* src;
+  void* dst;
+  std::size_t count;
+  DataType type;
+  ReduceOp op;
+  int root;
+};
+
+[[noreturn]] void bad(Runtime& rt, const char* api, const std::string& what) {
+  throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": " + api + ": " + what);
+}
+
+bool overlaps(const char* a, std::size_t na, const char* b, std::size_t nb) {
+  return na && nb && a < b + nb && b < a + na;
+}
+
+// Bytes each side of the call touches on this PE: {src, dst}.
+std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t elem, int me) {
+  const std::size_t block = q.count * elem;
+  switch (q.collective) {
+    case Collective::Barrier: return {0, 0};
+    case Collective::Broadcast: return {me == q.root ? block : 0, block};
+    case Collective::Reduce: return {block, me == q.root ? block : 0};
+    case Collective::Allgather: return {block, block * n};
+    case Collective::ReduceScatter: return {block * n, block};
+    case Collective::Alltoall: return {block * n, block * n};
+    default: return {block, block};
+  }
+}
+
+void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api) {
+  if (static_cast<unsigned>(q.type) > static_cast<unsigned>(DataType::Float64)) {
+    bad(rt, api, "data type " + std::to_string(static_cast<int>(q.type)) + " is not an axon::DataType");
+  }
+  if (static_cast<unsigned>(q.op) > static_cast<unsigned>(ReduceOp::Max)) {
+    bad(rt, api, "reduce op " + std::to_string(static_cast<int>(q.op)) + " is not an axon::ReduceOp");
+  }
+  if ((q.collective == Collective::Broadcast || q.collective == Collective::Reduce) && (q.root < 0 || q.root >= n)) {
+    throw Error(ErrorCode::InvalidPe, "PE " + std::to_string(rt.myPe()) + ": " + api + ": root " +
+                                          std::to_string(q.root) + " is outside the team [0, " + std::to_string(n) + ")");
+  }
+  const std::size_t elem = dataTypeSize(q.type);
+  if (q.count > std::numeric_limits<std::size_t>::max() / elem / static_cast<std::size_t>(n)) {
+    bad(rt, api, "count " + std::to_string(q.count) + " of " + dataTypeName(q.type) + " on " + std::to_string(n) +
+                     " PEs overflows the address space");
+  }
+  auto [srcBytes, dstBytes] = extents(q, n, elem, me);
+  if (srcBytes && !q.src) bad(rt, api, "src is null with count " + std::to_string(q.count));
+  if (dstBytes && !q.dst) bad(rt, api, "dst is null with count " + std::to_string(q.count));
+  const char* s = static_cast<const char*>(q.src);
+  const char* d = static_cast<const char*>(q.dst);
+  const std::size_t block = q.count * elem;
+  // The in-place forms of each collective; any other overlap would read data it already wrote.
+  bool inPlace = s == d;
+  if (q.collective == Collective::Allgather) inPlace = s == d + me * block;
+  if (q.collective == Collective::ReduceScatter) inPlace = d == s + me * block;
+  if (q.collective == Collective::Alltoall) inPlace = false;
+  if (!inPlace && overlaps(s, srcBytes, d, dstBytes)) {
+    bad(rt, api, "src and dst overlap; the in-place form is " +
+                     std::string(q.collective == Collective::Allgather       ? "src == dst + myPe * count"
+                                 : q.collective == Collective::ReduceScatter ? "dst == src + myPe * count"
+                                 : q.collective == Collective::Alltoall      ? "not supported for alltoall"
+                                                                             : "src == dst"));
+  }
+}
+
+coll::Plan planFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members) {
+  const std::string& forced = rt.env().algo[static_cast<int>(c)];
+  return coll::makePlan({c, count, dataTypeSize(type), members, rt.env().collBuffer,
+                         forced.empty() ? std::nullopt : coll::algoFromName(forced)});
+}
+
+// GPU memory cannot be read by the host algorithms: such a call runs on host copies of the
+// buffers (GPU collectives on the workspace are the GPU backend's own path).
+class HostCopies {
+ public:
+  HostCopies(Runtime& rt, Request& q, std::pair<std::size_t, std::size_t> bytes) : rt_(rt), q_(q) {
+    GpuBackend* gpu = rt.gpu();
+    if (!gpu) return;
+    if (bytes.first && gpu->isDeviceMemory(q.src)) {
+      src_.resize(bytes.first);
+      gpu->copyLocal(src_.data(), q.src, bytes.first);
+      q.src = src_.data();
+    }
+    if (bytes.second && gpu->isDeviceMemory(q.dst)) {
+      userDst_ = q.dst;
+      dst_.resize(bytes.second);
+      // In place: the source copy is the destination copy.
+      if (q.collective != Collective::Alltoall && !src_.empty() && bytes.first == bytes.second) {
+        q.dst = src_.data();
+      } else {
+        q.dst = dst_.data();
+        if (q.collective == Collective::Allgather || q.collective == Collective::ReduceScatter) {
+          gpu->copyLocal(dst_.data(), userDst_, bytes.second);  // keep bytes the call leaves alone
+        }
+      }
+      dstBytes_ = bytes.second;
+    }
+  }
+  void copyBack() {
+    if (userDst_) rt_.gpu()->copyLocal(userDst_, q_.dst, dstBytes_);
+  }
+
+ private:
+  Runtime& rt_;
+  Request& q_;
+  std::vector<char> src_, dst_;
+  void* userDst_ = nullptr;
+  std::size_t dstBytes_ = 0;
+};
+
+void run(Request q, const Team& team, const char* api) {
+  Runtime& rt = runtime(api);
+  const detail::TeamState& state = detail::requireValidTeam(team, api);
+  const int n = static_cast<int>(state.members.size());
+  const int me = state.myIndex;
+  checkRequest(rt, q, n, me, api);
+  const std::size_t elem = dataTypeSize(q.type);
+  const coll::Plan plan = planFor(rt, q.collective, q.count, q.type, n);
+  if (n == 1) {
+    auto [srcBytes, dstBytes] = extents(q, n, elem, me);
+    if (dstBytes && srcBytes && q.dst != q.src) {
+      if (rt.gpu()) rt.gpu()->copyLocal(q.dst, q.src, dstBytes);
+      else std::memmove(q.dst, q.src, dstBytes);
+    }
+    return;
+  }
+  if (!state.workspace) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + state.name +
+                                            ": its members do not all share memory, and this build moves "
+                                            "collective data only within a node");
+  }
+  // In-place forms name the same bytes through src; normalize them so the host copies see it.
+  HostCopies copies(rt, q, extents(q, n, elem, me));
+  coll::CallRecord record{};
+  record.collective = static_cast<std::uint32_t>(q.collective);
+  record.dtype = static_cast<std::uint32_t>(q.type);
+  record.op = q.collective == Collective::Reduce || q.collective == Collective::Allreduce ||
+                      q.collective == Collective::ReduceScatter
+                  ? static_cast<std::uint32_t>(q.op)
+                  : 0;
+  record.algo = static_cast<std::uint32_t>(plan.algo);
+  record.root = q.collective == Collective::Broadcast || q.collective == Collective::Reduce ? q.root : -1;
+  record.count = q.count;
+  record.chunkBytes = rt.env().collBuffer;
+  coll::Call call(rt, state, *state.workspace, record, api);
+  const coll::Buffers b{static_cast<const char*>(q.src), static_cast<char*>(q.dst), q.count, q.type, q.op, q.root, elem};
+  try {
+    switch (q.collective) {
+      case Collective::Barrier: coll::runBarrier(call); break;
+      case Collective::Broadcast: coll::runBroadcast(call, plan, b); break;
+      case Collective::Reduce: coll::runReduce(call, plan, b); break;
+      case Collective::Allreduce: coll::runAllreduce(call, plan, b); break;
+      case Collective::Allgather: coll::runAllgather(call, plan, b); break;
+      case Collective::ReduceScatter: coll::runReduceScatter(call, plan, b); break;
+      case Collective::Alltoall: coll::runAlltoall(call, plan, b); break;
+    }
+    call.finish();
+  } catch (const Error& e) {
+    call.fail(std::string(errorCodeName(e.code())) + " in " + api);
+    throw;
+  }
+  copies.copyBack();
+}
+
+}  // namespace
+
+void barrier(const Team& team) {
+  run({Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8, ReduceOp::Sum, 0}, team, "barrier");
+}
+void broadcast(const Team& team, const void* src, void* dst, std::size_t count, DataType type, int root) {
+  run({Collective::Broadcast, src, dst, count, type, ReduceOp::Sum, root}, team, "broadcast");
+}
+void reduce(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op, int root) {
+  run({Collective::Reduce, src, dst, count, type, op, root}, team, "reduce");
+}
+void allreduce(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op) {
+  run({Collective::Allreduce, src, dst, count, type, op, 0}, team, "allreduce");
+}
+void allgather(const Team& team, const void* src, void* dst, std::size_t count, DataType type) {
+  run({Collective::Allgather, src, dst, count, type, ReduceOp::Sum, 0}, team, "allgather");
+}
+void reduceScatter(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op) {
+  run({Collective::ReduceScatter, src, dst, count, type, op, 0}, team, "reduce_scatter");
+}
+void alltoall(const Team& team, const void* src, void* dst, std::size_t count, DataType type) {
+  run({Collective::Alltoall, src, dst, count, type, ReduceOp::Sum, 0}, team, "alltoall");
+}
+
+Explanation explain(Collective c, const Team& team, std::size_t count, DataType type) {
+  Runtime& rt = runtime("explain");
+  const detail::TeamState& state = detail::requireValidTeam(team, "explain");
+  if (static_cast<unsigned>(c) > static_cast<unsigned>(Collective::Alltoall)) {
+    bad(rt, "explain", "collective " + std::to_string(static_cast<int>(c)) + " is not an axon::Collective");
+  }
+  if (static_cast<unsigned>(type) > static_cast<unsigned>(DataType::Float64)) {
+    bad(rt, "explain", "data type " + std::to_string(static_cast<int>(type)) + " is not an axon::DataType");
+  }
+  const int n = static_cast<int>(state.members.size());
+  const coll::Plan plan = planFor(rt, c, count, type, n);
+  Explanation e{c, coll::algoName(plan.algo), "", plan.reason, plan.chunkElems * dataTypeSize(type), plan.rounds};
+  if (n == 1) {
+    e.path = "local";
+  } else if (!state.workspace) {
+    e.path = "none";
+    e.reason = "the team's members do not all share memory; this build moves collective data only within a node";
+  } else {
+    e.path = "host-shm";
+    if (rt.gpu()) e.reason += "; GPU buffers are copied through host memory around the call";
+  }
+  return e;
+}
+
+std::string toString(const Explanation& e) {
+  return std::string(collectiveName(e.collective)) + ": " + e.algorithm + " over " + e.path + ", " +
+         std::to_string(e.rounds) + " rounds of up to " + std::to_string(e.chunkBytes) + " B; " + e.reason;
+}
+
+}  // namespace axon

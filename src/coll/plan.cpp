@@ -1,0 +1,143 @@
+#include "coll/plan.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "coll/schedule.hpp"
+
+namespace axon::coll {
+namespace {
+
+constexpr std::array<const char*, 5> kAlgoNames = {"local", "oneshot", "twoshot", "ring", "chain"};
+
+std::string bytesText(std::size_t b) {
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+// The default choice on the host-shm path, with its reason.
+std::pair<Algo, std::string> choose(const PlanInput& in, std::size_t bytes) {
+  const std::string size = bytesText(bytes) + " on " + std::to_string(in.members) + " PEs";
+  switch (in.collective) {
+    case Collective::Allreduce:
+      if (bytes <= 64 * 1024 || in.members <= 2) {
+        return {Algo::OneShot, size + ": one-shot (every PE reads every peer once; latency-bound size, or "
+                                      "2 PEs where two-shot saves nothing)"};
+      }
+      return {Algo::TwoShot, size + " > 64 KiB: two-shot (reduce-scatter then allgather; each PE reduces "
+                                    "1/n of the data); ring only pays off across slower links"};
+    case Collective::Broadcast:
+      if (bytes >= 1024 * 1024 && in.members >= 3) {
+        return {Algo::Chain, size + ": pipelined chain (the root sends each chunk once; chunks overlap "
+                                    "along the chain)"};
+      }
+      return {Algo::OneShot, size + ": one-shot (every PE reads the root's copy; < 1 MiB or < 3 PEs)"};
+    default:
+      return {Algo::OneShot, size + ": one-shot (every PE reads what it needs from every peer)"};
+  }
+}
+
+}  // namespace
+
+const char* algoName(Algo a) noexcept {
+  auto i = static_cast<std::size_t>(a);
+  return i < kAlgoNames.size() ? kAlgoNames[i] : "?";
+}
+
+std::optional<Algo> algoFromName(std::string_view name) {
+  for (std::size_t i = 0; i < kAlgoNames.size(); ++i) {
+    if (name == kAlgoNames[i]) return static_cast<Algo>(i);
+  }
+  return std::nullopt;
+}
+
+bool algorithmAllowed(Collective c, Algo a) {
+  switch (c) {
+    case Collective::Allreduce: return a == Algo::OneShot || a == Algo::TwoShot || a == Algo::Ring;
+    case Collective::Broadcast: return a == Algo::OneShot || a == Algo::Chain;
+    case Collective::Allgather: return a == Algo::OneShot || a == Algo::Ring;
+    default: return a == Algo::OneShot;
+  }
+}
+
+std::string allowedAlgorithms(Collective c) {
+  std::string s;
+  for (std::size_t i = 1; i < kAlgoNames.size(); ++i) {
+    if (!algorithmAllowed(c, static_cast<Algo>(i))) continue;
+    if (!s.empty()) s += ", ";
+    s += kAlgoNames[i];
+  }
+  return s;
+}
+
+std::string algoVariable(Collective c) {
+  std::string s = "AXON_ALGO_";
+  for (const char* p = collectiveName(c); *p; ++p) s += static_cast<char>(*p == '_' ? '_' : std::toupper(*p));
+  return s;
+}
+
+Plan makePlan(const PlanInput& in) {
+  const std::size_t e = in.elemBytes;
+  const int n = in.members;
+  const std::size_t bytes = in.count * e;
+  Plan p{};
+  if (n == 1) {
+    p.algo = Algo::Local;
+    p.chunkElems = std::max<std::size_t>(in.count, 1);
+    p.chunks = 1;
+    p.rounds = 0;
+    p.reason = "a team of one PE: a local copy";
+    return p;
+  }
+  if (in.forced) {
+    p.algo = *in.forced;
+    p.reason = bytesText(bytes) + " on " + std::to_string(n) + " PEs: " + algoName(*in.forced) + ", set by " +
+               algoVariable(in.collective);
+  } else {
+    auto [algo, why] = choose(in, bytes);
+    p.algo = algo;
+    p.reason = std::move(why);
+  }
+  const std::size_t perHalf = std::max<std::size_t>(in.bufferBytes / e, 1);
+  const auto nn = static_cast<std::size_t>(n);
+  switch (in.collective) {
+    case Collective::Barrier:
+      p.chunkElems = 1;
+      break;
+    case Collective::ReduceScatter:
+    case Collective::Alltoall:
+      p.chunkElems = std::max<std::size_t>(perHalf / nn, 1);  // a round carries one chunk per member
+      break;
+    case Collective::Allreduce:
+      p.chunkElems = p.algo == Algo::Ring ? perHalf * nn : perHalf;  // ring: a round carries one segment
+      break;
+    case Collective::Broadcast:
+      if (p.algo == Algo::Chain) {
+        // Small enough chunks that the chain's stages overlap (8 per call), big enough to amortize a
+        // round (16 KiB), never more than a half.
+        const std::size_t target = std::clamp<std::size_t>(ceilDiv(bytes, 8), 16 * 1024, in.bufferBytes);
+        p.chunkElems = std::max<std::size_t>(target / e, 1);
+      } else {
+        p.chunkElems = perHalf;
+      }
+      break;
+    default:
+      p.chunkElems = perHalf;
+      break;
+  }
+  p.chunks = std::max<std::size_t>(ceilDiv(in.count, p.chunkElems), 1);
+  switch (p.algo) {
+    case Algo::TwoShot: p.rounds = 2 * p.chunks; break;
+    case Algo::Ring:
+      p.rounds = p.chunks * static_cast<std::size_t>(in.collective == Collective::Allreduce
+                                                         ? ringRoundsPerChunk(n)
+                                                         : n - 1);
+      break;
+    case Algo::Chain: p.rounds = chainSteps(p.chunks, n); break;
+    default: p.rounds = p.chunks; break;
+  }
+  return p;
+}
+
+}  // namespace axon::coll

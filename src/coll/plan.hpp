@@ -1,0 +1,44 @@
+// Which algorithm a call uses and how it cuts the data into rounds. Pure: every member computes
+// the same plan from the same arguments (the plan's algorithm and buffer size are part of the
+// mismatch check). Tested on the host (tests/unit/coll_plan_test.cpp).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "axon/collectives.hpp"
+
+namespace axon::coll {
+
+enum class Algo { Local, OneShot, TwoShot, Ring, Chain };
+const char* algoName(Algo a) noexcept;  // "oneshot"
+std::optional<Algo> algoFromName(std::string_view name);
+
+// The algorithms AXON_ALGO_<COLLECTIVE> may name for `c`, e.g. "oneshot, twoshot, ring".
+std::string allowedAlgorithms(Collective c);
+bool algorithmAllowed(Collective c, Algo a);
+// "AXON_ALGO_ALLREDUCE"
+std::string algoVariable(Collective c);
+
+struct PlanInput {
+  Collective collective;
+  std::size_t count;        // elements (per PE for allgather, reduce_scatter and alltoall)
+  std::size_t elemBytes;
+  int members;
+  std::size_t bufferBytes;  // one workspace half
+  std::optional<Algo> forced;  // from AXON_ALGO_<COLLECTIVE>
+};
+
+struct Plan {
+  Algo algo;
+  std::size_t chunkElems;  // elements per chunk (the unit each algorithm iterates over)
+  std::size_t chunks;      // >= 1: a call with count 0 still takes its rounds (it synchronizes)
+  std::size_t rounds;      // rounds the call takes, the same on every member
+  std::string reason;
+};
+
+Plan makePlan(const PlanInput& in);
+
+}  // namespace axon::coll

@@ -1,0 +1,171 @@
+#include "coll/protocol.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+
+#include "axon/collectives.hpp"
+#include "axon/error.hpp"
+#include "coll/plan.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+#include "onesided/wait.hpp"
+
+namespace axon::coll {
+namespace {
+
+std::uint64_t loadAcquire(const std::uint64_t& w) {
+  return std::atomic_ref<const std::uint64_t>(w).load(std::memory_order_acquire);
+}
+void storeRelease(std::uint64_t& w, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(w).store(v, std::memory_order_release);
+}
+
+bool sameCall(const CallRecord& a, const CallRecord& b) {
+  return a.seq == b.seq && a.collective == b.collective && a.dtype == b.dtype && a.op == b.op &&
+         a.algo == b.algo && a.root == b.root && a.count == b.count && a.chunkBytes == b.chunkBytes;
+}
+
+}  // namespace
+
+Call::Call(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api)
+    : rt_(rt), team_(team), ws_(ws), record_(record), api_(api) {
+  if (!ws_.failure.empty()) {
+    throw Error(ErrorCode::CollectiveMismatch,
+                "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name +
+                    ": an earlier collective on this team failed, so the members no longer agree on "
+                    "where they are (" + ws_.failure + "); destroy the team and split a new one");
+  }
+  record_.seq = ++ws_.calls;
+  record_.round = 0;
+  // A peer scanning our record sees seq 0 while the fields change, and skips it.
+  CallRecord& cur = ws_.header(me()).current;
+  storeRelease(cur.seq, 0);
+  CallRecord body = record_;
+  body.seq = 0;
+  std::memcpy(&cur, &body, sizeof(body));
+  storeRelease(cur.seq, record_.seq);
+  checkAbortAndPeers();
+}
+
+char* Call::beginPublish(std::uint64_t r) {
+  Workspace::HalfUse& use = ws_.halfUse[r % 2];
+  for (int reader : use.readers) {
+    waitWord(ws_.ackWord(me(), reader), use.round, reader, "ack");
+  }
+  use.readers.clear();
+  return ws_.half(me(), r);
+}
+
+void Call::publish(std::uint64_t r, std::span<const int> readers) {
+  CallRecord& rec = ws_.header(me()).half[r % 2];
+  rec = record_;
+  rec.round = r;
+  Workspace::HalfUse& use = ws_.halfUse[r % 2];
+  use.round = r;
+  use.readers.assign(readers.begin(), readers.end());
+  for (int reader : readers) storeRelease(*ws_.readyWord(reader, me()), r);
+  lastPublished_ = r;
+}
+
+void Call::publishToAll(std::uint64_t r) {
+  std::vector<int> others;
+  for (int p = 0; p < members(); ++p) {
+    if (p != me()) others.push_back(p);
+  }
+  publish(r, others);
+}
+
+const char* Call::await(int p, std::uint64_t r) {
+  waitWord(ws_.readyWord(me(), p), r, p, "ready");
+  checkRecord(ws_.header(p).half[r % 2], p, r);
+  readSomething_ = true;
+  return ws_.half(p, r);
+}
+
+void Call::ack(int p, std::uint64_t r) { storeRelease(*ws_.ackWord(p, me()), r); }
+
+void Call::finish() {
+  if (readSomething_ || lastPublished_ == 0) return;
+  const Workspace::HalfUse& use = ws_.halfUse[lastPublished_ % 2];
+  for (int reader : use.readers) waitWord(ws_.ackWord(me(), reader), use.round, reader, "ack");
+}
+
+std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const char* what) {
+  // Fast path: already there.
+  std::uint64_t seen = loadAcquire(*word);
+  if (seen >= value) return seen;
+  const std::string name = std::string(what) + "[from team PE " + std::to_string(member) + "] of team " +
+                           team_.name + "'s collective workspace";
+  const std::function<void()> onCheck = [this] { checkAbortAndPeers(); };
+  WaitSite site{api_, team_.name.c_str(), static_cast<int>(value), team_.members[member], name.c_str(), &onCheck};
+  return waitUntil(rt_, word, Cmp::Ge, value, site);
+}
+
+void Call::checkRecord(const CallRecord& theirs, int member, std::uint64_t round) {
+  if (sameCall(theirs, record_) && theirs.round == round) return;
+  mismatch("this PE called " + describeCall(record_) + " but team PE " + std::to_string(member) + " (PE " +
+           std::to_string(team_.members[member]) + ") called " + describeCall(theirs));
+}
+
+void Call::checkAbortAndPeers() {
+  AbortRecord& mine = ws_.header(me()).abort;
+  if (loadAcquire(mine.state) == 2) {
+    std::string text(mine.text, strnlen(mine.text, sizeof(mine.text)));
+    ws_.failure = "PE " + std::to_string(mine.pe) + " reported a mismatch";
+    throw Error(ErrorCode::CollectiveMismatch, "PE " + std::to_string(rt_.myPe()) + ": " + api_ + " on team " +
+                                                   team_.name + " stopped: PE " + std::to_string(mine.pe) +
+                                                   " found a collective mismatch: " + text);
+  }
+  // A peer in the same call (same seq) with other arguments is a mismatch even when no data
+  // flows between us (a PE that thinks it is the root waits for acks that never come).
+  for (int p = 0; p < members(); ++p) {
+    if (p == me()) continue;
+    const CallRecord& cur = ws_.header(p).current;
+    const std::uint64_t s1 = loadAcquire(cur.seq);
+    if (s1 != record_.seq) continue;
+    CallRecord copy;
+    std::memcpy(&copy, &cur, sizeof(copy));
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (loadAcquire(cur.seq) != s1) continue;
+    copy.seq = s1;
+    copy.round = 0;
+    CallRecord mineNow = record_;
+    mineNow.round = 0;
+    if (!sameCall(copy, mineNow)) {
+      mismatch("this PE called " + describeCall(record_) + " but team PE " + std::to_string(p) + " (PE " +
+               std::to_string(team_.members[p]) + ") called " + describeCall(copy));
+    }
+  }
+}
+
+void Call::mismatch(const std::string& text) {
+  const std::string message = "PE " + std::to_string(rt_.myPe()) + ": collective mismatch on team " + team_.name +
+                              " (call #" + std::to_string(record_.seq) + "): " + text;
+  // Tell every member, so that those waiting on this PE (or on each other) stop too.
+  for (int p = 0; p < members(); ++p) {
+    if (p == me()) continue;
+    AbortRecord& rec = ws_.header(p).abort;
+    std::uint64_t expected = 0;
+    if (!std::atomic_ref<std::uint64_t>(rec.state).compare_exchange_strong(expected, 1)) continue;
+    rec.pe = rt_.myPe();
+    std::snprintf(rec.text, sizeof(rec.text), "%s", message.c_str());
+    storeRelease(rec.state, 2);
+  }
+  ws_.failure = "this PE found a mismatch";
+  throw Error(ErrorCode::CollectiveMismatch, message);
+}
+
+std::string Call::describeCall(const CallRecord& r) const {
+  const auto c = static_cast<Collective>(r.collective);
+  std::string s = std::string(collectiveName(c)) + "(count " + std::to_string(r.count);
+  if (c != Collective::Barrier) s += std::string(", ") + dataTypeName(static_cast<DataType>(r.dtype));
+  if (c == Collective::Reduce || c == Collective::Allreduce || c == Collective::ReduceScatter) {
+    s += std::string(", ") + reduceOpName(static_cast<ReduceOp>(r.op));
+  }
+  if (c == Collective::Broadcast || c == Collective::Reduce) s += ", root " + std::to_string(r.root);
+  s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) + ", buffer " + std::to_string(r.chunkBytes) + ")";
+  return s;
+}
+
+}  // namespace axon::coll

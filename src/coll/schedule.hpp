@@ -1,0 +1,50 @@
+// Index and schedule math of the collective algorithms: pure functions, tested on the host
+// (tests/unit/coll_schedule_test.cpp). The algorithms in algorithms.cpp and, later, the GPU kernels
+// follow these and nothing else, so every member derives the same rounds from the same arguments.
+#pragma once
+
+#include <cstddef>
+
+namespace axon::coll {
+
+constexpr std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// Part i of `count` elements split into `parts` nearly equal parts (the first count % parts
+// parts hold one more).
+struct Range {
+  std::size_t offset;
+  std::size_t count;
+};
+constexpr Range balancedPart(std::size_t count, int parts, int i) {
+  const std::size_t base = count / static_cast<std::size_t>(parts);
+  const std::size_t extra = count % static_cast<std::size_t>(parts);
+  const std::size_t ui = static_cast<std::size_t>(i);
+  return {ui * base + (ui < extra ? ui : extra), base + (ui < extra ? 1 : 0)};
+}
+
+constexpr int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Ring allreduce over n PEs, steps t = 0 .. 2n-2 (each step publishes one segment to the right
+// neighbour, except the last, and consumes what the left one published the step before, except
+// the first).
+//  - steps 0 .. n-2 (reduce-scatter): the partial sum of segment (me - t) travels right, each PE
+//    adding its own part;
+//  - step n-1: the partial arriving from the left is segment me+1, complete once this PE adds its
+//    part: the PE owns that segment's result;
+//  - steps n-1 .. 2n-2 (allgather): finished segments travel right; at step t the segment in hand
+//    is (me + n - t).
+constexpr int ringSegment(int me, int t, int n) { return t < n - 1 ? mod(me - t, n) : mod(me + n - t, n); }
+constexpr int ringSteps(int n) { return 2 * n - 1; }
+constexpr int ringRoundsPerChunk(int n) { return 2 * n - 2; }  // steps that publish
+
+// Ring allgather over n PEs, steps t = 0 .. n-1: at step t the block in hand is (me - t); steps
+// 0 .. n-2 publish it to the right.
+constexpr int ringGatherBlock(int me, int t, int n) { return mod(me - t, n); }
+
+// Chain broadcast: PEs in order root, root+1, ...; position 0 is the root.
+constexpr int chainPosition(int me, int root, int n) { return mod(me - root, n); }
+constexpr int chainMember(int position, int root, int n) { return mod(root + position, n); }
+// Steps of a chain broadcast of `chunks` chunks over n PEs: chunk k leaves position d at step k+d.
+constexpr std::size_t chainSteps(std::size_t chunks, int n) { return chunks + static_cast<std::size_t>(n) - 2; }
+
+}  // namespace axon::coll
