@@ -94,6 +94,25 @@ axon_status_t axon_team_barrier(axon_team_t team);
 axon_status_t axon_team_sync(axon_team_t team);
 axon_status_t axon_team_destroy(axon_team_t team);
 
+/* Collectives (axon/collectives.hpp): every member of `team` makes the same calls with the same
+ * count, type, op and root; a difference returns AXON_ERR_COLLECTIVE_MISMATCH on every PE. */
+typedef enum {
+  AXON_INT8, AXON_UINT8, AXON_INT32, AXON_UINT32, AXON_INT64, AXON_UINT64,
+  AXON_FLOAT16, AXON_BFLOAT16, AXON_FLOAT32, AXON_FLOAT64
+} axon_datatype_t;
+typedef enum { AXON_SUM, AXON_PROD, AXON_MIN, AXON_MAX } axon_reduce_op_t;
+axon_status_t axon_barrier(axon_team_t team);
+axon_status_t axon_broadcast(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type, int root);
+axon_status_t axon_reduce(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type,
+                          axon_reduce_op_t op, int root);
+axon_status_t axon_allreduce(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type,
+                             axon_reduce_op_t op);
+/* count: elements per PE. */
+axon_status_t axon_allgather(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type);
+axon_status_t axon_reduce_scatter(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                  axon_reduce_op_t op);
+axon_status_t axon_alltoall(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type);
+
 /* The GPU backend (axon/gpu.hpp). `stream` is a cudaStream_t / CUstream (NULL: the legacy default
  * stream). Without the GPU backend these return AXON_ERR_UNSUPPORTED with the reason. */
 axon_status_t axon_gpu_enabled(int* enabled);

@@ -1,4 +1,4 @@
-"""axon: symmetric memory, one-sided communication and (later) collectives for GPU clusters.
+"""axon: symmetric memory, one-sided communication and collectives for GPU clusters.
 
     import axon, numpy as np
     axon.init()
@@ -19,6 +19,10 @@ from .errors import (  # noqa: F401
     AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
     PeerDeadError, SystemError, TimeoutError, UnsupportedError,
+)
+from .collectives import (  # noqa: F401
+    Collective, Explanation, ReduceOp, allgather, allreduce, alltoall, barrier, broadcast, explain, reduce,
+    reduce_scatter,
 )
 from .errors import BY_CODE as _BY_CODE
 from .gpu import (  # noqa: F401

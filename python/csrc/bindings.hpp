@@ -11,5 +11,6 @@ void bindMemory(nanobind::module_& m);
 void bindOnesided(nanobind::module_& m);
 void bindTeams(nanobind::module_& m);
 void bindGpu(nanobind::module_& m);
+void bindCollectives(nanobind::module_& m);
 
 }  // namespace axon::py

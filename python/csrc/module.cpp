@@ -8,4 +8,5 @@ NB_MODULE(_axon, m) {
   axon::py::bindOnesided(m);
   axon::py::bindTeams(m);
   axon::py::bindGpu(m);
+  axon::py::bindCollectives(m);
 }

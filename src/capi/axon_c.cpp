@@ -171,6 +171,34 @@ axon_status_t axon_team_split_strided(axon_team_t parent, int start, int stride,
     g_teams[*out] = team;
   });
 }
+namespace {
+axon::DataType typeOf(axon_datatype_t t) { return static_cast<axon::DataType>(t); }
+axon::ReduceOp opOf(axon_reduce_op_t op) { return static_cast<axon::ReduceOp>(op); }
+}  // namespace
+
+axon_status_t axon_barrier(axon_team_t t) { return guarded([&] { axon::barrier(teamOf(t)); }); }
+axon_status_t axon_broadcast(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type, int root) {
+  return guarded([&] { axon::broadcast(teamOf(t), src, dst, count, typeOf(type), root); });
+}
+axon_status_t axon_reduce(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                          axon_reduce_op_t op, int root) {
+  return guarded([&] { axon::reduce(teamOf(t), src, dst, count, typeOf(type), opOf(op), root); });
+}
+axon_status_t axon_allreduce(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                             axon_reduce_op_t op) {
+  return guarded([&] { axon::allreduce(teamOf(t), src, dst, count, typeOf(type), opOf(op)); });
+}
+axon_status_t axon_allgather(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type) {
+  return guarded([&] { axon::allgather(teamOf(t), src, dst, count, typeOf(type)); });
+}
+axon_status_t axon_reduce_scatter(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                  axon_reduce_op_t op) {
+  return guarded([&] { axon::reduceScatter(teamOf(t), src, dst, count, typeOf(type), opOf(op)); });
+}
+axon_status_t axon_alltoall(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type) {
+  return guarded([&] { axon::alltoall(teamOf(t), src, dst, count, typeOf(type)); });
+}
+
 axon_status_t axon_team_barrier(axon_team_t t) { return guarded([&] { teamOf(t).barrier(); }); }
 axon_status_t axon_team_sync(axon_team_t t) { return guarded([&] { teamOf(t).sync(); }); }
 axon_status_t axon_team_destroy(axon_team_t t) {

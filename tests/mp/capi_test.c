@@ -84,6 +84,23 @@ int main(void) {
   CHECK(axon_barrier_all() == AXON_SUCCESS);
   CHECK(axon_free(hbuf) == AXON_SUCCESS);
 
+  /* Collectives from C: allreduce, broadcast, allgather; a bad root is named. */
+  {
+    int64_t mine[5], sum[5], gathered[64];
+    float bc[3] = {0, 0, 0};
+    for (i = 0; i < 5; ++i) mine[i] = (int64_t)(me + 1) * (i + 1);
+    CHECK(axon_allreduce(AXON_TEAM_WORLD, mine, sum, 5, AXON_INT64, AXON_SUM) == AXON_SUCCESS);
+    for (i = 0; i < 5; ++i) CHECK(sum[i] == (int64_t)n * (n + 1) / 2 * (i + 1));
+    if (me == n - 1) bc[0] = 1.5f, bc[1] = 2.5f, bc[2] = -3.0f;
+    CHECK(axon_broadcast(AXON_TEAM_WORLD, bc, bc, 3, AXON_FLOAT32, n - 1) == AXON_SUCCESS);
+    CHECK(bc[0] == 1.5f && bc[1] == 2.5f && bc[2] == -3.0f);
+    CHECK(axon_allgather(AXON_TEAM_WORLD, mine, gathered, 1, AXON_INT64) == AXON_SUCCESS);
+    for (i = 0; i < n && i < 64; ++i) CHECK(gathered[i] == i + 1);
+    CHECK(axon_broadcast(AXON_TEAM_WORLD, bc, bc, 3, AXON_FLOAT32, n) == AXON_ERR_INVALID_PE);
+    CHECK(strstr(axon_last_error(), "root") != NULL);
+    CHECK(axon_barrier(AXON_TEAM_WORLD) == AXON_SUCCESS);
+  }
+
   CHECK(axon_free(counter) == AXON_SUCCESS);
   CHECK(axon_free(sig) == AXON_SUCCESS);
   CHECK(axon_free(buf) == AXON_SUCCESS);

@@ -1,0 +1,85 @@
+"""Collectives from Python: NumPy-checked results on 2 to 8 PEs with each algorithm, mismatch
+reports, explain(), and argument errors."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def axon_run(n, *argv, env=None, timeout=300):
+    import os
+
+    full = dict(os.environ, AXON_TIMEOUT="30", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(n), *argv], capture_output=True,
+                          text=True, env=full, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("n,seed", [(2, 1), (3, 2), (5, 3), (8, 4)])
+def test_collectives_match_numpy(n, seed):
+    res = axon_run(n, sys.executable, str(SCRIPTS / "collectives_numpy.py"), str(seed))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count("collective results match NumPy") == n
+
+
+@pytest.mark.parametrize("algos", [
+    {"AXON_ALGO_ALLREDUCE": "ring", "AXON_ALGO_ALLGATHER": "ring", "AXON_ALGO_BROADCAST": "chain"},
+    {"AXON_ALGO_ALLREDUCE": "twoshot"},
+], ids=["ring-chain", "twoshot"])
+def test_forced_algorithms_match_numpy(algos):
+    res = axon_run(4, sys.executable, str(SCRIPTS / "collectives_numpy.py"), "9",
+                   env=dict(algos, AXON_COLL_BUFFER="8K"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_mismatched_counts_fail_on_every_pe():
+    res = axon_run(3, sys.executable, str(SCRIPTS / "collectives_mismatch.py"), timeout=120)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count("mismatch reported") == 3
+
+
+def test_bad_algorithm_variable_is_named(single_pe):
+    import axon
+
+    single_pe.setenv("AXON_ALGO_ALLREDUCE", "fastest")
+    with pytest.raises(axon.InvalidArgumentError, match="AXON_ALGO_ALLREDUCE='fastest' is not one of oneshot"):
+        axon.init()
+
+
+def test_world_of_one(single_pe):
+    import axon
+
+    axon.init()
+    x = np.arange(10, dtype=np.int32)
+    assert np.array_equal(axon.allreduce(x.copy()), x)
+    assert np.array_equal(axon.allgather(x), x)
+    assert np.array_equal(axon.reduce_scatter(x), x)
+    assert np.array_equal(axon.alltoall(x), x)
+    e = axon.explain("allreduce", 1 << 20, "float32")
+    assert e.path == "local" and e.algorithm == "local" and "allreduce" in str(e)
+    axon.barrier()
+
+
+def test_argument_errors(single_pe):
+    import axon
+
+    axon.init()
+    x = np.zeros(8, np.float32)
+    with pytest.raises(axon.InvalidArgumentError, match="int16 are not supported"):
+        axon.allreduce(np.zeros(4, np.int16))
+    with pytest.raises(axon.InvalidArgumentError, match="op 'mean' is not one of"):
+        axon.allreduce(x, op="mean")
+    with pytest.raises(axon.InvalidArgumentError, match="src has 8 elements but dst has 4"):
+        axon.allreduce(x, np.zeros(4, np.float32))
+    with pytest.raises(axon.InvalidArgumentError, match="differ in dtype"):
+        axon.allreduce(x, np.zeros(8, np.int32))
+    with pytest.raises(axon.InvalidArgumentError, match="does not match"):
+        axon.allreduce(x, dtype="bfloat16")
+    with pytest.raises(axon.InvalidPeError, match="root 3 is outside the team"):
+        axon.broadcast(x, root=3)
+    with pytest.raises(axon.InvalidArgumentError, match="is not one of barrier"):
+        axon.explain("allsum", 4)

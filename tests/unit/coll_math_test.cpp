@@ -1,0 +1,222 @@
+// The collectives' host-tested math: partitions, ring and chain schedules (simulated to the end),
+// workspace layout, plans, AXON_ALGO_* parsing, float16/bfloat16 conversion and the reductions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "coll/half.hpp"
+#include "coll/plan.hpp"
+#include "coll/reduce_host.hpp"
+#include "coll/schedule.hpp"
+#include "coll/workspace_layout.hpp"
+#include "core/env.hpp"
+#include "expect_error.hpp"
+
+namespace axon::coll {
+namespace {
+
+TEST(CollSchedule, BalancedPartsCoverTheRangeInOrder) {
+  for (std::size_t count : {0u, 1u, 5u, 7u, 64u, 1001u}) {
+    for (int parts = 1; parts <= 9; ++parts) {
+      std::size_t next = 0, largest = 0, smallest = count;
+      for (int i = 0; i < parts; ++i) {
+        Range r = balancedPart(count, parts, i);
+        EXPECT_EQ(r.offset, next) << count << "/" << parts << " part " << i;
+        next += r.count;
+        largest = std::max(largest, r.count);
+        smallest = std::min(smallest, r.count);
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_LE(largest - smallest, 1u);
+    }
+  }
+}
+
+// Simulates the ring allreduce: which PEs' contributions each published partial holds. Every
+// segment must end complete (all n contributions, each once) on every PE.
+TEST(CollSchedule, RingAllreduceEndsWithEverySegmentCompleteEverywhere) {
+  for (int n = 2; n <= 9; ++n) {
+    // published[pe] = (segment, contributors) of pe's last publication
+    std::vector<std::pair<int, std::uint64_t>> published(n);
+    std::vector<std::vector<std::uint64_t>> final(n, std::vector<std::uint64_t>(n, 0));
+    for (int t = 0; t < ringSteps(n); ++t) {
+      std::vector<std::pair<int, std::uint64_t>> next(n);
+      for (int me = 0; me < n; ++me) {
+        const int seg = ringSegment(me, t, n);
+        std::uint64_t have = 0;
+        if (t > 0) {
+          auto [lseg, lhave] = published[mod(me - 1, n)];
+          ASSERT_EQ(lseg, seg) << "n " << n << " step " << t << " PE " << me << " got another segment";
+          have = lhave;
+        }
+        if (t <= n - 1) {
+          ASSERT_EQ(have & (1ull << me), 0u) << "PE " << me << " would add its part twice";
+          have |= 1ull << me;
+        }
+        if (t >= n - 1) final[me][seg] = have;
+        next[me] = {seg, have};
+      }
+      published = next;
+    }
+    const std::uint64_t all = (1ull << n) - 1;
+    for (int me = 0; me < n; ++me) {
+      for (int s = 0; s < n; ++s) EXPECT_EQ(final[me][s], all) << "n " << n << " PE " << me << " segment " << s;
+    }
+    EXPECT_EQ(ringRoundsPerChunk(n), ringSteps(n) - 1);
+  }
+}
+
+TEST(CollSchedule, RingAllgatherDeliversEveryBlock) {
+  for (int n = 2; n <= 9; ++n) {
+    for (int me = 0; me < n; ++me) {
+      std::set<int> seen;
+      for (int t = 0; t < n; ++t) seen.insert(ringGatherBlock(me, t, n));
+      EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
+      // What I hold at step t is what my left neighbour held at step t - 1.
+      for (int t = 1; t < n; ++t) EXPECT_EQ(ringGatherBlock(me, t, n), ringGatherBlock(mod(me - 1, n), t - 1, n));
+    }
+  }
+}
+
+TEST(CollSchedule, ChainVisitsEveryPositionOnceAndEndsInTime) {
+  for (int n = 2; n <= 9; ++n) {
+    for (int root = 0; root < n; ++root) {
+      std::set<int> members;
+      for (int d = 0; d < n; ++d) {
+        members.insert(chainMember(d, root, n));
+        EXPECT_EQ(chainPosition(chainMember(d, root, n), root, n), d);
+      }
+      EXPECT_EQ(members.size(), static_cast<std::size_t>(n));
+    }
+    for (std::size_t chunks : {1u, 2u, 8u}) {
+      // The last chunk leaves position n-2 at step chunks-1+n-2: the last publishing step.
+      EXPECT_EQ(chainSteps(chunks, n), chunks - 1 + static_cast<std::size_t>(n) - 2 + 1);
+    }
+  }
+}
+
+TEST(CollLayout, FlagsOnTheirOwnLinesHalvesPageAligned) {
+  for (int n : {1, 2, 8, 100}) {
+    WorkspaceLayout l = workspaceLayout(n, 256 * 1024 + 5);
+    EXPECT_GE(l.ready, sizeof(WorkspaceHeader));
+    EXPECT_EQ(l.ready % 64, 0u);
+    EXPECT_EQ(l.ack, l.ready + 64u * n);
+    EXPECT_GE(l.half[0], l.ack + 64u * n);
+    EXPECT_EQ(l.half[0] % 4096, 0u);
+    EXPECT_EQ(l.halfBytes, 256u * 1024 + 4096);
+    EXPECT_EQ(l.half[1], l.half[0] + l.halfBytes);
+    EXPECT_EQ(l.total, l.half[1] + l.halfBytes);
+  }
+}
+
+TEST(CollPlan, RoundsFollowTheAlgorithm) {
+  const std::size_t buf = 4096;
+  auto plan = [&](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
+    return makePlan({c, count, 4, n, buf, forced});
+  };
+  EXPECT_EQ(plan(Collective::Allreduce, 100, 1).algo, Algo::Local);
+  EXPECT_EQ(plan(Collective::Allreduce, 100, 1).rounds, 0u);
+  // count 0 still takes a round: the call synchronizes, and a mismatch is found.
+  EXPECT_EQ(plan(Collective::Allreduce, 0, 4).rounds, 1u);
+  EXPECT_EQ(plan(Collective::Allreduce, 1024, 4).rounds, 1u);    // 4 KiB: one half
+  EXPECT_EQ(plan(Collective::Allreduce, 1025, 4).rounds, 2u);
+  EXPECT_EQ(plan(Collective::Allreduce, 4096, 4, Algo::TwoShot).rounds, 8u);
+  // ring: a round carries one segment (a quarter of a 4-PE chunk): 4096 elements = 1 chunk of 6 rounds
+  EXPECT_EQ(plan(Collective::Allreduce, 4096, 4, Algo::Ring).rounds, 6u);
+  EXPECT_EQ(plan(Collective::Allreduce, 4097, 4, Algo::Ring).rounds, 12u);
+  EXPECT_EQ(plan(Collective::Allgather, 2048, 5, Algo::Ring).rounds, 2u * 4);
+  // reduce_scatter and alltoall: a round carries one piece per member
+  EXPECT_EQ(plan(Collective::ReduceScatter, 256, 4).rounds, 1u);
+  EXPECT_EQ(plan(Collective::ReduceScatter, 257, 4).rounds, 2u);
+  // chain: chunks + n - 2
+  Plan chain = plan(Collective::Broadcast, 4 * 1024, 4, Algo::Chain);
+  EXPECT_EQ(chain.rounds, chain.chunks + 2);
+  EXPECT_NE(plan(Collective::Broadcast, 4, 4, Algo::Chain).reason.find("AXON_ALGO_BROADCAST"), std::string::npos);
+}
+
+TEST(CollPlan, DefaultChoicesAndReasons) {
+  auto plan = [](Collective c, std::size_t bytes, int n) { return makePlan({c, bytes, 1, n, 256 * 1024, {}}); };
+  EXPECT_EQ(plan(Collective::Allreduce, 1024, 8).algo, Algo::OneShot);
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 2).algo, Algo::OneShot);
+  Plan big = plan(Collective::Allreduce, 1 << 20, 4);
+  EXPECT_EQ(big.algo, Algo::TwoShot);
+  EXPECT_NE(big.reason.find("1 MiB on 4 PEs"), std::string::npos) << big.reason;
+  EXPECT_EQ(plan(Collective::Broadcast, 4 << 20, 4).algo, Algo::Chain);
+  EXPECT_EQ(plan(Collective::Broadcast, 4 << 20, 2).algo, Algo::OneShot);
+}
+
+TEST(CollPlan, AlgoVariablesAreParsedAndChecked) {
+  EXPECT_EQ(algoVariable(Collective::ReduceScatter), "AXON_ALGO_REDUCE_SCATTER");
+  Env env = Env::fromVars({{"AXON_ALGO_ALLREDUCE", "ring"}, {"AXON_COLL_BUFFER", "64K"}});
+  EXPECT_EQ(env.algo[static_cast<int>(Collective::Allreduce)], "ring");
+  EXPECT_EQ(env.collBuffer, 64u * 1024);
+  std::string m = test::errorMessageOf([] { Env::fromVars({{"AXON_ALGO_BROADCAST", "ring"}}); },
+                                       ErrorCode::InvalidArgument);
+  EXPECT_TRUE(test::contains(m, "AXON_ALGO_BROADCAST='ring' is not one of oneshot, chain"));
+  m = test::errorMessageOf([] { Env::fromVars({{"AXON_COLL_BUFFER", "1K"}}); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(test::contains(m, "AXON_COLL_BUFFER"));
+}
+
+TEST(CollHalf, KnownBitPatterns) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);  // rounds up to infinity
+  EXPECT_EQ(floatToHalf(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);  // ties to even: zero
+  EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f), 0x3c00);  // tie, to even
+  EXPECT_EQ(floatToHalf(1.0f + 0x1p-10f + 0x1p-11f), 0x3c02);  // tie, to even (up)
+  EXPECT_EQ(floatToHalf(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(std::nanf("")))));
+  EXPECT_EQ(halfToFloat(0x0001), 0x1p-24f);
+  EXPECT_EQ(halfToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(floatToBf16(1.0f + 0x1p-8f), 0x3f80);           // tie, to even
+  EXPECT_EQ(floatToBf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);  // tie, to even (up)
+  EXPECT_EQ(bf16ToFloat(0xc040), -3.0f);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
+}
+
+TEST(CollHalf, EveryHalfRoundTrips) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = halfToFloat(static_cast<std::uint16_t>(h));
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(floatToHalf(f), h) << std::hex << h;
+  }
+}
+
+TEST(CollReduce, IntegersWrapAndCompareSigned) {
+  std::int8_t a[3] = {100, -128, -1}, b[3] = {100, -1, 1}, out[3];
+  reduceHost(out, a, b, 3, DataType::Int8, ReduceOp::Sum);
+  EXPECT_EQ(out[0], -56);
+  EXPECT_EQ(out[1], 127);
+  reduceHost(out, a, b, 3, DataType::Int8, ReduceOp::Min);
+  EXPECT_EQ(out[1], -128);
+  EXPECT_EQ(out[2], -1);
+  std::uint64_t x[1] = {~0ull}, y[1] = {3};
+  reduceHost(x, x, y, 1, DataType::Uint64, ReduceOp::Prod);
+  EXPECT_EQ(x[0], ~0ull - 2);
+  std::uint32_t u[1] = {5}, v[1] = {0xffffffffu};
+  reduceHost(u, u, v, 1, DataType::Uint32, ReduceOp::Max);
+  EXPECT_EQ(u[0], 0xffffffffu);
+}
+
+TEST(CollReduce, HalfTypesComputeInFloat) {
+  std::uint16_t a[2] = {floatToHalf(1.5f), floatToHalf(2048.0f)}, b[2] = {floatToHalf(2.25f), floatToHalf(1.0f)};
+  reduceHost(a, a, b, 2, DataType::Float16, ReduceOp::Sum);
+  EXPECT_EQ(halfToFloat(a[0]), 3.75f);
+  EXPECT_EQ(halfToFloat(a[1]), 2048.0f);  // 2049 is not a float16: ties to even
+  std::uint16_t c[1] = {floatToBf16(3.0f)}, d[1] = {floatToBf16(-0.5f)};
+  reduceHost(c, c, d, 1, DataType::BFloat16, ReduceOp::Prod);
+  EXPECT_EQ(bf16ToFloat(c[0]), -1.5f);
+  float nan = std::nanf(""), one = 1.0f, r;
+  reduceHost(&r, &nan, &one, 1, DataType::Float32, ReduceOp::Max);
+  EXPECT_TRUE(std::isnan(r));
+}
+
+}  // namespace
+}  // namespace axon::coll
