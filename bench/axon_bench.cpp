@@ -45,8 +45,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
+#include "coll_bench.hpp"
+
 namespace {
 
+using namespace axon::bench;
 using Clock = std::chrono::steady_clock;
 constexpr int kWindow = 64;                   // messages per window (osu_bw's default)
 constexpr std::size_t kLargeMessage = 8192;   // OSU: above this, fewer iterations
@@ -87,79 +91,6 @@ struct Options {
   bool validate = true;
   int settleMs = 200;
 };
-
-// A bad command line: reported as one line, exit status 2.
-struct UsageError {
-  std::string message;
-};
-
-bool isRankZero() {
-  const char* rank = std::getenv("AXON_RANK");
-  return rank == nullptr || std::strcmp(rank, "0") == 0;
-}
-
-std::string jsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string jsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-void emitLine(const std::string& json) {
-  std::fputs(json.c_str(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
-void emitError(const std::string& message, bool usage) {
-  emitLine(std::string("{\"type\": \"error\", \"usage\": ") + (usage ? "true" : "false") +
-           ", \"message\": " + jsonString(message) + "}");
-  std::fprintf(stderr, "axon_bench: %s\n", message.c_str());
-}
-
-// "8", "64K", "1M", "2G" (binary multiples).
-std::size_t parseSize(const std::string& text, const char* what) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  std::string suffix = end ? end : "";
-  std::size_t scale = suffix.empty() ? 1 : suffix == "K" || suffix == "k" ? 1024
-                      : suffix == "M" || suffix == "m"                   ? std::size_t{1} << 20
-                      : suffix == "G" || suffix == "g"                   ? std::size_t{1} << 30
-                                                                         : 0;
-  if (text.empty() || end == text.c_str() || scale == 0 || errno != 0 || text[0] == '-') {
-    throw UsageError{std::string(what) + ": '" + text + "' is not a size (e.g. 8, 64K, 1M)"};
-  }
-  if (v == 0) throw UsageError{std::string(what) + ": sizes start at 1 byte, got '" + text + "'"};
-  return static_cast<std::size_t>(v) * scale;
-}
-
-long parseCount(const std::string& text, const char* what, long minimum) {
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < minimum) {
-    throw UsageError{std::string(what) + " must be an integer >= " + std::to_string(minimum) +
-                     ", got '" + text + "'"};
-  }
-  return v;
-}
 
 bool parsePlace(const std::string& text, bool& dev) {
   if (text == "D" || text == "d") return dev = true, true;
@@ -230,14 +161,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::vector<std::size_t> sweep(const Options& o) {
-  std::vector<std::size_t> sizes;
-  for (std::size_t s = o.minBytes; s <= o.maxBytes; s *= o.factor) {
-    sizes.push_back(s);
-    if (s > o.maxBytes / o.factor) break;  // the next step would overflow or pass the end
-  }
-  return sizes;
-}
+std::vector<std::size_t> sweep(const Options& o) { return sizeSweep(o.minBytes, o.maxBytes, o.factor); }
 
 long defaultIters(const TestInfo& t, std::size_t bytes) {
   if (t.windowed) return bytes > kLargeMessage ? 20 : 100;
@@ -641,14 +565,14 @@ int run(Options opt) {
   c.me = axon::myPe();
   const int n = axon::nPes();
   if (n < 2) {
-    if (c.me == 0) emitError("run on at least 2 PEs (axon run -n 2 axon_bench ...)", true);
+    if (c.me == 0) emitError("axon_bench", "run on at least 2 PEs (axon run -n 2 axon_bench ...)", true);
     axon::finalize();
     return 2;
   }
   if ((opt.localDev || opt.remoteDev) && !axon::gpuEnabled()) {
     if (c.me == 0) {
       const char* which = opt.localDev && opt.remoteDev ? "both buffers" : opt.localDev ? "the local buffer" : "the remote buffer";
-      emitError("placement " + placementText(opt) + " needs GPU memory for " + which +
+      emitError("axon_bench", "placement " + placementText(opt) + " needs GPU memory for " + which +
                     ", but the GPU backend is off: " + axon::gpuUnavailableReason(),
                 true);
     }
@@ -702,18 +626,19 @@ int run(Options opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && axon::bench::isCollectiveTest(argv[1])) return axon::bench::runCollectiveBench(argc, argv);
   Options opt;
   try {
     opt = parse(argc, argv);
   } catch (const UsageError& e) {
-    if (isRankZero()) emitError(e.message, true);
+    if (isRankZero()) emitError("axon_bench", e.message, true);
     return 2;
   }
   try {
     return run(opt);
   } catch (const std::exception& e) {
     // Every PE that fails says so; the launcher stops the others.
-    if (!axon::isInitialized() || axon::myPe() == 0) emitError(e.what(), false);
+    if (!axon::isInitialized() || axon::myPe() == 0) emitError("axon_bench", e.what(), false);
     else std::fprintf(stderr, "axon_bench: %s\n", e.what());
     return 1;
   }

@@ -76,6 +76,10 @@ def test_size_label():
     (["latency", "--pes", "1"], "--pes must be an integer >= 2"),
     (["latency", "--settle-ms", "-5"], "--settle-ms must be an integer >= 0"),
     (["latency", "--bogus"], "unrecognized arguments: --bogus"),
+    (["allreduce", "--dtype", "complex64"], "--dtype 'complex64' is not one of int8"),
+    (["allreduce", "--op", "mean"], "--op 'mean' is not one of sum, prod, min, max"),
+    (["broadcast", "--root", "2"], "--root 2 is not one of the 2 PEs"),
+    (["allgather", "-d", "H", "D"], "a collective's buffers are all in one place"),
     ([], "the following arguments are required: TEST"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
@@ -178,7 +182,7 @@ def _run(test: str, tmp_path, capsys, extra=()) -> tuple[dict, str]:
     return json.loads(out.read_text()), captured.out
 
 
-@pytest.mark.parametrize("test", list(bench.TESTS))
+@pytest.mark.parametrize("test", [t for t in bench.TESTS if t not in bench.COLLECTIVES])
 def test_real_run_json_round_trip(test, tmp_path, capsys):
     doc, stdout = _run(test, tmp_path, capsys)
     assert doc["tool"] == "axon bench" and doc["schema"] == 1
@@ -241,3 +245,29 @@ def test_compare_skips_every_peer_without_gpu(tmp_path, capsys):
     assert "nothing is compared yet" in captured.out
     doc = json.loads(out.read_text())
     assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3
+
+
+@pytest.mark.parametrize("test", list(bench.COLLECTIVES))
+def test_collectives_nccl_tests_format(test, tmp_path, capsys):
+    out = tmp_path / f"{test}.json"
+    rc = bench.main([test, "-m", "64:64K", "-f", "32", "-i", "5", "-x", "1", "--pes", "3", "--dtype", "int32",
+                     "--op", "max", "--root", "2", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    doc = json.loads(out.read_text())
+    assert doc["test"] == test and doc["config"]["pes"] == 3 and doc["config"]["kind"] == "collective"
+    factor = {"allreduce": 4 / 3, "broadcast": 1, "reduce": 1}.get(test, 2 / 3)
+    assert doc["config"]["bus_factor"] == pytest.approx(factor, rel=1e-5)
+    assert len(doc["results"]) == 3
+    for r in doc["results"]:
+        assert r["dtype"] == "int32" and r["redop"] == "max" and r["root"] == 2 and r["wrong"] == 0
+        assert r["count"] * 4 == r["size"] and r["algorithm"]
+        for side in (r["out_of_place"], r["in_place"]):
+            assert side["wrong"] == 0 and side["time_us"] > 0
+            assert side["algbw_gbs"] == pytest.approx(r["size"] / side["time_us"] / 1e3, rel=1e-3)
+            assert side["busbw_gbs"] == pytest.approx(side["algbw_gbs"] * factor, rel=1e-3)
+    lines = captured.out.splitlines()
+    assert lines[0].startswith(f"# axon bench {test}:")
+    rows = [x for x in lines if not x.startswith("#")]
+    assert [int(x.split()[0]) for x in rows] == [r["size"] for r in doc["results"]]
+    assert all(x.split()[-1] == "0" and x.split()[-5] == "0" for x in rows)  # #wrong, both sides

@@ -92,6 +92,21 @@ TESTS: dict[str, TestSpec] = {
                                (("time_us", "Round trip (us)"),)),
 }
 
+#: The collectives, measured on every PE with nccl-tests conventions (size, count, type, redop,
+#: root, time, algbw, busbw, #wrong; out of place, then in place).
+COLLECTIVES: dict[str, str] = {
+    "allreduce": "allreduce over all PEs; busbw = algbw * 2(n-1)/n",
+    "broadcast": "broadcast from --root; busbw = algbw",
+    "reduce": "reduce to --root; busbw = algbw",
+    "allgather": "allgather, size = the output; busbw = algbw * (n-1)/n",
+    "reduce_scatter": "reduce_scatter, size = the input; busbw = algbw * (n-1)/n",
+    "alltoall": "alltoall, size = either buffer; busbw = algbw * (n-1)/n",
+}
+for _name, _summary in COLLECTIVES.items():
+    TESTS[_name] = TestSpec("bandwidth", _summary, (("time_us", "Time (us)"), ("bw_gbs", "Bus bandwidth (GB/s)")))
+DTYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
+OPS = ("sum", "prod", "min", "max")
+
 
 class UsageError(Exception):
     """A bad request; the message is the one line shown to the user (exit status 2)."""
@@ -168,6 +183,13 @@ class Request:
     validate: bool
     pes: int
     settle_ms: int | None = None
+    dtype: str = "float32"
+    op: str = "sum"
+    root: int = 0
+
+    @property
+    def collective(self) -> bool:
+        return self.test in COLLECTIVES
 
     def sizes(self) -> list[int]:
         out, s = [], self.min_bytes
@@ -182,11 +204,15 @@ class Request:
             args += ["-i", str(self.iters)]
         if self.warmup is not None:
             args += ["-x", str(self.warmup)]
-        if self.placement is not None:
+        if self.collective:
+            args += ["-t", self.dtype, "-o", self.op, "-r", str(self.root)]
+            if self.placement is not None:
+                args += ["-d", self.placement[0]]
+        elif self.placement is not None:
             args += ["-d", *self.placement]
         if not self.validate:
             args.append("--no-validate")
-        if self.settle_ms is not None:
+        if self.settle_ms is not None and not self.collective:
             args += ["--settle-ms", str(self.settle_ms)]
         return args
 
@@ -218,7 +244,18 @@ def validate(args: argparse.Namespace) -> Request:
                 f"{' '.join(args.placement)!r}")
         placement = place  # type: ignore[assignment]
     settle = _count(getattr(args, "settle_ms", None), "--settle-ms", 0)
-    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle)
+    dtype, op = getattr(args, "dtype", None) or "float32", getattr(args, "op", None) or "sum"
+    root = _count(getattr(args, "root", None), "--root", 0) or 0
+    if test in COLLECTIVES:
+        if placement is not None and placement[0] != placement[1]:
+            raise UsageError("a collective's buffers are all in one place: -d D D or -d H H")
+        if dtype not in DTYPES:
+            raise UsageError(f"--dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+        if op not in OPS:
+            raise UsageError(f"--op {op!r} is not one of {', '.join(OPS)}")
+        if root >= pes:
+            raise UsageError(f"--root {root} is not one of the {pes} PEs (--pes)")
+    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op, root)
 
 
 # --------------------------------------------------------------------------
@@ -230,8 +267,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     tests = "\n".join(f"  {name:15s} {spec.summary}" for name, spec in TESTS.items())
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
-        "Benchmark axon's one-sided API between PE 0 and PE 1 over a sweep of message sizes\n"
-        "(OSU micro-benchmark conventions). Tests:\n" + tests + "\n\n"
+        "Benchmark axon's one-sided API between PE 0 and PE 1 (OSU micro-benchmark conventions)\n"
+        "and its collectives on --pes PEs (nccl-tests conventions) over a sweep of sizes. Tests:\n"
+        + tests + "\n\n"
         "Times in microseconds; bandwidth in GB/s = 1e9 bytes per second. The receiver checks\n"
         "every byte of the last transfer of each size (#wrong) unless --no-validate.")
     parser.add_argument("test", metavar="TEST", help="the test to run (see above)")
@@ -251,10 +289,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                              "the remote destination; default D D with a GPU, else H H")
     parser.add_argument("--no-validate", action="store_true", help="do not check the data received")
     parser.add_argument("--pes", metavar="N",
-                        help="PEs to start (default 2; PEs past 1 only join the barriers)")
+                        help="PEs to start (default 2; in the one-sided tests PEs past 1 only join the barriers, "
+                             "collectives run on all)")
     parser.add_argument("--settle-ms", metavar="MS",
                         help="before the first size, PE 0 and PE 1 ping-pong this long so that idle "
                              "(virtual) CPUs are up to speed (default 200; 0: off)")
+    parser.add_argument("--dtype", metavar="TYPE", help="collectives: element type (default float32)")
+    parser.add_argument("--op", metavar="OP", help="collectives: sum, prod, min or max (default sum)")
+    parser.add_argument("--root", metavar="PE", help="broadcast and reduce: the root (default 0)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON (see axon plot)")
     parser.add_argument("--compare", action="store_true",
                         help="note which comparison peers this machine has (NCCL, PyTorch NCCL, "
@@ -264,7 +306,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def add_subcommand(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds ``bench`` to the ``axon`` command line (handler: :func:`run_bench`)."""
-    parser = subparsers.add_parser("bench", help="OSU-style benchmarks of the one-sided API")
+    parser = subparsers.add_parser("bench", help="OSU-style benchmarks of the one-sided API, nccl-tests-style of the collectives")
     _configure(parser)
     return parser
 
@@ -576,8 +618,39 @@ def _fmt(value: Any) -> str:
     return f"{v:.3g}"
 
 
+def collective_table_lines(test: str, header: dict | None, results: list[dict]) -> list[str]:
+    """The nccl-tests table: out-of-place then in-place time, algbw, busbw and #wrong per size."""
+    h = header or {}
+    lines = [f"# axon bench {test}: {COLLECTIVES[test]}",
+             f"# {h.get('pes', '?')} PEs, {h.get('backend', '?')} backend, buffers {h.get('placement', '?')}, "
+             f"validation {'on' if h.get('validate', True) else 'off'}; time: the slowest PE's average per call",
+             "#" + "".join(x.rjust(w) for x, w in ((" size", 11), ("count", 13), ("type", 10), ("redop", 7),
+                                                   ("root", 6), ("algo", 9)))
+             + "      " + "out-of-place".rjust(12) + "algbw".rjust(9) + "busbw".rjust(9) + "#wrong".rjust(7)
+             + "      " + "in-place".rjust(12) + "algbw".rjust(9) + "busbw".rjust(9) + "#wrong".rjust(7),
+             "#" + "(B)".rjust(11) + "(elements)".rjust(13) + " " * 32
+             + "      " + "time (us)".rjust(12) + "(GB/s)".rjust(9) + "(GB/s)".rjust(9) + " " * 7
+             + "      " + "time (us)".rjust(12) + "(GB/s)".rjust(9) + "(GB/s)".rjust(9)]
+
+    def num(v, spec: str) -> str:
+        return "-" if v is None else format(float(v), spec)
+
+    def side(d: dict) -> str:
+        wrong = d.get("wrong")
+        return (f"{num(d.get('time_us'), '.2f'):>12} {num(d.get('algbw_gbs'), '.3f'):>8}"
+                f" {num(d.get('busbw_gbs'), '.3f'):>8}{('-' if wrong is None else str(wrong)):>7}")
+
+    for r in results:
+        lines.append(f"{r.get('size', '?'):>12}{r.get('count', '?'):>13}{r.get('dtype', '?'):>10}"
+                     f"{r.get('redop', '?'):>7}{r.get('root', '?'):>6}{r.get('algorithm', '?'):>9}"
+                     f"      {side(r.get('out_of_place', {}))}      {side(r.get('in_place', {}))}")
+    return lines
+
+
 def table_lines(test: str, header: dict | None, results: list[dict]) -> list[str]:
     """The OSU-style table: '#' comment lines, then one row per size."""
+    if test in COLLECTIVES:
+        return collective_table_lines(test, header, results)
     spec = TESTS[test]
     h = header or {}
     lines = [f"# axon bench {test}: {spec.summary}"]
@@ -693,12 +766,13 @@ def run_bench(args: argparse.Namespace) -> int:
             return 1
 
     wrong = sum(r.get("wrong") or 0 for r in outcome.results)
-    if outcome.returncode != 0 or len(outcome.results) < len(req.sizes()):
+    if outcome.returncode != 0 or (not req.collective and len(outcome.results) < len(req.sizes())):
         print(f"{_PROG}: the driver stopped early (exit status {outcome.returncode}):", file=sys.stderr)
         _print_stderr_tail(outcome)
         return 1
     if wrong:
-        print(f"{_PROG}: {wrong} byte(s) arrived wrong (see #wrong)", file=sys.stderr)
+        what = "element(s)" if req.collective else "byte(s)"
+        print(f"{_PROG}: {wrong} {what} arrived wrong (see #wrong)", file=sys.stderr)
         return 1
     return 0
 

@@ -1,0 +1,330 @@
+// The collective tests of axon_bench (nccl-tests conventions): for each size, `iters` timed calls
+// out of place, then in place, after `warmup` untimed ones; then one validated call of each.
+//
+//   axon run -n N axon_bench allreduce|broadcast|reduce|allgather|reduce_scatter|alltoall
+//       [-b MIN -e MAX -f FACTOR | -m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TYPE] [-o OP] [-r ROOT]
+//       [-d D|H] [--no-validate]
+//
+// As in nccl-tests: size is the bytes of the largest buffer of a PE (allgather: the output;
+// reduce_scatter: the input; alltoall: either), count its elements; time is the slowest PE's
+// average per call (microseconds); algbw = size / time; busbw = algbw * factor, with factor
+// 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce_scatter, alltoall), 1 (broadcast, reduce).
+// #wrong counts elements of the validated call that differ from the exact expected values.
+#include "coll_bench.hpp"
+
+#include <axon/axon.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_cli.hpp"
+#include "coll/half.hpp"
+
+namespace axon::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct CollOptions {
+  Collective coll = Collective::Allreduce;
+  std::size_t minBytes = 8, maxBytes = std::size_t{4} << 20, factor = 2;
+  long iters = -1, warmup = -1;
+  DataType type = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  int root = 0;
+  bool device = false;
+  bool validate = true;
+};
+
+template <class Enum, std::size_t N>
+Enum pick(const std::string& text, const char* what, const char* (&names)[N]) {
+  std::string all;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (text == names[i]) return static_cast<Enum>(i);
+    all += std::string(all.empty() ? "" : ", ") + names[i];
+  }
+  throw UsageError{std::string(what) + " '" + text + "' is not one of " + all};
+}
+
+const char* kTypeNames[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
+const char* kOpNames[] = {"sum", "prod", "min", "max"};
+const char* kCollNames[] = {"barrier", "broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+
+CollOptions parseColl(int argc, char** argv) {
+  CollOptions o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  o.coll = pick<Collective>(args.at(0), "test", kCollNames);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw UsageError{a + " needs a value"};
+      return args[++i];
+    };
+    if (a == "-m" || a == "--message-size") {
+      std::string v = value();
+      auto colon = v.find(':');
+      if (colon == std::string::npos) o.maxBytes = parseSize(v, "-m MAX");
+      else {
+        if (colon > 0) o.minBytes = parseSize(v.substr(0, colon), "-m MIN");
+        if (colon + 1 < v.size()) o.maxBytes = parseSize(v.substr(colon + 1), "-m MAX");
+      }
+    } else if (a == "-b" || a == "--minbytes") o.minBytes = parseSize(value(), "-b");
+    else if (a == "-e" || a == "--maxbytes") o.maxBytes = parseSize(value(), "-e");
+    else if (a == "-f" || a == "--stepfactor") o.factor = static_cast<std::size_t>(parseCount(value(), "-f", 2));
+    else if (a == "-i" || a == "--iterations") o.iters = parseCount(value(), "-i", 1);
+    else if (a == "-x" || a == "--warmup") o.warmup = parseCount(value(), "-x", 0);
+    else if (a == "-t" || a == "--dtype") o.type = pick<DataType>(value(), "-t", kTypeNames);
+    else if (a == "-o" || a == "--op") o.op = pick<ReduceOp>(value(), "-o", kOpNames);
+    else if (a == "-r" || a == "--root") o.root = static_cast<int>(parseCount(value(), "-r", 0));
+    else if (a == "-d" || a == "--placement") {
+      std::string v = value();
+      if (v != "D" && v != "H") throw UsageError{"-d takes D (GPU memory) or H (host memory) for the collectives, got '" + v + "'"};
+      o.device = v == "D";
+    } else if (a == "--no-validate") o.validate = false;
+    else throw UsageError{"unknown option " + a};
+  }
+  if (o.minBytes > o.maxBytes) throw UsageError{"the smallest size is larger than the largest"};
+  return o;
+}
+
+double busFactor(Collective c, int n) {
+  switch (c) {
+    case Collective::Allreduce: return 2.0 * (n - 1) / n;
+    case Collective::Allgather: case Collective::ReduceScatter: case Collective::Alltoall: return double(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+// Exact inputs and expected values for validation: small integers, exact in every type.
+double inputAt(ReduceOp op, int pe, std::size_t i) {
+  if (op == ReduceOp::Prod) return (pe + i) % 2 == 0 ? 2.0 : 1.0;
+  return static_cast<double>((pe + 1) * static_cast<int>(i % 7 + 1));
+}
+double expectedAt(ReduceOp op, int n, std::size_t i) {
+  double acc = inputAt(op, 0, i);
+  for (int p = 1; p < n; ++p) {
+    double v = inputAt(op, p, i);
+    acc = op == ReduceOp::Sum ? acc + v : op == ReduceOp::Prod ? acc * v : op == ReduceOp::Min ? std::min(acc, v) : std::max(acc, v);
+  }
+  return acc;
+}
+
+void storeAt(DataType t, void* buf, std::size_t i, double v) {
+  char* p = static_cast<char*>(buf) + i * dataTypeSize(t);
+  auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
+  switch (t) {
+    case DataType::Int8: put(static_cast<std::int8_t>(v)); break;
+    case DataType::Uint8: put(static_cast<std::uint8_t>(v)); break;
+    case DataType::Int32: put(static_cast<std::int32_t>(v)); break;
+    case DataType::Uint32: put(static_cast<std::uint32_t>(v)); break;
+    case DataType::Int64: put(static_cast<std::int64_t>(v)); break;
+    case DataType::Uint64: put(static_cast<std::uint64_t>(v)); break;
+    case DataType::Float16: put(coll::floatToHalf(static_cast<float>(v))); break;
+    case DataType::BFloat16: put(coll::floatToBf16(static_cast<float>(v))); break;
+    case DataType::Float32: put(static_cast<float>(v)); break;
+    case DataType::Float64: put(v); break;
+  }
+}
+
+double loadAt(DataType t, const void* buf, std::size_t i) {
+  const char* p = static_cast<const char*>(buf) + i * dataTypeSize(t);
+  auto get = [&](auto x) { std::memcpy(&x, p, sizeof x); return static_cast<double>(x); };
+  switch (t) {
+    case DataType::Int8: return get(std::int8_t{});
+    case DataType::Uint8: return get(std::uint8_t{});
+    case DataType::Int32: return get(std::int32_t{});
+    case DataType::Uint32: return get(std::uint32_t{});
+    case DataType::Int64: return get(std::int64_t{});
+    case DataType::Uint64: return get(std::uint64_t{});
+    case DataType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return coll::halfToFloat(h); }
+    case DataType::BFloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return coll::bf16ToFloat(h); }
+    case DataType::Float32: return get(float{});
+    case DataType::Float64: return get(double{});
+  }
+  return 0;
+}
+
+// Element counts of one call for a size: {count argument, elements of src, elements of dst}.
+struct Shape {
+  std::size_t arg, src, dst, printed;
+};
+Shape shapeOf(Collective c, std::size_t bytes, std::size_t e, int n) {
+  const std::size_t total = bytes / e, block = total / static_cast<std::size_t>(n);
+  switch (c) {
+    case Collective::Allgather: return {block, block, block * n, block * n};
+    case Collective::ReduceScatter: return {block, block * n, block, block * n};
+    case Collective::Alltoall: return {block, block * n, block * n, block * n};
+    default: return {total, total, total, total};
+  }
+}
+
+class Buffers {
+ public:
+  Buffers(std::size_t bytes, bool device) : device_(device) {
+    if (device) ptr_ = axon::malloc(bytes ? bytes : 1);
+    else host_.resize(bytes ? bytes : 1);
+  }
+  ~Buffers() {
+    if (device_) axon::free(ptr_);
+  }
+  char* data() { return device_ ? static_cast<char*>(ptr_) : host_.data(); }
+
+ private:
+  bool device_;
+  void* ptr_ = nullptr;
+  std::vector<char> host_;
+};
+
+void call(const CollOptions& o, const Team& team, const char* src, char* dst, const Shape& s) {
+  switch (o.coll) {
+    case Collective::Broadcast: broadcast(team, src, dst, s.arg, o.type, o.root); break;
+    case Collective::Reduce: reduce(team, src, dst, s.arg, o.type, o.op, o.root); break;
+    case Collective::Allreduce: allreduce(team, src, dst, s.arg, o.type, o.op); break;
+    case Collective::Allgather: allgather(team, src, dst, s.arg, o.type); break;
+    case Collective::ReduceScatter: reduceScatter(team, src, dst, s.arg, o.type, o.op); break;
+    case Collective::Alltoall: alltoall(team, src, dst, s.arg, o.type); break;
+    case Collective::Barrier: barrier(team); break;
+  }
+}
+
+struct Measured {
+  double timeUs;
+  long wrong;  // -1: not validated
+};
+
+// In place: the conventions of axon/collectives.hpp (alltoall has none: out of place twice).
+Measured measure(const CollOptions& o, const Team& team, const Shape& s, bool inPlace, long iters, long warmup) {
+  const std::size_t e = dataTypeSize(o.type);
+  const int me = team.myPe(), n = team.nPes();
+  Buffers a(std::max(s.src, s.dst) * e, o.device), b(s.dst * e, o.device);
+  const char* src = a.data();
+  char* dst = b.data();
+  if (inPlace) {
+    dst = a.data();
+    if (o.coll == Collective::Allgather) src = a.data() + me * s.arg * e;
+    if (o.coll == Collective::ReduceScatter) dst = a.data() + me * s.arg * e;
+    if (o.coll == Collective::Alltoall) dst = b.data();
+  }
+  for (long i = 0; i < warmup; ++i) call(o, team, src, dst, s);
+  barrier(team);
+  const auto t0 = Clock::now();
+  for (long i = 0; i < iters; ++i) call(o, team, src, dst, s);
+  double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / static_cast<double>(iters);
+  allreduce(team, &us, &us, 1, DataType::Float64, ReduceOp::Max);  // the slowest PE's
+  if (!o.validate) return {us, -1};
+  // One validated call on fresh, exactly representable inputs.
+  std::vector<char> in(s.src * e), out;
+  const bool rootOnly = o.coll == Collective::Reduce;
+  for (std::size_t i = 0; i < s.src; ++i) {
+    const int from = o.coll == Collective::Broadcast ? o.root : me;
+    storeAt(o.type, in.data(), i, inputAt(o.op, from, i));
+  }
+  // GPU buffers are symmetric (axon::malloc): a put/get to this PE itself copies them.
+  if (o.device) axon::put(const_cast<char*>(src), in.data(), in.size(), myPe());
+  else std::memcpy(const_cast<char*>(src), in.data(), in.size());
+  call(o, team, src, dst, s);
+  out.resize(s.dst * e);
+  if (o.device) axon::get(out.data(), dst, out.size(), myPe());
+  else std::memcpy(out.data(), dst, out.size());
+  long wrong = 0;
+  const std::size_t checked = rootOnly && me != o.root ? 0 : s.dst;  // reduce: only the root's dst
+  for (std::size_t i = 0; i < checked; ++i) {
+    double want = 0;
+    switch (o.coll) {
+      case Collective::Broadcast: want = inputAt(o.op, o.root, i); break;
+      case Collective::Allgather: want = inputAt(o.op, static_cast<int>(i / s.arg), i % s.arg); break;
+      case Collective::ReduceScatter: want = expectedAt(o.op, n, me * s.arg + i); break;
+      case Collective::Alltoall: want = inputAt(o.op, static_cast<int>(i / s.arg), me * s.arg + i % s.arg); break;
+      default: want = expectedAt(o.op, n, i); break;
+    }
+    if (loadAt(o.type, out.data(), i) != want) ++wrong;
+  }
+  long total = wrong;
+  allreduce(team, &wrong, &total, 1, DataType::Int64, ReduceOp::Sum);
+  return {us, total};
+}
+
+std::string sideJson(const Measured& m, double bytes, double factor) {
+  const double algbw = bytes / (m.timeUs * 1e3);
+  return "{\"time_us\": " + jsonNumber(m.timeUs) + ", \"algbw_gbs\": " + jsonNumber(algbw) +
+         ", \"busbw_gbs\": " + jsonNumber(algbw * factor) + ", \"wrong\": " +
+         (m.wrong < 0 ? std::string("null") : std::to_string(m.wrong)) + "}";
+}
+
+}  // namespace
+
+bool isCollectiveTest(const char* name) {
+  for (const char* c : kCollNames) {
+    if (std::strcmp(name, c) == 0 && std::strcmp(name, "barrier") != 0) return true;
+  }
+  return false;
+}
+
+int runCollectiveBench(int argc, char** argv) {
+  CollOptions o;
+  try {
+    o = parseColl(argc, argv);
+  } catch (const UsageError& e) {
+    if (isRankZero()) emitError("axon_bench", e.message, true);
+    return 2;
+  }
+  axon::init();
+  Team world = Team::world();
+  const int n = world.nPes(), me = world.myPe();
+  if (o.root >= n) {
+    if (me == 0) emitError("axon_bench", "-r " + std::to_string(o.root) + " is not a PE of " + std::to_string(n), true);
+    axon::finalize();
+    return 2;
+  }
+  if (o.device && !gpuEnabled()) {
+    if (me == 0) emitError("axon_bench", std::string("-d D needs GPU memory: ") + gpuUnavailableReason(), true);
+    axon::finalize();
+    return 2;
+  }
+  const std::size_t e = dataTypeSize(o.type);
+  const double factor = busFactor(o.coll, n);
+  const auto sizes = sizeSweep(o.minBytes, o.maxBytes, o.factor);
+  if (me == 0) {
+    std::string list;
+    for (auto s : sizes) list += (list.empty() ? "" : ", ") + std::to_string(s);
+    emitLine(std::string("{\"type\": \"header\", \"test\": ") + jsonString(collectiveName(o.coll)) +
+             ", \"kind\": \"collective\", \"pes\": " + std::to_string(n) + ", \"backend\": " +
+             jsonString(gpuEnabled() ? "gpu" : "host") + ", \"dtype\": " + jsonString(dataTypeName(o.type)) +
+             ", \"redop\": " + jsonString(reduceOpName(o.op)) + ", \"root\": " + std::to_string(o.root) +
+             ", \"placement\": " + jsonString(o.device ? "D" : "H") + ", \"bus_factor\": " + jsonNumber(factor) +
+             ", \"validate\": " + (o.validate ? "true" : "false") + ", \"sizes\": [" + list + "]}");
+  }
+  // Idle (virtual) CPUs wake up slowly: a fixed number of barriers first (time-based would let
+  // the PEs disagree on how many), so that the first size is not measured cold.
+  for (int i = 0; i < 2000; ++i) barrier(world);
+  long wrongTotal = 0;
+  for (std::size_t bytes : sizes) {
+    const Shape s = shapeOf(o.coll, bytes, e, n);
+    if (s.printed == 0) continue;  // smaller than one element per PE
+    const long iters = o.iters > 0 ? o.iters : bytes <= 65536 ? 200 : 20;
+    const long warmup = o.warmup >= 0 ? o.warmup : bytes <= 65536 ? 20 : 5;
+    Measured oop = measure(o, world, s, false, iters, warmup);
+    Measured ip = measure(o, world, s, true, iters, warmup);
+    const double size = static_cast<double>(s.printed * e);
+    const Explanation ex = explain(o.coll, world, s.arg, o.type);
+    if (me == 0) {
+      const long wrong = std::max(oop.wrong, 0L) + std::max(ip.wrong, 0L);
+      wrongTotal += wrong;
+      emitLine("{\"type\": \"result\", \"size\": " + std::to_string(s.printed * e) + ", \"count\": " +
+               std::to_string(s.printed) + ", \"dtype\": " + jsonString(dataTypeName(o.type)) + ", \"redop\": " +
+               jsonString(reduceOpName(o.op)) + ", \"root\": " + std::to_string(o.root) + ", \"algorithm\": " +
+               jsonString(ex.algorithm) + ", \"time_us\": " + jsonNumber(oop.timeUs) + ", \"bw_gbs\": " +
+               jsonNumber(size / (oop.timeUs * 1e3) * factor) + ", \"wrong\": " +
+               (o.validate ? std::to_string(wrong) : "null") + ", \"out_of_place\": " + sideJson(oop, size, factor) +
+               ", \"in_place\": " + sideJson(ip, size, factor) + "}");
+    }
+  }
+  if (me == 0) emitLine("{\"type\": \"done\", \"wrong\": " + std::to_string(wrongTotal) + "}");
+  axon::finalize();
+  return wrongTotal == 0 ? 0 : 1;
+}
+
+}  // namespace axon::bench
