@@ -88,6 +88,33 @@ TEST(HostApi, PutGetWithDeviceAndHostBuffers) {
   axon::free(inbox);
 }
 
+// Host collective calls on GPU buffers (cudaMalloc and the GPU heap), in place and out of place.
+TEST(HostApi, CollectivesOnDeviceBuffers) {
+  const std::size_t count = 70001;
+  std::vector<float> mine(count);
+  for (std::size_t i = 0; i < count; ++i) mine[i] = static_cast<float>((me() + 1) * (i % 13));
+  float* dev = nullptr;
+  CUDA_OK(cudaMalloc(&dev, count * sizeof(float)));
+  auto* sym = static_cast<float*>(axon::malloc(count * sizeof(float)));
+  fromHost(dev, mine);
+  axon::allreduce(axon::Team::world(), dev, sym, count, axon::DataType::Float32, axon::ReduceOp::Sum);
+  axon::allreduce(axon::Team::world(), dev, dev, count, axon::DataType::Float32, axon::ReduceOp::Sum);
+  const float total = static_cast<float>(np() * (np() + 1) / 2);
+  for (const float* out : {static_cast<const float*>(sym), static_cast<const float*>(dev)}) {
+    auto got = toHost(out, count);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(got[i], total * static_cast<float>(i % 13)) << "i " << i;
+  }
+  std::vector<std::int32_t> block(5, me());
+  std::int32_t* gathered = nullptr;
+  CUDA_OK(cudaMalloc(&gathered, 5 * np() * sizeof(std::int32_t)));
+  axon::allgather(axon::Team::world(), block.data(), gathered, 5, axon::DataType::Int32);
+  auto g = toHost(gathered, 5 * np());
+  for (int i = 0; i < 5 * np(); ++i) ASSERT_EQ(g[i], i / 5);
+  cudaFree(gathered);
+  axon::free(sym);
+  cudaFree(dev);
+}
+
 TEST(HostApi, NbiThenQuiet) {
   const std::size_t count = 1 << 18;
   auto* dst = static_cast<float*>(axon::calloc(count, sizeof(float)));
