@@ -83,3 +83,10 @@ def test_argument_errors(single_pe):
         axon.broadcast(x, root=3)
     with pytest.raises(axon.InvalidArgumentError, match="is not one of barrier"):
         axon.explain("allsum", 4)
+
+
+def test_dead_peer_is_named_not_waited_for():
+    res = axon_run(3, sys.executable, str(SCRIPTS / "collectives_peer_dies.py"), timeout=120)
+    # The launcher reports PE 1's exit status; the survivors must each have named it.
+    assert res.stdout.count("PeerDead after") == 2, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "PE 1 exited with status 3" in res.stderr
