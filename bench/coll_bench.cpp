@@ -39,24 +39,24 @@ struct CollOptions {
   bool validate = true;
 };
 
-template <class Enum, std::size_t N>
-Enum pick(const std::string& text, const char* what, const char* (&names)[N]) {
+// The enum value whose library name (dataTypeName, reduceOpName, collectiveName) is `text`.
+template <class Enum>
+Enum pick(const std::string& text, const char* what, int count, const char* (*name)(Enum) noexcept) {
   std::string all;
-  for (std::size_t i = 0; i < N; ++i) {
-    if (text == names[i]) return static_cast<Enum>(i);
-    all += std::string(all.empty() ? "" : ", ") + names[i];
+  for (int i = 0; i < count; ++i) {
+    const auto e = static_cast<Enum>(i);
+    if (text == name(e)) return e;
+    all += std::string(all.empty() ? "" : ", ") + name(e);
   }
   throw UsageError{std::string(what) + " '" + text + "' is not one of " + all};
 }
 
-const char* kTypeNames[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
-const char* kOpNames[] = {"sum", "prod", "min", "max"};
-const char* kCollNames[] = {"barrier", "broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+constexpr int kTypes = 10, kOps = 4, kCollectives = 7;
 
 CollOptions parseColl(int argc, char** argv) {
   CollOptions o;
   std::vector<std::string> args(argv + 1, argv + argc);
-  o.coll = pick<Collective>(args.at(0), "test", kCollNames);
+  o.coll = pick<Collective>(args.at(0), "test", kCollectives, collectiveName);
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -76,8 +76,8 @@ CollOptions parseColl(int argc, char** argv) {
     else if (a == "-f" || a == "--stepfactor") o.factor = static_cast<std::size_t>(parseCount(value(), "-f", 2));
     else if (a == "-i" || a == "--iterations") o.iters = parseCount(value(), "-i", 1);
     else if (a == "-x" || a == "--warmup") o.warmup = parseCount(value(), "-x", 0);
-    else if (a == "-t" || a == "--dtype") o.type = pick<DataType>(value(), "-t", kTypeNames);
-    else if (a == "-o" || a == "--op") o.op = pick<ReduceOp>(value(), "-o", kOpNames);
+    else if (a == "-t" || a == "--dtype") o.type = pick<DataType>(value(), "-t", kTypes, dataTypeName);
+    else if (a == "-o" || a == "--op") o.op = pick<ReduceOp>(value(), "-o", kOps, reduceOpName);
     else if (a == "-r" || a == "--root") o.root = static_cast<int>(parseCount(value(), "-r", 0));
     else if (a == "-d" || a == "--placement") {
       std::string v = value();
@@ -257,8 +257,9 @@ std::string sideJson(const Measured& m, double bytes, double factor) {
 }  // namespace
 
 bool isCollectiveTest(const char* name) {
-  for (const char* c : kCollNames) {
-    if (std::strcmp(name, c) == 0 && std::strcmp(name, "barrier") != 0) return true;
+  for (int i = 0; i < kCollectives; ++i) {
+    const auto c = static_cast<Collective>(i);
+    if (c != Collective::Barrier && std::strcmp(name, collectiveName(c)) == 0) return true;
   }
   return false;
 }

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cstring>
-#include <functional>
 
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
@@ -29,7 +28,10 @@ bool sameCall(const CallRecord& a, const CallRecord& b) {
 }  // namespace
 
 Call::Call(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api)
-    : rt_(rt), team_(team), ws_(ws), record_(record), api_(api) {
+    : rt_(rt), team_(team), ws_(ws), record_(record), api_(api), onCheck_([this] {
+        checkAbort();
+        checkPeers();
+      }) {
   if (!ws_.failure.empty()) {
     throw Error(ErrorCode::CollectiveMismatch,
                 "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name +
@@ -45,13 +47,13 @@ Call::Call(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord
   body.seq = 0;
   std::memcpy(&cur, &body, sizeof(body));
   storeRelease(cur.seq, record_.seq);
-  checkAbortAndPeers();
+  checkAbort();
 }
 
 char* Call::beginPublish(std::uint64_t r) {
   Workspace::HalfUse& use = ws_.halfUse[r % 2];
   for (int reader : use.readers) {
-    waitWord(ws_.ackWord(me(), reader), use.round, reader, "ack");
+    waitWord(ws_.ackWord(me(), reader), use.round, reader, ws_.ackNames[reader]);
   }
   use.readers.clear();
   return ws_.half(me(), r);
@@ -68,16 +70,10 @@ void Call::publish(std::uint64_t r, std::span<const int> readers) {
   lastPublished_ = r;
 }
 
-void Call::publishToAll(std::uint64_t r) {
-  std::vector<int> others;
-  for (int p = 0; p < members(); ++p) {
-    if (p != me()) others.push_back(p);
-  }
-  publish(r, others);
-}
+void Call::publishToAll(std::uint64_t r) { publish(r, ws_.others); }
 
 const char* Call::await(int p, std::uint64_t r) {
-  waitWord(ws_.readyWord(me(), p), r, p, "ready");
+  waitWord(ws_.readyWord(me(), p), r, p, ws_.readyNames[p]);
   checkRecord(ws_.header(p).half[r % 2], p, r);
   readSomething_ = true;
   return ws_.half(p, r);
@@ -88,17 +84,11 @@ void Call::ack(int p, std::uint64_t r) { storeRelease(*ws_.ackWord(p, me()), r);
 void Call::finish() {
   if (readSomething_ || lastPublished_ == 0) return;
   const Workspace::HalfUse& use = ws_.halfUse[lastPublished_ % 2];
-  for (int reader : use.readers) waitWord(ws_.ackWord(me(), reader), use.round, reader, "ack");
+  for (int reader : use.readers) waitWord(ws_.ackWord(me(), reader), use.round, reader, ws_.ackNames[reader]);
 }
 
-std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const char* what) {
-  // Fast path: already there.
-  std::uint64_t seen = loadAcquire(*word);
-  if (seen >= value) return seen;
-  const std::string name = std::string(what) + "[from team PE " + std::to_string(member) + "] of team " +
-                           team_.name + "'s collective workspace";
-  const std::function<void()> onCheck = [this] { checkAbortAndPeers(); };
-  WaitSite site{api_, team_.name.c_str(), static_cast<int>(value), team_.members[member], name.c_str(), &onCheck};
+std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name) {
+  WaitSite site{api_, team_.name.c_str(), static_cast<int>(value), team_.members[member], name.c_str(), &onCheck_};
   return waitUntil(rt_, word, Cmp::Ge, value, site);
 }
 
@@ -108,7 +98,7 @@ void Call::checkRecord(const CallRecord& theirs, int member, std::uint64_t round
            std::to_string(team_.members[member]) + ") called " + describeCall(theirs));
 }
 
-void Call::checkAbortAndPeers() {
+void Call::checkAbort() {
   AbortRecord& mine = ws_.header(me()).abort;
   if (loadAcquire(mine.state) == 2) {
     std::string text(mine.text, strnlen(mine.text, sizeof(mine.text)));
@@ -117,6 +107,9 @@ void Call::checkAbortAndPeers() {
                                                    team_.name + " stopped: PE " + std::to_string(mine.pe) +
                                                    " found a collective mismatch: " + text);
   }
+}
+
+void Call::checkPeers() {
   // A peer in the same call (same seq) with other arguments is a mismatch even when no data
   // flows between us (a PE that thinks it is the root waits for acks that never come).
   for (int p = 0; p < members(); ++p) {
@@ -128,11 +121,7 @@ void Call::checkAbortAndPeers() {
     std::memcpy(&copy, &cur, sizeof(copy));
     std::atomic_thread_fence(std::memory_order_acquire);
     if (loadAcquire(cur.seq) != s1) continue;
-    copy.seq = s1;
-    copy.round = 0;
-    CallRecord mineNow = record_;
-    mineNow.round = 0;
-    if (!sameCall(copy, mineNow)) {
+    if (!sameCall(copy, record_)) {
       mismatch("this PE called " + describeCall(record_) + " but team PE " + std::to_string(p) + " (PE " +
                std::to_string(team_.members[p]) + ") called " + describeCall(copy));
     }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -56,10 +57,11 @@ class Call {
   void fail(const std::string& why) { ws_.failure = why; }
 
  private:
-  std::uint64_t waitWord(std::uint64_t* word, std::uint64_t value, int member, const char* what);
+  std::uint64_t waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name);
   void checkRecord(const CallRecord& theirs, int member, std::uint64_t round);
   [[noreturn]] void mismatch(const std::string& text);
-  void checkAbortAndPeers();
+  void checkAbort();
+  void checkPeers();
   std::string describeCall(const CallRecord& r) const;
 
   Runtime& rt_;
@@ -67,6 +69,7 @@ class Call {
   Workspace& ws_;
   CallRecord record_;
   const char* api_;
+  std::function<void()> onCheck_;  // what waits run at each liveness check
   bool readSomething_ = false;
   std::uint64_t lastPublished_ = 0;
 };

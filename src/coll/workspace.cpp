@@ -1,24 +1,10 @@
 #include "coll/workspace.hpp"
 
-#include <unistd.h>
-
-#include <random>
-
 #include "axon/error.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
 
 namespace axon::coll {
-namespace {
-
-std::string freshName(int pe) {
-  std::random_device rd;
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "/axon-%d-%08x-pe%d-ws", static_cast<int>(::getpid()), rd(), pe);
-  return buf;
-}
-
-}  // namespace
 
 std::unique_ptr<Workspace> Workspace::create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes) {
   const int n = static_cast<int>(team.members.size());
@@ -29,7 +15,7 @@ std::unique_ptr<Workspace> Workspace::create(Runtime& rt, const detail::TeamStat
   std::optional<ShmSegment> mine;
   std::string contribution;
   try {
-    mine.emplace(ShmSegment::create(freshName(rt.myPe()), layout.total));
+    mine.emplace(ShmSegment::create(freshShmName(rt.myPe(), "-ws"), layout.total));
     mine->growTo(layout.total);
     contribution = mine->name();
   } catch (const Error& e) {
@@ -53,6 +39,12 @@ std::unique_ptr<Workspace> Workspace::create(Runtime& rt, const detail::TeamStat
     ShmSegment peer = ShmSegment::open(names[i], layout.total);
     peer.growTo(layout.total);
     ws->segments_.push_back(std::move(peer));
+  }
+  for (int i = 0; i < n; ++i) {
+    if (i != team.myIndex) ws->others.push_back(i);
+    const std::string of = "[from team PE " + std::to_string(i) + "] of team " + team.name + "'s collective workspace";
+    ws->readyNames.push_back("ready" + of);
+    ws->ackNames.push_back("ack" + of);
   }
   // Every member has opened every name: ours can go, so that a crash leaves nothing behind.
   rt.bootstrap().barrier(tag + "-open", team.members);

@@ -46,6 +46,10 @@ class Workspace {
   } halfUse[2];
   std::string failure;  // set when a call failed midway: the counters no longer match the peers'
 
+  // Fixed per team, built once: every member but this one, and the names waits give their flags.
+  std::vector<int> others;
+  std::vector<std::string> readyNames, ackNames;  // [member]
+
  private:
   Workspace(int members, int me, WorkspaceLayout layout) : members_(members), me_(me), layout_(layout) {}
   char* base(int member) const { return segments_[member].base(); }

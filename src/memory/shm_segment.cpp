@@ -7,12 +7,22 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "axon/error.hpp"
 
 namespace axon {
+
+std::string freshShmName(int pe, const char* suffix) {
+  std::random_device rd;
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "/axon-%d-%08x-pe%d%s", static_cast<int>(::getpid()), rd(), pe, suffix);
+  return buf;
+}
+
 namespace {
 
 std::size_t pageSize() {

@@ -9,6 +9,9 @@
 
 namespace axon {
 
+// A name no other process uses: "/axon-<pid>-<random>-pe<pe><suffix>".
+std::string freshShmName(int pe, const char* suffix = "");
+
 class ShmSegment {
  public:
   // The owner: creates `name` (must not exist).

@@ -2,23 +2,12 @@
 
 #include <unistd.h>
 
-#include <random>
 
 namespace axon {
-namespace {
-
-std::string freshSegmentName(int pe) {
-  std::random_device rd;
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "/axon-%d-%08x-pe%d", static_cast<int>(::getpid()), rd(), pe);
-  return buf;
-}
-
-}  // namespace
 
 SymmetricHeap::SymmetricHeap(int myPe, int nPes, std::size_t capacity, std::size_t chunk)
     : HeapSpace(capacity), myPe_(myPe), capacity_(capacity), chunk_(chunk), segments_(nPes) {
-  segments_[myPe_].emplace(ShmSegment::create(freshSegmentName(myPe), capacity));
+  segments_[myPe_].emplace(ShmSegment::create(freshShmName(myPe), capacity));
 }
 
 void SymmetricHeap::attachPeer(int pe, const std::string& name) {

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
+from ..collectives import DTYPES, ReduceOp
+
 __all__ = ["TESTS", "add_subcommand", "find_driver", "main", "parse_size", "run_bench", "size_label"]
 
 EXIT_USAGE = 2
@@ -104,8 +106,7 @@ COLLECTIVES: dict[str, str] = {
 }
 for _name, _summary in COLLECTIVES.items():
     TESTS[_name] = TestSpec("bandwidth", _summary, (("time_us", "Time (us)"), ("bw_gbs", "Bus bandwidth (GB/s)")))
-DTYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
-OPS = ("sum", "prod", "min", "max")
+OPS = tuple(op.name.lower() for op in ReduceOp)
 
 
 class UsageError(Exception):
