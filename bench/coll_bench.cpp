@@ -3,7 +3,11 @@
 //
 //   axon run -n N axon_bench allreduce|broadcast|reduce|allgather|reduce_scatter|alltoall
 //       [-b MIN -e MAX -f FACTOR | -m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TYPE] [-o OP] [-r ROOT]
-//       [-d D|H] [--no-validate]
+//       [-d D|H] [--no-validate] [--nccl LIBNCCL]
+//
+// With -d D the calls are the stream-ordered forms: `iters` calls enqueued back to back, then one
+// wait for the stream, as nccl-tests does. With --nccl, NCCL runs the same sizes on the same
+// buffers and stream right after axon, in the same run; its rows carry "impl": "nccl".
 //
 // As in nccl-tests: size is the bytes of the largest buffer of a PE (allgather: the output;
 // reduce_scatter: the input; alltoall: either), count its elements; time is the slowest PE's
@@ -16,12 +20,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "bench_cli.hpp"
 #include "coll/half.hpp"
+#include "nccl_peer.hpp"
 
 namespace axon::bench {
 namespace {
@@ -37,6 +43,7 @@ struct CollOptions {
   int root = 0;
   bool device = false;
   bool validate = true;
+  std::string nccl;  // libnccl to compare with ("" = none)
 };
 
 // The enum value whose library name (dataTypeName, reduceOpName, collectiveName) is `text`.
@@ -84,6 +91,7 @@ CollOptions parseColl(int argc, char** argv) {
       if (v != "D" && v != "H") throw UsageError{"-d takes D (GPU memory) or H (host memory) for the collectives, got '" + v + "'"};
       o.device = v == "D";
     } else if (a == "--no-validate") o.validate = false;
+    else if (a == "--nccl") o.nccl = value();
     else throw UsageError{"unknown option " + a};
   }
   if (o.minBytes > o.maxBytes) throw UsageError{"the smallest size is larger than the largest"};
@@ -178,17 +186,40 @@ class Buffers {
   std::vector<char> host_;
 };
 
-void call(const CollOptions& o, const Team& team, const char* src, char* dst, const Shape& s) {
-  switch (o.coll) {
-    case Collective::Broadcast: broadcast(team, src, dst, s.arg, o.type, o.root); break;
-    case Collective::Reduce: reduce(team, src, dst, s.arg, o.type, o.op, o.root); break;
-    case Collective::Allreduce: allreduce(team, src, dst, s.arg, o.type, o.op); break;
-    case Collective::Allgather: allgather(team, src, dst, s.arg, o.type); break;
-    case Collective::ReduceScatter: reduceScatter(team, src, dst, s.arg, o.type, o.op); break;
-    case Collective::Alltoall: alltoall(team, src, dst, s.arg, o.type); break;
-    case Collective::Barrier: barrier(team); break;
+// One call of the implementation under test: axon's blocking call (host buffers), axon's
+// stream-ordered call (device buffers) or NCCL's; `sync` waits for what the calls enqueued.
+struct Impl {
+  NcclPeer* nccl = nullptr;  // null: axon
+  bool stream = false;
+
+  void call(const CollOptions& o, const Team& team, const char* src, char* dst, const Shape& s) const {
+    if (nccl) return nccl->run(o.coll, src, dst, s.arg, o.type, o.op, o.root, nullptr);
+    if (stream) {
+      switch (o.coll) {
+        case Collective::Broadcast: broadcastOnStream(team, src, dst, s.arg, o.type, o.root, nullptr); break;
+        case Collective::Reduce: reduceOnStream(team, src, dst, s.arg, o.type, o.op, o.root, nullptr); break;
+        case Collective::Allreduce: allreduceOnStream(team, src, dst, s.arg, o.type, o.op, nullptr); break;
+        case Collective::Allgather: allgatherOnStream(team, src, dst, s.arg, o.type, nullptr); break;
+        case Collective::ReduceScatter: reduceScatterOnStream(team, src, dst, s.arg, o.type, o.op, nullptr); break;
+        case Collective::Alltoall: alltoallOnStream(team, src, dst, s.arg, o.type, nullptr); break;
+        case Collective::Barrier: barrierOnStream(team, nullptr); break;
+      }
+      return;
+    }
+    switch (o.coll) {
+      case Collective::Broadcast: broadcast(team, src, dst, s.arg, o.type, o.root); break;
+      case Collective::Reduce: reduce(team, src, dst, s.arg, o.type, o.op, o.root); break;
+      case Collective::Allreduce: allreduce(team, src, dst, s.arg, o.type, o.op); break;
+      case Collective::Allgather: allgather(team, src, dst, s.arg, o.type); break;
+      case Collective::ReduceScatter: reduceScatter(team, src, dst, s.arg, o.type, o.op); break;
+      case Collective::Alltoall: alltoall(team, src, dst, s.arg, o.type); break;
+      case Collective::Barrier: barrier(team); break;
+    }
   }
-}
+  void sync() const {
+    if (nccl || stream) streamSynchronize(nullptr);
+  }
+};
 
 struct Measured {
   double timeUs;
@@ -196,7 +227,8 @@ struct Measured {
 };
 
 // In place: the conventions of axon/collectives.hpp (alltoall has none: out of place twice).
-Measured measure(const CollOptions& o, const Team& team, const Shape& s, bool inPlace, long iters, long warmup) {
+Measured measure(const CollOptions& o, const Impl& impl, const Team& team, const Shape& s, bool inPlace, long iters,
+                 long warmup) {
   const std::size_t e = dataTypeSize(o.type);
   const int me = team.myPe(), n = team.nPes();
   Buffers a(std::max(s.src, s.dst) * e, o.device), b(s.dst * e, o.device);
@@ -208,10 +240,12 @@ Measured measure(const CollOptions& o, const Team& team, const Shape& s, bool in
     if (o.coll == Collective::ReduceScatter) dst = a.data() + me * s.arg * e;
     if (o.coll == Collective::Alltoall) dst = b.data();
   }
-  for (long i = 0; i < warmup; ++i) call(o, team, src, dst, s);
+  for (long i = 0; i < warmup; ++i) impl.call(o, team, src, dst, s);
+  impl.sync();
   barrier(team);
   const auto t0 = Clock::now();
-  for (long i = 0; i < iters; ++i) call(o, team, src, dst, s);
+  for (long i = 0; i < iters; ++i) impl.call(o, team, src, dst, s);
+  impl.sync();
   double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / static_cast<double>(iters);
   allreduce(team, &us, &us, 1, DataType::Float64, ReduceOp::Max);  // the slowest PE's
   if (!o.validate) return {us, -1};
@@ -225,7 +259,8 @@ Measured measure(const CollOptions& o, const Team& team, const Shape& s, bool in
   // GPU buffers are symmetric (axon::malloc): a put/get to this PE itself copies them.
   if (o.device) axon::put(const_cast<char*>(src), in.data(), in.size(), myPe());
   else std::memcpy(const_cast<char*>(src), in.data(), in.size());
-  call(o, team, src, dst, s);
+  impl.call(o, team, src, dst, s);
+  impl.sync();
   out.resize(s.dst * e);
   if (o.device) axon::get(out.data(), dst, out.size(), myPe());
   else std::memcpy(out.data(), dst, out.size());
@@ -280,6 +315,11 @@ int runCollectiveBench(int argc, char** argv) {
     axon::finalize();
     return 2;
   }
+  if (!o.nccl.empty() && !o.device) {
+    if (me == 0) emitError("axon_bench", "--nccl compares on GPU buffers: add -d D", true);
+    axon::finalize();
+    return 2;
+  }
   if (o.device && !gpuEnabled()) {
     if (me == 0) emitError("axon_bench", std::string("-d D needs GPU memory: ") + gpuUnavailableReason(), true);
     axon::finalize();
@@ -301,28 +341,53 @@ int runCollectiveBench(int argc, char** argv) {
   // Idle (virtual) CPUs wake up slowly: a fixed number of barriers first (time-based would let
   // the PEs disagree on how many), so that the first size is not measured cold.
   for (int i = 0; i < 2000; ++i) barrier(world);
+  std::unique_ptr<NcclPeer> nccl;
+  if (!o.nccl.empty()) {
+    try {
+      nccl = NcclPeer::open(o.nccl);
+    } catch (const std::exception& ex) {
+      if (me == 0) emitError("axon_bench", std::string("--nccl: ") + ex.what(), false);
+      axon::finalize();
+      return 1;
+    }
+    if (me == 0) {
+      emitLine("{\"type\": \"peer\", \"impl\": \"nccl\", \"version\": " + jsonString(nccl->version()) +
+               ", \"library\": " + jsonString(o.nccl) + "}");
+    }
+  }
+  const Impl axonImpl{nullptr, o.device};
   long wrongTotal = 0;
   for (std::size_t bytes : sizes) {
     const Shape s = shapeOf(o.coll, bytes, e, n);
     if (s.printed == 0) continue;  // smaller than one element per PE
     const long iters = o.iters > 0 ? o.iters : bytes <= 65536 ? 200 : 20;
     const long warmup = o.warmup >= 0 ? o.warmup : bytes <= 65536 ? 20 : 5;
-    Measured oop = measure(o, world, s, false, iters, warmup);
-    Measured ip = measure(o, world, s, true, iters, warmup);
     const double size = static_cast<double>(s.printed * e);
-    const Explanation ex = explain(o.coll, world, s.arg, o.type);
-    if (me == 0) {
+    auto report = [&](const char* impl, const std::string& algorithm, const Measured& oop, const Measured& ip) {
+      if (me != 0) return;
       const long wrong = std::max(oop.wrong, 0L) + std::max(ip.wrong, 0L);
       wrongTotal += wrong;
-      emitLine("{\"type\": \"result\", \"size\": " + std::to_string(s.printed * e) + ", \"count\": " +
-               std::to_string(s.printed) + ", \"dtype\": " + jsonString(dataTypeName(o.type)) + ", \"redop\": " +
-               jsonString(reduceOpName(o.op)) + ", \"root\": " + std::to_string(o.root) + ", \"algorithm\": " +
-               jsonString(ex.algorithm) + ", \"time_us\": " + jsonNumber(oop.timeUs) + ", \"bw_gbs\": " +
-               jsonNumber(size / (oop.timeUs * 1e3) * factor) + ", \"wrong\": " +
+      emitLine("{\"type\": \"result\", \"impl\": " + jsonString(impl) + ", \"size\": " + std::to_string(s.printed * e) +
+               ", \"count\": " + std::to_string(s.printed) + ", \"dtype\": " + jsonString(dataTypeName(o.type)) +
+               ", \"redop\": " + jsonString(reduceOpName(o.op)) + ", \"root\": " + std::to_string(o.root) +
+               ", \"algorithm\": " + jsonString(algorithm) + ", \"time_us\": " + jsonNumber(oop.timeUs) +
+               ", \"bw_gbs\": " + jsonNumber(size / (oop.timeUs * 1e3) * factor) + ", \"wrong\": " +
                (o.validate ? std::to_string(wrong) : "null") + ", \"out_of_place\": " + sideJson(oop, size, factor) +
                ", \"in_place\": " + sideJson(ip, size, factor) + "}");
+    };
+    {
+      Measured oop = measure(o, axonImpl, world, s, false, iters, warmup);
+      Measured ip = measure(o, axonImpl, world, s, true, iters, warmup);
+      report("axon", explain(o.coll, world, s.arg, o.type).algorithm, oop, ip);
+    }
+    if (nccl) {
+      const Impl ncclImpl{nccl.get(), true};
+      Measured oop = measure(o, ncclImpl, world, s, false, iters, warmup);
+      Measured ip = measure(o, ncclImpl, world, s, true, iters, warmup);
+      report("nccl", "nccl", oop, ip);
     }
   }
+  nccl.reset();
   if (me == 0) emitLine("{\"type\": \"done\", \"wrong\": " + std::to_string(wrongTotal) + "}");
   axon::finalize();
   return wrongTotal == 0 ? 0 : 1;

@@ -20,9 +20,15 @@
 #include <cstdint>
 #include <string>
 
+#include "axon/device/coll_types.hpp"
 #include "axon/team.hpp"
 
+struct CUstream_st;
+
 namespace axon {
+
+// A cudaStream_t or CUstream (the same type); nullptr is the legacy default stream.
+using Stream = CUstream_st*;
 
 enum class DataType { Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, BFloat16, Float32, Float64 };
 enum class ReduceOp { Sum, Prod, Min, Max };
@@ -53,6 +59,34 @@ void reduceScatter(const Team& team, const void* src, void* dst, std::size_t cou
 // src holds nPes blocks of `count`; block j goes to member j, which stores it as its block i
 // (i = the sender).
 void alltoall(const Team& team, const void* src, void* dst, std::size_t count, DataType type);
+
+// ── Stream-ordered forms (GPU backend) ──────────────────────────────────────────────────────────
+// Each enqueues the collective on `stream` as a kernel and returns at once; work enqueued after
+// it sees the result. Buffers must be GPU memory. They can be captured into a CUDA graph (the
+// workspace counts its rounds on the GPU, so replays stay in step). The team's stream-ordered,
+// device-callable and blocking collectives share one workspace: issue them in one order on every
+// member, and run one at a time per team (one stream per team, as with an NCCL communicator).
+// A failure in the kernel (a member's different call, a wait past AXON_TIMEOUT) is printed by the
+// GPU, stops the team's collectives on every member, and is thrown by the team's next call.
+// The barrier's stream form is barrierOnStream(team, stream) (axon/gpu.hpp).
+// Teams whose GPUs cannot all map each other's memory (AXON_P2P=0, no peer access) have no GPU
+// workspace: these calls throw Unsupported there, and the blocking calls take the host path.
+void broadcastOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, int root,
+                       Stream stream);
+void reduceOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
+                    int root, Stream stream);
+void allreduceOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
+                       Stream stream);
+void allgatherOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type,
+                       Stream stream);
+void reduceScatterOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type,
+                           ReduceOp op, Stream stream);
+void alltoallOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type,
+                      Stream stream);
+
+// What kernels need to call the device-callable collectives (axon/device/collectives.hpp) on the
+// team. Throws Unsupported where the team has no GPU workspace. Valid until the team is destroyed.
+device::CollHandle deviceCollHandle(const Team& team);
 
 // Typed conveniences.
 template <class T> constexpr DataType dataTypeOf();

@@ -56,5 +56,8 @@ void quietOnStream(Stream stream);
 // quiet has held on each). One stream barrier per team in flight on a PE at a time.
 void barrierOnStream(const Team& team, Stream stream);
 void barrierAllOnStream(Stream stream);
+// Waits on the host until the work enqueued on `stream` is complete (axon's own kernels bound
+// their waits by AXON_TIMEOUT, so this returns); throws Error(Cuda) if that work failed.
+void streamSynchronize(Stream stream);
 
 }  // namespace axon

@@ -8,8 +8,10 @@
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
 #include "coll/algorithms.hpp"
+#include "coll/gpu_path.hpp"
 #include "coll/plan.hpp"
 #include "coll/protocol.hpp"
+#include "coll/request.hpp"
 #include "coll/workspace.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
@@ -48,73 +50,9 @@ const char* collectiveName(Collective c) noexcept {
 
 namespace {
 
-struct Request {
-  Collective collective;
-  const void* src;
-  void* dst;
-  std::size_t count;
-  DataType type;
-  ReduceOp op;
-  int root;
-};
-
-[[noreturn]] void bad(Runtime& rt, const char* api, const std::string& what) {
-  throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": " + api + ": " + what);
-}
-
-bool overlaps(const char* a, std::size_t na, const char* b, std::size_t nb) {
-  return na && nb && a < b + nb && b < a + na;
-}
-
-// Bytes each side of the call touches on this PE: {src, dst}.
-std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t elem, int me) {
-  const std::size_t block = q.count * elem;
-  switch (q.collective) {
-    case Collective::Barrier: return {0, 0};
-    case Collective::Broadcast: return {me == q.root ? block : 0, block};
-    case Collective::Reduce: return {block, me == q.root ? block : 0};
-    case Collective::Allgather: return {block, block * n};
-    case Collective::ReduceScatter: return {block * n, block};
-    case Collective::Alltoall: return {block * n, block * n};
-    default: return {block, block};
-  }
-}
-
-void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api) {
-  if (static_cast<unsigned>(q.type) > static_cast<unsigned>(DataType::Float64)) {
-    bad(rt, api, "data type " + std::to_string(static_cast<int>(q.type)) + " is not an axon::DataType");
-  }
-  if (static_cast<unsigned>(q.op) > static_cast<unsigned>(ReduceOp::Max)) {
-    bad(rt, api, "reduce op " + std::to_string(static_cast<int>(q.op)) + " is not an axon::ReduceOp");
-  }
-  if ((q.collective == Collective::Broadcast || q.collective == Collective::Reduce) && (q.root < 0 || q.root >= n)) {
-    throw Error(ErrorCode::InvalidPe, "PE " + std::to_string(rt.myPe()) + ": " + api + ": root " +
-                                          std::to_string(q.root) + " is outside the team [0, " + std::to_string(n) + ")");
-  }
-  const std::size_t elem = dataTypeSize(q.type);
-  if (q.count > std::numeric_limits<std::size_t>::max() / elem / static_cast<std::size_t>(n)) {
-    bad(rt, api, "count " + std::to_string(q.count) + " of " + dataTypeName(q.type) + " on " + std::to_string(n) +
-                     " PEs overflows the address space");
-  }
-  auto [srcBytes, dstBytes] = extents(q, n, elem, me);
-  if (srcBytes && !q.src) bad(rt, api, "src is null with count " + std::to_string(q.count));
-  if (dstBytes && !q.dst) bad(rt, api, "dst is null with count " + std::to_string(q.count));
-  const char* s = static_cast<const char*>(q.src);
-  const char* d = static_cast<const char*>(q.dst);
-  const std::size_t block = q.count * elem;
-  // The in-place forms of each collective; any other overlap would read data it already wrote.
-  bool inPlace = s == d;
-  if (q.collective == Collective::Allgather) inPlace = s == d + me * block;
-  if (q.collective == Collective::ReduceScatter) inPlace = d == s + me * block;
-  if (q.collective == Collective::Alltoall) inPlace = false;
-  if (!inPlace && overlaps(s, srcBytes, d, dstBytes)) {
-    bad(rt, api, "src and dst overlap; the in-place form is " +
-                     std::string(q.collective == Collective::Allgather       ? "src == dst + myPe * count"
-                                 : q.collective == Collective::ReduceScatter ? "dst == src + myPe * count"
-                                 : q.collective == Collective::Alltoall      ? "not supported for alltoall"
-                                                                             : "src == dst"));
-  }
-}
+using coll::checkRequest;
+using coll::extents;
+using coll::Request;
 
 coll::Plan planFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members) {
   const std::string& forced = rt.env().algo[static_cast<int>(c)];
@@ -177,6 +115,10 @@ void run(Request q, const Team& team, const char* api) {
     }
     return;
   }
+  if (state.gpuWorkspace) {
+    coll::runOnGpu(rt, state, q, nullptr, api);
+    return;
+  }
   if (!state.workspace) {
     throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + state.name +
                                             ": its members do not all share memory, and this build moves "
@@ -215,7 +157,75 @@ void run(Request q, const Team& team, const char* api) {
   copies.copyBack();
 }
 
+void runOnStream(Request q, const Team& team, Stream stream, const char* api) {
+  Runtime& rt = runtime(api);
+  const detail::TeamState& state = detail::requireValidTeam(team, api);
+  const int n = static_cast<int>(state.members.size());
+  const int me = state.myIndex;
+  checkRequest(rt, q, n, me, api);
+  GpuBackend* gpu = rt.gpu();
+  if (!gpu) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": " + api +
+                                            ": stream-ordered collectives need the GPU backend, which is off (" +
+                                            rt.gpuUnavailableReason() + ")");
+  }
+  if (n == 1) {
+    auto [srcBytes, dstBytes] = extents(q, n, dataTypeSize(q.type), me);
+    if (srcBytes && dstBytes && q.src != q.dst) gpu->copyLocalOnStream(q.dst, q.src, dstBytes, stream);
+    return;
+  }
+  if (!state.gpuWorkspace) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + state.name +
+                                            ": no GPU collective workspace (" +
+                                            (state.gpuWhyNot.empty() ? std::string("its members do not all share a node")
+                                                                     : state.gpuWhyNot) +
+                                            "); use the blocking call, which takes the host path");
+  }
+  coll::runOnGpu(rt, state, q, stream, api);
+}
+
 }  // namespace
+
+void broadcastOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, int root,
+                       Stream stream) {
+  runOnStream({Collective::Broadcast, src, dst, count, type, ReduceOp::Sum, root}, team, stream, "broadcast_on_stream");
+}
+void reduceOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
+                    int root, Stream stream) {
+  runOnStream({Collective::Reduce, src, dst, count, type, op, root}, team, stream, "reduce_on_stream");
+}
+void allreduceOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
+                       Stream stream) {
+  runOnStream({Collective::Allreduce, src, dst, count, type, op, 0}, team, stream, "allreduce_on_stream");
+}
+void allgatherOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type,
+                       Stream stream) {
+  runOnStream({Collective::Allgather, src, dst, count, type, ReduceOp::Sum, 0}, team, stream, "allgather_on_stream");
+}
+void reduceScatterOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type,
+                           ReduceOp op, Stream stream) {
+  runOnStream({Collective::ReduceScatter, src, dst, count, type, op, 0}, team, stream, "reduce_scatter_on_stream");
+}
+void alltoallOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type,
+                      Stream stream) {
+  runOnStream({Collective::Alltoall, src, dst, count, type, ReduceOp::Sum, 0}, team, stream, "alltoall_on_stream");
+}
+
+device::CollHandle deviceCollHandle(const Team& team) {
+  Runtime& rt = runtime("device_coll_handle");
+  const detail::TeamState& state = detail::requireValidTeam(team, "device_coll_handle");
+  if (!state.gpuWorkspace) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": device_coll_handle: team " + state.name +
+                                            " has no GPU collective workspace (" +
+                                            (!rt.gpu() ? "the GPU backend is off"
+                                             : state.members.size() == 1 ? "a team of one PE needs none"
+                                             : state.gpuWhyNot.empty() ? "its members do not all share a node"
+                                                                       : state.gpuWhyNot) +
+                                            ")");
+  }
+  coll::throwIfGpuFailed(rt, state, "device_coll_handle");
+  return state.gpuWorkspace->handle();
+}
 
 void barrier(const Team& team) {
   run({Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8, ReduceOp::Sum, 0}, team, "barrier");
@@ -243,22 +253,33 @@ Explanation explain(Collective c, const Team& team, std::size_t count, DataType 
   Runtime& rt = runtime("explain");
   const detail::TeamState& state = detail::requireValidTeam(team, "explain");
   if (static_cast<unsigned>(c) > static_cast<unsigned>(Collective::Alltoall)) {
-    bad(rt, "explain", "collective " + std::to_string(static_cast<int>(c)) + " is not an axon::Collective");
+    coll::badArgument(rt, "explain", "collective " + std::to_string(static_cast<int>(c)) + " is not an axon::Collective");
   }
   if (static_cast<unsigned>(type) > static_cast<unsigned>(DataType::Float64)) {
-    bad(rt, "explain", "data type " + std::to_string(static_cast<int>(type)) + " is not an axon::DataType");
+    coll::badArgument(rt, "explain", "data type " + std::to_string(static_cast<int>(type)) + " is not an axon::DataType");
   }
   const int n = static_cast<int>(state.members.size());
   const coll::Plan plan = planFor(rt, c, count, type, n);
   Explanation e{c, coll::algoName(plan.algo), "", plan.reason, plan.chunkElems * dataTypeSize(type), plan.rounds};
   if (n == 1) {
     e.path = "local";
+  } else if (state.gpuWorkspace) {
+    const coll::GpuPlan gp = coll::gpuPlanFor(rt, c, count, type, n);
+    e.algorithm = coll::algoName(gp.algo);
+    e.path = "gpu-p2p";
+    e.reason = gp.reason + "; " + std::to_string(gp.channels) + " channel(s); host buffers are staged through "
+               "device memory";
+    e.chunkBytes = rt.env().collGpuChunk;
+    e.rounds = gp.rounds;
   } else if (!state.workspace) {
     e.path = "none";
     e.reason = "the team's members do not all share memory; this build moves collective data only within a node";
   } else {
     e.path = "host-shm";
-    if (rt.gpu()) e.reason += "; GPU buffers are copied through host memory around the call";
+    if (rt.gpu()) {
+      e.reason += "; GPU buffers are copied through host memory around the call (no GPU workspace: " +
+                  state.gpuWhyNot + ")";
+    }
   }
   return e;
 }

@@ -8,6 +8,7 @@
 namespace axon::coll {
 namespace {
 
+constexpr std::size_t kGpuTwoShotBytes = 256 * 1024;  // as device::kDeviceTwoShotBytes
 constexpr std::array<const char*, 5> kAlgoNames = {"local", "oneshot", "twoshot", "ring", "chain"};
 
 std::string bytesText(std::size_t b) {
@@ -137,6 +138,44 @@ Plan makePlan(const PlanInput& in) {
     case Algo::Chain: p.rounds = chainSteps(p.chunks, n); break;
     default: p.rounds = p.chunks; break;
   }
+  return p;
+}
+
+GpuPlan makeGpuPlan(const GpuPlanInput& in) {
+  const int n = in.members;
+  const std::size_t block = in.count * in.elemBytes;  // one member's block
+  const std::string size = bytesText(block) + " on " + std::to_string(n) + " GPUs";
+  GpuPlan p{};
+  p.algo = Algo::OneShot;
+  if (in.collective == Collective::Allreduce) {
+    const bool twoShot = in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes && n > 2;
+    p.algo = twoShot ? Algo::TwoShot : Algo::OneShot;
+    if (in.forced) {
+      p.reason = size + ": " + algoName(p.algo) + ", set by " + algoVariable(in.collective) +
+                 (*in.forced == Algo::Ring ? " (ring runs on the host path only; the GPU runs two-shot)" : "");
+    } else if (twoShot) {
+      p.reason = size + " > 256 KiB: two-shot (each GPU reduces 1/n of the data, then sends it to all)";
+    } else {
+      p.reason = size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
+                 (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
+    }
+  } else if (in.forced && *in.forced != Algo::OneShot) {
+    p.reason = size + ": one-shot (" + algoVariable(in.collective) + "=" + algoName(*in.forced) +
+               " runs on the host path only)";
+  } else if (in.collective == Collective::Barrier) {
+    p.reason = "one round of signals between every pair of GPUs";
+  } else {
+    p.reason = size + ": one-shot (every GPU pushes what each other needs into its workspace)";
+  }
+  // A channel per chunk of a member's block, up to the workspace's channels: small calls use one
+  // block (fewest signals), large ones spread over the SMs.
+  const std::size_t perChannelRound = p.algo == Algo::TwoShot ? in.chunkBytes * static_cast<std::size_t>(n) : in.chunkBytes;
+  const std::size_t wanted = std::max<std::size_t>(ceilDiv(block, in.chunkBytes), 1);
+  p.channels = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(in.maxChannels)));
+  if (in.collective == Collective::Barrier) p.channels = 1;
+  const std::size_t perChannel = ceilDiv(block, static_cast<std::size_t>(p.channels));
+  const std::size_t chunks = std::max<std::size_t>(ceilDiv(perChannel, perChannelRound), 1);
+  p.rounds = p.algo == Algo::TwoShot ? 2 * chunks : chunks;
   return p;
 }
 

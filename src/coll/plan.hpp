@@ -41,4 +41,25 @@ struct Plan {
 
 Plan makePlan(const PlanInput& in);
 
+// The GPU path ("gpu-p2p", src/coll/gpu_path.cpp): kernels on the team's GPU workspace, one block
+// per channel, each channel moving up to `chunkBytes` per sender and round.
+struct GpuPlanInput {
+  Collective collective;
+  std::size_t count;        // elements (per PE for allgather, reduce_scatter and alltoall)
+  std::size_t elemBytes;
+  int members;
+  int maxChannels;          // AXON_COLL_GPU_CHANNELS
+  std::size_t chunkBytes;   // AXON_COLL_GPU_CHUNK
+  std::optional<Algo> forced;
+};
+
+struct GpuPlan {
+  Algo algo;             // OneShot or TwoShot
+  int channels;          // blocks of the kernel
+  std::size_t rounds;    // rounds of the busiest channel
+  std::string reason;
+};
+
+GpuPlan makeGpuPlan(const GpuPlanInput& in);
+
 }  // namespace axon::coll

@@ -21,6 +21,9 @@ constexpr std::size_t kDefaultGpuHeapChunk = 64 * kKiB * kKiB;
 constexpr std::size_t kDefaultStageChunk = 1 * kKiB * kKiB;
 constexpr std::size_t kDefaultCollBuffer = 256 * kKiB;
 constexpr std::size_t kMinCollBuffer = 4 * kKiB;
+constexpr std::size_t kDefaultCollGpuChunk = 64 * kKiB;
+constexpr int kDefaultCollGpuChannels = 16;
+constexpr int kMaxCollGpuChannels = 128;
 
 std::optional<std::string> lookup(const EnvVars& vars, const char* name) {
   auto it = vars.find(name);
@@ -116,6 +119,24 @@ Env Env::fromVars(const EnvVars& vars) {
     if (env.collBuffer < kMinCollBuffer) {
       throw Error(ErrorCode::InvalidArgument, "AXON_COLL_BUFFER='" + *v + "' is below the minimum of 4K");
     }
+  }
+  env.collGpuChunk = kDefaultCollGpuChunk;
+  if (auto v = lookup(vars, "AXON_COLL_GPU_CHUNK")) {
+    env.collGpuChunk = parseByteSize(*v, "AXON_COLL_GPU_CHUNK");
+    if (env.collGpuChunk < kMinCollBuffer || env.collGpuChunk % 256 != 0) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "AXON_COLL_GPU_CHUNK='" + *v + "' must be a multiple of 256 bytes, at least 4K");
+    }
+  }
+  env.collGpuChannels = kDefaultCollGpuChannels;
+  if (auto v = lookup(vars, "AXON_COLL_GPU_CHANNELS")) {
+    char* end = nullptr;
+    const long n = std::strtol(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || n < 1 || n > kMaxCollGpuChannels) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_COLL_GPU_CHANNELS='" + *v + "' is not a whole number in [1, " +
+                                                  std::to_string(kMaxCollGpuChannels) + "]");
+    }
+    env.collGpuChannels = static_cast<int>(n);
   }
   for (int c = 0; c < static_cast<int>(env.algo.size()); ++c) {
     const auto coll = static_cast<Collective>(c);

@@ -336,6 +336,11 @@ std::string launcherName() { return runtime("launcher_name").env().launch.source
 
 void Runtime::attachCollectiveWorkspace(const detail::TeamState& team) {
   if (!team.sharedMemory) return;
+  if (gpu_ && team.members.size() > 1) {
+    team.gpuWorkspace = gpu_->createTeamWorkspace(*this, team, team.gpuWhyNot);
+    if (team.gpuWorkspace) return;
+    log(LogLevel::Info, myPe(), "team " + team.name + ": collectives take the host path (" + team.gpuWhyNot + ")");
+  }
   team.workspace = coll::Workspace::create(*this, team, env_.collBuffer);
 }
 

@@ -151,6 +151,10 @@ void Team::destroy() {
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   s.workspace.reset();  // no member touches it after the barrier above
+  if (s.gpuWorkspace) {
+    rt.gpu()->synchronize();  // this GPU's collectives on the team, enqueued on any stream, are done
+    s.gpuWorkspace.reset();   // peers' mappings keep the memory alive until they let go too
+  }
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();
 }

@@ -9,6 +9,7 @@
 #include "axon/team.hpp"
 
 namespace axon {
+class GpuTeamWorkspace;
 namespace coll {
 class Workspace;
 }
@@ -28,6 +29,11 @@ struct TeamState {
   // This PE's collective workspace for the team (coll/workspace.hpp); null on teams whose members
   // do not share memory.
   mutable std::shared_ptr<coll::Workspace> workspace;
+  // With the GPU backend, when every member's GPU maps every other's memory: the GPU collective
+  // workspace, which then carries all of the team's collectives (host buffers are staged through
+  // device memory), instead of `workspace`. Otherwise null, and `gpuWhyNot` says why.
+  mutable std::shared_ptr<GpuTeamWorkspace> gpuWorkspace;
+  mutable std::string gpuWhyNot;
 
   static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                    std::string name);

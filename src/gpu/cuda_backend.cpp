@@ -10,8 +10,10 @@
 #include "core/runtime.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/gpu_backend.hpp"
+#include "gpu/gpu_coll_workspace.hpp"
 #include "gpu/gpu_heap.hpp"
 #include "gpu/nvml.hpp"
+#include "kernels/coll_kernels.hpp"
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
 #include "transport/staged/stage_proxy.hpp"
@@ -72,6 +74,7 @@ class CudaBackend final : public GpuBackend {
     transport_ = std::make_unique<CudaIpcTransport>(cu, *heap_, stream_, scratch_);
     timeoutNs_ = static_cast<unsigned long long>(rt.env().timeoutSec * 1e9);
     kernels::warmUp();
+    kernels::warmUpCollectives();
   }
 
   ~CudaBackend() override {
@@ -262,6 +265,19 @@ class CudaBackend final : public GpuBackend {
     cuCheck(cu_.cuStreamSynchronize(stream_), "cuMemsetD8Async");
   }
 
+  void synchronizeStream(void* stream) override {
+    makeCurrent();
+    cuCheck(cu_.cuStreamSynchronize(static_cast<CUstream>(stream)), "stream_synchronize");
+  }
+
+  void copyLocalOnStream(void* dst, const void* src, std::size_t bytes, void* stream) override {
+    if (bytes == 0) return;
+    makeCurrent();
+    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
+                              static_cast<CUstream>(stream)),
+            "cuMemcpyAsync (collective on a team of one)");
+  }
+
   void copyLocal(void* dst, const void* src, std::size_t bytes) override {
     makeCurrent();
     cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
@@ -335,6 +351,13 @@ class CudaBackend final : public GpuBackend {
   void barrierOnStream(const device::Team& team, void* stream) override {
     makeCurrent();
     kernels::barrier(stream, context_, team);
+  }
+
+  std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,
+                                                        std::string& whyNot) override {
+    makeCurrent();
+    const CollWorkspaceConfig config{rt.env().collGpuChannels, rt.env().collGpuChunk, timeoutNs_};
+    return createCollWorkspace(cu_, device_, ctx_, rt, team, config, whyNot);
   }
 
   void resetTeamSlot(int slot) override {

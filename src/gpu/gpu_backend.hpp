@@ -7,14 +7,37 @@
 #include <memory>
 #include <string>
 
+#include "axon/device/coll_types.hpp"
 #include "axon/device/types.hpp"
 #include "axon/onesided.hpp"
 #include "memory/heap_space.hpp"
+#include "kernels/coll_kernels.hpp"
 #include "transport/transport.hpp"
 
 namespace axon {
 
 class Runtime;
+namespace detail {
+struct TeamState;
+}
+
+// A team's GPU collective workspace: every member's, mapped for this GPU's loads and stores
+// (gpu/gpu_coll_workspace.cpp). Freed with the team.
+class GpuTeamWorkspace {
+ public:
+  virtual ~GpuTeamWorkspace() = default;
+  virtual const device::CollHandle& handle() const = 0;
+  // Enqueues a collective on `stream` (a CUstream).
+  virtual void enqueue(const kernels::CollLaunch& launch, void* stream) = 0;
+  // Runs a collective on the workspace's own stream and waits for it.
+  virtual void run(const kernels::CollLaunch& launch) = 0;
+  // Device memory for blocking calls on host buffers: buffer `which` (0 or 1), grown on demand.
+  virtual void* scratch(int which, std::size_t bytes) = 0;
+  // Copies between host and device memory on the workspace's stream; returns when done.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  // The error the team's kernels reported on this PE (complete reports only), or nullptr.
+  virtual const device::CollError* error() const = 0;
+};
 
 class GpuBackend {
  public:
@@ -50,6 +73,8 @@ class GpuBackend {
   virtual void memsetLocal(void* p, int value, std::size_t bytes) = 0;
   // Copies between any two local addresses (GPU, pinned or pageable host); returns when done.
   virtual void copyLocal(void* dst, const void* src, std::size_t bytes) = 0;
+  // The same, enqueued on `stream` (a CUstream).
+  virtual void copyLocalOnStream(void* dst, const void* src, std::size_t bytes, void* stream) = 0;
 
   // Fixed once connect() has mapped the peers; the world team is PEs 0..n-1 in slot 0.
   virtual const device::Context& deviceContext() const = 0;
@@ -60,7 +85,12 @@ class GpuBackend {
   virtual void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) = 0;
   virtual void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream) = 0;
   virtual void quietOnStream(void* stream) = 0;
+  virtual void synchronizeStream(void* stream) = 0;
   virtual void barrierOnStream(const device::Team& team, void* stream) = 0;
+  // Collective over the team's members: their GPU collective workspaces, mapped here. nullptr,
+  // with `whyNot` set, on every member alike when some member cannot map some other's memory.
+  virtual std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,
+                                                                std::string& whyNot) = 0;
   // After a team is destroyed: zero its device barrier row for the next team in the slot.
   virtual void resetTeamSlot(int slot) = 0;
 };

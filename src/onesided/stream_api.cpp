@@ -147,4 +147,9 @@ void barrierAllOnStream(Stream stream) {
   barrierOnStream(rt.world(), stream);
 }
 
+void streamSynchronize(Stream stream) {
+  Runtime& rt = runtime("stream_synchronize");
+  requireGpu(rt, "stream_synchronize").synchronizeStream(stream);
+}
+
 }  // namespace axon

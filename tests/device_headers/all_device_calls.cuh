@@ -101,3 +101,33 @@ extern "C" __global__ void axonCheckAtomics(axon::device::Context ctx, int* i32,
            callAtomics(ctx, ul64, pe) + static_cast<unsigned long long>(callAtomics(ctx, i64, pe)) +
            callAtomics(ctx, u64, pe);
 }
+
+namespace axon_device_header_check {
+
+// Every device collective with one element type; the reducing ones with every type.
+template <class T>
+__device__ bool callCollectives(const axon::device::CollHandle& h, T* buf, axon::device::SizeT n) {
+  namespace ad = axon::device;
+  bool ok = ad::allreduce<ad::Block>(h, buf, buf, n, ad::ReduceOp::Sum);
+  ok = ad::reduce<ad::Block>(h, buf, buf + n, n, ad::ReduceOp::Max, 0, 1) && ok;
+  ok = ad::reduceScatter<ad::Block>(h, buf, buf + n, n, ad::ReduceOp::Min) && ok;
+  return ok;
+}
+
+}  // namespace axon_device_header_check
+
+extern "C" __global__ void axonCheckCollectives(axon::device::CollHandle h, char* bytes,
+                                                float* f, double* d, int* i,
+                                                axon::device::Half* half,
+                                                axon::device::BFloat16* bf, long* l,
+                                                axon::device::SizeT n, int* out) {
+  namespace ad = axon::device;
+  using axon_device_header_check::callCollectives;
+  bool ok = ad::barrier<ad::Block>(h);
+  ok = ad::broadcast<ad::Block>(h, bytes, bytes + n, n, 0) && ok;
+  ok = ad::allgather<ad::Block>(h, f, f + n, n) && ok;
+  ok = ad::alltoall<ad::Block>(h, d, d + n, n, 2) && ok;
+  ok = callCollectives(h, f, n) && callCollectives(h, d, n) && callCollectives(h, i, n) &&
+       callCollectives(h, half, n) && callCollectives(h, bf, n) && callCollectives(h, l, n) && ok;
+  out[0] = ok ? 1 : 0;
+}

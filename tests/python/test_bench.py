@@ -163,8 +163,10 @@ def test_compare_notes_without_and_with_gpu():
     assert [n["note"] for n in notes] == ["NCCL: skipped, needs GPUs (libnccl.so found)",
                                           "NVSHMEM: skipped, needs GPUs (libnvshmem_host.so not found)"]
     notes = bench.compare_notes(peers, have_gpu=True)
-    assert notes[0]["status"] == "not_run" and "not implemented yet" in notes[0]["note"]
+    assert notes[0]["status"] == "not_run" and "only NCCL's collectives" in notes[0]["note"]
     assert notes[1]["status"] == "skipped"
+    notes = bench.compare_notes(peers, have_gpu=True, ran=frozenset({"NCCL"}))
+    assert notes[0]["status"] == "run" and "/x/libnccl.so.2" in notes[0]["note"]
     detected = bench.detect_peers()
     assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM"]
 
@@ -242,9 +244,21 @@ def test_compare_skips_every_peer_without_gpu(tmp_path, capsys):
     for peer, what in (("NCCL", "libnccl.so"), ("PyTorch NCCL", "torch"), ("NVSHMEM", "libnvshmem_host.so")):
         assert any(line.startswith(f"# {peer}: skipped, needs GPUs ({what} ")
                    for line in captured.out.splitlines()), captured.out
-    assert "nothing is compared yet" in captured.out
+    assert "# --compare: peers on this machine" in captured.out
     doc = json.loads(out.read_text())
     assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3
+
+
+def test_collective_table_with_nccl_prints_both_and_the_ratio():
+    header = {"pes": 2, "backend": "gpu", "placement": "D", "validate": True}
+    side = lambda t: {"time_us": t, "algbw_gbs": 1.0, "busbw_gbs": 1.0, "wrong": 0}
+    rows = [{"impl": "axon", "size": 8, "count": 2, "dtype": "float32", "redop": "sum", "root": 0,
+             "algorithm": "oneshot", "out_of_place": side(4.0), "in_place": side(5.0)},
+            {"impl": "nccl", "size": 8, "count": 2, "dtype": "float32", "redop": "sum", "root": 0,
+             "algorithm": "nccl", "out_of_place": side(10.0), "in_place": side(10.0)}]
+    lines = bench.table_lines("allreduce", header, rows, [{"impl": "nccl", "version": "2.28.3"}])
+    assert any("(axon)" in x for x in lines) and any("(NCCL 2.28.3)" in x for x in lines)
+    assert any(x.split() == ["8", "2.50x", "2.00x"] for x in lines), lines
 
 
 @pytest.mark.parametrize("test", list(bench.COLLECTIVES))
@@ -267,7 +281,7 @@ def test_collectives_nccl_tests_format(test, tmp_path, capsys):
             assert side["algbw_gbs"] == pytest.approx(r["size"] / side["time_us"] / 1e3, rel=1e-3)
             assert side["busbw_gbs"] == pytest.approx(side["algbw_gbs"] * factor, rel=1e-3)
     lines = captured.out.splitlines()
-    assert lines[0].startswith(f"# axon bench {test}:")
+    assert lines[0].startswith(f"# axon bench {test} (axon):")
     rows = [x for x in lines if not x.startswith("#")]
     assert [int(x.split()[0]) for x in rows] == [r["size"] for r in doc["results"]]
     assert all(x.split()[-1] == "0" and x.split()[-5] == "0" for x in rows)  # #wrong, both sides

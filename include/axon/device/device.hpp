@@ -13,5 +13,6 @@
 // types, the declarations and the host-callable arithmetic (remote(), isReachable()).
 #pragma once
 
+#include "axon/device/collectives.hpp"
 #include "axon/device/onesided.hpp"
 #include "axon/device/types.hpp"

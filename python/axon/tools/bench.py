@@ -47,7 +47,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
@@ -187,6 +187,7 @@ class Request:
     dtype: str = "float32"
     op: str = "sum"
     root: int = 0
+    nccl: str | None = None  # libnccl to run beside axon (collectives on GPU buffers, --compare)
 
     @property
     def collective(self) -> bool:
@@ -213,6 +214,8 @@ class Request:
             args += ["-d", *self.placement]
         if not self.validate:
             args.append("--no-validate")
+        if self.nccl:
+            args += ["--nccl", self.nccl]
         if self.settle_ms is not None and not self.collective:
             args += ["--settle-ms", str(self.settle_ms)]
         return args
@@ -300,8 +303,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", metavar="PE", help="broadcast and reduce: the root (default 0)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON (see axon plot)")
     parser.add_argument("--compare", action="store_true",
-                        help="note which comparison peers this machine has (NCCL, PyTorch NCCL, "
-                             "NVSHMEM); the comparison runs themselves are not implemented yet")
+                        help="collectives on GPU buffers (-d D D): run NCCL on the same buffers in "
+                             "the same program and print the ratio; other tests and peers (PyTorch, "
+                             "NVSHMEM): say which this machine has")
     parser.set_defaults(handler=run_bench)
 
 
@@ -442,19 +446,21 @@ def detect_peers() -> list[dict]:
     ]
 
 
-def compare_notes(peers: list[dict], have_gpu: bool) -> list[dict]:
-    """One note per peer. The comparison runs themselves are not implemented yet: on a GPU
-    machine a found peer is reported as 'not run' (a later session adds the runs)."""
+def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = frozenset()) -> list[dict]:
+    """One note per peer: 'run' for the peers in `ran` (NCCL beside the collectives on GPU
+    buffers), else why not. The point-to-point tests, PyTorch and NVSHMEM are not compared yet."""
     out = []
     for p in peers:
         state = f"{p['what']} {'found' if p['found'] else 'not found'}"
-        if not have_gpu:
+        if p["peer"] in ran:
+            status, note = "run", f"{p['peer']}: run in the same program on the same buffers ({p['where']})"
+        elif not have_gpu:
             status, note = "skipped", f"{p['peer']}: skipped, needs GPUs ({state})"
         elif not p["found"]:
             status, note = "skipped", f"{p['peer']}: skipped ({state})"
         else:
-            status, note = "not_run", (f"{p['peer']}: not run, the comparison runs are not "
-                                       f"implemented yet ({state} at {p['where']})")
+            status, note = "not_run", (f"{p['peer']}: not run, only NCCL's collectives on GPU buffers "
+                                       f"(-d D D) are compared so far ({state} at {p['where']})")
         out.append({**p, "status": status, "note": note})
     return out
 
@@ -472,6 +478,7 @@ class Outcome:
     returncode: int
     stderr: list[str]
     other: list[str]
+    peers: list[dict] = field(default_factory=list)  # comparison peers the driver ran
 
 
 def _reader(stream, tag: str, q: queue.Queue) -> None:
@@ -587,6 +594,8 @@ def run_driver(driver: Path, req: Request, progress: bool,
                 bar.tick(time.monotonic() - start, len(out.results))
             elif kind == "error":
                 out.error = record
+            elif kind == "peer":
+                out.peers.append(record)
             elif kind != "done":
                 out.other.append(line)
         out.returncode = proc.wait()
@@ -619,10 +628,33 @@ def _fmt(value: Any) -> str:
     return f"{v:.3g}"
 
 
-def collective_table_lines(test: str, header: dict | None, results: list[dict]) -> list[str]:
-    """The nccl-tests table: out-of-place then in-place time, algbw, busbw and #wrong per size."""
+def collective_table_lines(test: str, header: dict | None, results: list[dict],
+                           peers: list[dict] | None = None) -> list[str]:
+    """The nccl-tests table: out-of-place then in-place time, algbw, busbw and #wrong per size;
+    with NCCL beside axon, its table and the ratio of the two times per size."""
+    mine = [r for r in results if r.get("impl", "axon") == "axon"]
+    nccl = [r for r in results if r.get("impl") == "nccl"]
+    lines = _one_collective_table(test, header, mine, "axon")
+    if nccl:
+        version = next((p.get("version") for p in peers or [] if p.get("impl") == "nccl"), "?")
+        lines += [""] + _one_collective_table(test, header, nccl, f"NCCL {version}")
+        lines += ["", f"# axon vs NCCL, same run, same buffers: NCCL time / axon time (> 1: axon faster)",
+                  "#" + "size (B)".rjust(11) + "out-of-place".rjust(14) + "in-place".rjust(11)]
+        by_size = {r.get("size"): r for r in nccl}
+        for r in mine:
+            n = by_size.get(r.get("size"))
+            if not n:
+                continue
+            def ratio(side: str) -> str:
+                a, b = r.get(side, {}).get("time_us"), n.get(side, {}).get("time_us")
+                return f"{b / a:.2f}x" if a and b else "-"
+            lines.append(f"{r.get('size'):>12}{ratio('out_of_place'):>14}{ratio('in_place'):>11}")
+    return lines
+
+
+def _one_collective_table(test: str, header: dict | None, results: list[dict], impl: str) -> list[str]:
     h = header or {}
-    lines = [f"# axon bench {test}: {COLLECTIVES[test]}",
+    lines = [f"# axon bench {test} ({impl}): {COLLECTIVES[test]}",
              f"# {h.get('pes', '?')} PEs, {h.get('backend', '?')} backend, buffers {h.get('placement', '?')}, "
              f"validation {'on' if h.get('validate', True) else 'off'}; time: the slowest PE's average per call",
              "#" + "".join(x.rjust(w) for x, w in ((" size", 11), ("count", 13), ("type", 10), ("redop", 7),
@@ -648,10 +680,11 @@ def collective_table_lines(test: str, header: dict | None, results: list[dict]) 
     return lines
 
 
-def table_lines(test: str, header: dict | None, results: list[dict]) -> list[str]:
+def table_lines(test: str, header: dict | None, results: list[dict],
+                peers: list[dict] | None = None) -> list[str]:
     """The OSU-style table: '#' comment lines, then one row per size."""
     if test in COLLECTIVES:
-        return collective_table_lines(test, header, results)
+        return collective_table_lines(test, header, results, peers)
     spec = TESTS[test]
     h = header or {}
     lines = [f"# axon bench {test}: {spec.summary}"]
@@ -719,6 +752,12 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"{_PROG}: {exc}", file=sys.stderr)
         return 1
 
+    ran: frozenset[str] = frozenset()
+    if args.compare and req.collective and req.placement == ("D", "D"):
+        nccl = next((p for p in detect_peers() if p["peer"] == "NCCL"), None)
+        if nccl and nccl["found"]:
+            req.nccl = nccl["where"]
+            ran = frozenset({"NCCL"})
     interactive = sys.stdout.isatty() and sys.stderr.isatty()
     try:
         outcome = run_driver(driver, req, progress=interactive)
@@ -742,14 +781,13 @@ def run_bench(args: argparse.Namespace) -> int:
         _print_stderr_tail(outcome)
         return 1
 
-    for line in table_lines(req.test, outcome.header, outcome.results):
+    for line in table_lines(req.test, outcome.header, outcome.results, outcome.peers):
         print(line)
     compare = None
     if args.compare:
         have_gpu = (outcome.header or {}).get("backend") == "gpu"
-        compare = compare_notes(detect_peers(), have_gpu)
-        print("# --compare: peers on this machine (the comparison runs themselves come in a later "
-              "version; nothing is compared yet)")
+        compare = compare_notes(detect_peers(), have_gpu, ran if outcome.peers else frozenset())
+        print("# --compare: peers on this machine")
         for c in compare:
             print(f"# {c['note']}")
     sys.stdout.flush()

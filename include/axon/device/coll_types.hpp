@@ -1,0 +1,119 @@
+// Types of the device collectives (axon/device/collectives.hpp) that host code also uses: the
+// trivially copyable handle a host program passes to its kernels, the call record members compare,
+// the error report, and the layout of a team's GPU collective workspace.
+//
+// This header compiles alone under a host C++ compiler, nvcc and NVRTC (it includes only types.hpp).
+#pragma once
+
+#include "axon/device/types.hpp"
+
+namespace axon {
+namespace device {
+
+// Same values as axon::DataType and axon::ReduceOp on the host.
+enum class DataType : int {
+  Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, BFloat16, Float32, Float64
+};
+enum class ReduceOp : int { Sum = 0, Prod = 1, Min = 2, Max = 3 };
+
+// The 16-bit floating-point types as stored (IEEE binary16 and bfloat16 bits); reductions compute
+// in float and round to nearest even, as the host path does.
+struct Half { unsigned short bits; };
+struct BFloat16 { unsigned short bits; };
+
+// What one call is: every member must make the same one. Same values as the host's enums;
+// `algo` as axon::coll::Algo; `channels` the blocks the call uses (0 for a device-callable call).
+struct CollRecord {
+  unsigned int collective, dtype, op, algo;
+  int root;
+  unsigned int channels;
+  unsigned long long count;
+};
+
+enum class CollErrorCode : int { None = 0, Timeout = 1, Mismatch = 2 };
+
+// The first error a PE's GPU collectives met on a team: written by the kernel that met it into
+// pinned host memory (and into every member's workspace, so that their kernels stop too); the host
+// reads it after the kernel and throws. `state`: 0 none, 1 being written, 2 complete.
+struct CollError {
+  unsigned long long state;
+  int code;     // CollErrorCode
+  int pe;       // world PE that met it
+  int peer;     // world PE it waited on or disagreed with
+  int channel;
+  unsigned long long address;   // the word waited on (timeouts)
+  unsigned long long expected;  // round waited for
+  unsigned long long seen;      // value seen
+  CollRecord mine;              // the call of `pe`
+  CollRecord theirs;            // the call of `peer` (mismatches)
+};
+
+// What kernels need to run collectives on a team: the members' workspaces, mapped in this process
+// `stride` bytes apart (member i's at base + i * stride). Host code gets it from
+// axon::deviceCollHandle(team) and passes it to kernels by value; valid until the team is
+// destroyed.
+struct CollHandle {
+  char* base;               // member 0's workspace as this process sees it
+  long long stride;         // bytes from member i's workspace to member i+1's
+  int size;                 // members
+  int myIndex;              // this PE's index in the team
+  int myPe;                 // this PE's world rank
+  int teamStart, teamStride;  // member i is world PE teamStart + i * teamStride
+  int channels;             // independent channels of the workspace (blocks a call may use)
+  unsigned long long chunkBytes;  // data bytes per channel, half and sender
+  unsigned long long roundsOffset, readyOffset, recordsOffset, dataOffset;
+  unsigned long long timeoutNs;   // AXON_TIMEOUT: bound on every wait (0: forever)
+  CollError* error;         // this PE's report for the team (pinned host memory)
+};
+
+// ── Workspace layout (one per member, the same on every member) ───────────────────────────────
+//   abort     CollError written by a member that met an error (offset 0)
+//   rounds    [channel]: rounds this PE completed on the channel (only this PE's kernels touch it)
+//   ready     [channel][from]: the last round member `from` signalled to this PE
+//   records   [channel][half][from]: the call `from` made in that round (CollRecord + round)
+//   data      [channel][half][from]: chunkBytes that `from` pushed to this PE
+// Words that different PEs write sit on their own 64-byte lines.
+constexpr unsigned long long kCollLine = 64;
+
+struct CollSlotRecord {
+  CollRecord call;
+  unsigned long long round;
+};
+
+struct CollLayout {
+  unsigned long long rounds, ready, records, data, total;
+};
+
+AXON_HOST_DEVICE_INLINE unsigned long long collAlignUp(unsigned long long v, unsigned long long a) {
+  return (v + a - 1) / a * a;
+}
+
+AXON_HOST_DEVICE_INLINE CollLayout collLayout(int members, int channels,
+                                              unsigned long long chunkBytes) {
+  const unsigned long long n = static_cast<unsigned long long>(members);
+  const unsigned long long c = static_cast<unsigned long long>(channels);
+  CollLayout l{};
+  l.rounds = collAlignUp(sizeof(CollError), kCollLine);
+  l.ready = l.rounds + c * kCollLine;
+  l.records = l.ready + c * n * kCollLine;
+  l.data = collAlignUp(l.records + c * 2 * n * kCollLine, 4096);
+  l.total = l.data + c * 2 * n * chunkBytes;
+  return l;
+}
+
+// Channel c's share [lo, hi) of `len` elements split over `channels` (in whole `unit`s, so that
+// every share but the last starts 16-byte aligned when the buffer does). Used by the library's
+// kernels, one block per channel; host-testable.
+AXON_HOST_DEVICE_INLINE void collChannelRange(SizeT len, int channels, int c, SizeT unit, SizeT* lo,
+                                              SizeT* hi) {
+  const SizeT units = (len + unit - 1) / unit;
+  const SizeT n = static_cast<SizeT>(channels), i = static_cast<SizeT>(c);
+  const SizeT per = units / n, rem = units % n;
+  SizeT l = (i * per + (i < rem ? i : rem)) * unit;
+  SizeT e = l + (per + (i < rem ? 1 : 0)) * unit;
+  *lo = l < len ? l : len;
+  *hi = e < len ? e : len;
+}
+
+}  // namespace device
+}  // namespace axon

@@ -1,0 +1,148 @@
+#include "coll/gpu_path.hpp"
+
+#include <cstdio>
+
+#include "axon/error.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+#include "gpu/gpu_backend.hpp"
+
+namespace axon::coll {
+namespace {
+
+bool reduces(Collective c) {
+  return c == Collective::Reduce || c == Collective::Allreduce || c == Collective::ReduceScatter;
+}
+bool rooted(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+
+std::string describeCall(const device::CollRecord& r) {
+  const auto c = static_cast<Collective>(r.collective);
+  std::string s = std::string(collectiveName(c)) + "(count " + std::to_string(r.count) + ", " +
+                  dataTypeName(static_cast<DataType>(r.dtype));
+  if (reduces(c)) s += std::string(", ") + reduceOpName(static_cast<ReduceOp>(r.op));
+  if (rooted(c)) s += ", root " + std::to_string(r.root);
+  s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) + ", ";
+  s += r.channels == 0 ? std::string("device-callable") : std::to_string(r.channels) + " channel(s)";
+  return s + ")";
+}
+
+std::string hex(unsigned long long v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%llx", v);
+  return buf;
+}
+
+// Staging of host buffers for a blocking call: the device kernels cannot read pageable memory.
+// Overlapping src and dst (the in-place forms) share one staging buffer, keeping their offsets.
+class DeviceBuffers {
+ public:
+  DeviceBuffers(GpuBackend& gpu, GpuTeamWorkspace& ws, Request& q, std::pair<std::size_t, std::size_t> bytes)
+      : ws_(ws) {
+    const bool srcHost = bytes.first && !gpu.isDeviceMemory(q.src);
+    const bool dstHost = bytes.second && !gpu.isDeviceMemory(q.dst);
+    const char* s = static_cast<const char*>(q.src);
+    char* d = static_cast<char*>(q.dst);
+    if (srcHost && dstHost && s < d + bytes.second && d < s + bytes.first) {
+      const char* lo = std::min<const char*>(s, d);
+      const char* hi = std::max(s + bytes.first, static_cast<const char*>(d) + bytes.second);
+      char* dev = static_cast<char*>(ws.scratch(0, hi - lo));
+      ws.copy(dev, lo, hi - lo);
+      q.src = dev + (s - lo);
+      q.dst = dev + (d - lo);
+      back_ = {d, dev + (d - lo), bytes.second};
+      return;
+    }
+    if (srcHost) {
+      char* dev = static_cast<char*>(ws.scratch(0, bytes.first));
+      ws.copy(dev, s, bytes.first);
+      q.src = dev;
+    }
+    if (dstHost) {
+      char* dev = static_cast<char*>(ws.scratch(1, bytes.second));
+      ws.copy(dev, d, bytes.second);  // bytes the call leaves alone stay as they were
+      q.dst = dev;
+      back_ = {d, dev, bytes.second};
+    }
+  }
+  void copyBack() {
+    if (back_.user) ws_.copy(back_.user, back_.staged, back_.bytes);
+  }
+
+ private:
+  GpuTeamWorkspace& ws_;
+  struct {
+    void* user = nullptr;
+    const void* staged = nullptr;
+    std::size_t bytes = 0;
+  } back_;
+};
+
+}  // namespace
+
+GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members) {
+  const std::string& forced = rt.env().algo[static_cast<int>(c)];
+  return makeGpuPlan({c, count, dataTypeSize(type), members, rt.env().collGpuChannels, rt.env().collGpuChunk,
+                      forced.empty() ? std::nullopt : algoFromName(forced)});
+}
+
+void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* api) {
+  const device::CollError* e = team.gpuWorkspace ? team.gpuWorkspace->error() : nullptr;
+  if (!e) return;
+  const std::string me = "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name + ": ";
+  const std::string by = e->pe == rt.myPe() ? "" : "the team's GPU collectives were stopped by PE " + std::to_string(e->pe) + ", which reported: ";
+  std::string what;
+  ErrorCode code = ErrorCode::CollectiveMismatch;
+  if (e->code == static_cast<int>(device::CollErrorCode::Timeout)) {
+    code = ErrorCode::Timeout;
+    what = "PE " + std::to_string(e->pe) + "'s " + describeCall(e->mine) + " waited past AXON_TIMEOUT (" +
+           secondsText(rt.env().timeoutSec) + ") for PE " + std::to_string(e->peer) + " on channel " +
+           std::to_string(e->channel) + ": ready word at " + hex(e->address) + " expected >= " +
+           std::to_string(e->expected) + ", seen " + std::to_string(e->seen);
+  } else {
+    what = "mismatched collective calls: PE " + std::to_string(e->pe) + " called " + describeCall(e->mine) + " but PE " +
+           std::to_string(e->peer) + " called " + describeCall(e->theirs);
+  }
+  throw Error(code, me + by + what + ". The team's collectives are stopped: destroy the team and split a new one");
+}
+
+void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* stream, const char* api) {
+  GpuBackend& gpu = *rt.gpu();
+  GpuTeamWorkspace& ws = *team.gpuWorkspace;
+  throwIfGpuFailed(rt, team, api);
+  const int n = static_cast<int>(team.members.size());
+  const std::size_t elem = dataTypeSize(q.type);
+  const auto bytes = extents(q, n, elem, team.myIndex);
+  if (stream) {
+    if (bytes.first && !gpu.isDeviceMemory(q.src)) {
+      badArgument(rt, api, "src " + rt.describe(q.src) + " is not GPU memory; stream-ordered collectives take device buffers");
+    }
+    if (bytes.second && !gpu.isDeviceMemory(q.dst)) {
+      badArgument(rt, api, "dst " + rt.describe(q.dst) + " is not GPU memory; stream-ordered collectives take device buffers");
+    }
+  }
+  const GpuPlan plan = gpuPlanFor(rt, q.collective, q.count, q.type, n);
+  kernels::CollLaunch launch{};
+  launch.record.collective = static_cast<unsigned>(q.collective);
+  launch.record.dtype = q.collective == Collective::Barrier ? 0 : static_cast<unsigned>(q.type);
+  launch.record.op = reduces(q.collective) ? static_cast<unsigned>(q.op) : 0;
+  launch.record.algo = static_cast<unsigned>(plan.algo);
+  launch.record.root = rooted(q.collective) ? q.root : -1;
+  launch.record.channels = static_cast<unsigned>(plan.channels);
+  launch.record.count = q.count;
+  launch.block = reduces(q.collective) ? q.count : q.count * elem;
+  if (stream) {
+    launch.src = q.src;
+    launch.dst = q.dst;
+    ws.enqueue(launch, stream);
+    return;
+  }
+  DeviceBuffers staged(gpu, ws, q, bytes);
+  launch.src = q.src;
+  launch.dst = q.dst;
+  ws.run(launch);
+  throwIfGpuFailed(rt, team, api);
+  staged.copyBack();
+}
+
+}  // namespace axon::coll

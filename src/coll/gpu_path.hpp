@@ -1,0 +1,27 @@
+// The GPU path of the collectives ("gpu-p2p"): kernels on the team's GPU workspace. The blocking
+// calls of a team that has one come here with any buffers (host buffers are staged through device
+// memory); the stream-ordered calls come here with device buffers.
+#pragma once
+
+#include "coll/plan.hpp"
+#include "coll/request.hpp"
+
+namespace axon {
+class Runtime;
+namespace detail {
+struct TeamState;
+}
+}  // namespace axon
+
+namespace axon::coll {
+
+GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members);
+
+// `q` is checked. stream == nullptr: blocking, on the workspace's own stream; otherwise enqueued
+// on `stream` (a CUstream) with device buffers only. Throws the team's earlier failure, if any.
+void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* stream, const char* api);
+
+// Throws CollectiveMismatch / Timeout when a collective of the team's GPU workspace failed earlier.
+void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* api);
+
+}  // namespace axon::coll

@@ -1,0 +1,33 @@
+// One collective call as the API received it, and the checks every form of it gets (blocking,
+// stream-ordered): types, root, size overflow, null buffers and the allowed in-place overlaps.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "axon/collectives.hpp"
+
+namespace axon {
+class Runtime;
+}
+
+namespace axon::coll {
+
+struct Request {
+  Collective collective;
+  const void* src;
+  void* dst;
+  std::size_t count;
+  DataType type;
+  ReduceOp op;
+  int root;
+};
+
+// Bytes each side of the call touches on member `me` of `n`: {src, dst}.
+std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t elem, int me);
+// Throws InvalidArgument / InvalidPe naming this PE and `api`.
+void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api);
+[[noreturn]] void badArgument(Runtime& rt, const char* api, const std::string& what);
+
+}  // namespace axon::coll

@@ -1,0 +1,27 @@
+// A team's GPU collective workspace: one piece of device memory per member (CUDA VMM, exported
+// as a file descriptor), every member's mapped into one address reservation of this process,
+// member i's at i * stride, so that a kernel finds a member's workspace by arithmetic
+// (device::CollHandle). The layout inside is device::collLayout().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gpu/driver.hpp"
+#include "gpu/gpu_backend.hpp"
+
+namespace axon::gpu {
+
+struct CollWorkspaceConfig {
+  int channels;
+  std::size_t chunkBytes;
+  unsigned long long timeoutNs;
+};
+
+// Collective over the team's members. nullptr with `whyNot` set, on every member alike, when some
+// member could not create or map the memory (no peer access between two of the GPUs, ...).
+std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdevice device, CUcontext ctx, Runtime& rt,
+                                                      const detail::TeamState& team,
+                                                      const CollWorkspaceConfig& config, std::string& whyNot);
+
+}  // namespace axon::gpu

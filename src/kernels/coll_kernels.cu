@@ -1,0 +1,106 @@
+// The collective kernels: block b runs channel b of the call on its share of every member block,
+// through the device engine. Reductions are instantiated per element type and op; the copies
+// (barrier, broadcast, allgather, alltoall) move bytes.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "axon/device/collectives.hpp"
+#include "axon/error.hpp"
+#include "kernels/coll_kernels.hpp"
+
+namespace axon::kernels {
+namespace {
+
+namespace ad = axon::device;
+namespace dd = axon::device::detail;
+
+constexpr int kThreads = 512;
+
+AXON_DEVICE_INLINE dd::CollJob channelJob(const ad::CollHandle& h, const CollLaunch& l,
+                                          ad::SizeT unit) {
+  dd::CollJob job;
+  job.record = l.record;
+  job.src = static_cast<const char*>(l.src);
+  job.dst = static_cast<char*>(l.dst);
+  job.block = l.block;
+  job.channel = static_cast<int>(blockIdx.x);
+  ad::collChannelRange(l.block, static_cast<int>(l.record.channels), job.channel, unit, &job.lo,
+                       &job.hi);
+  return job;
+}
+
+template <class T, ad::ReduceOp Op>
+__global__ void __launch_bounds__(kThreads) reduceKernel(ad::CollHandle h, CollLaunch l) {
+  const ad::SizeT unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+  dd::collRunReduce<T, Op>(h, channelJob(h, l, unit));
+}
+
+__global__ void __launch_bounds__(kThreads) copyKernel(ad::CollHandle h, CollLaunch l) {
+  dd::collRunCopy(h, channelJob(h, l, 16));
+}
+
+using KernelFn = void (*)(ad::CollHandle, CollLaunch);
+
+template <class T>
+KernelFn reduceKernelFor(ad::ReduceOp op) {
+  switch (op) {
+    case ad::ReduceOp::Sum: return reduceKernel<T, ad::ReduceOp::Sum>;
+    case ad::ReduceOp::Prod: return reduceKernel<T, ad::ReduceOp::Prod>;
+    case ad::ReduceOp::Min: return reduceKernel<T, ad::ReduceOp::Min>;
+    case ad::ReduceOp::Max: return reduceKernel<T, ad::ReduceOp::Max>;
+  }
+  return nullptr;
+}
+
+KernelFn reduceKernelFor(ad::DataType t, ad::ReduceOp op) {
+  switch (t) {
+    case ad::DataType::Int8: return reduceKernelFor<signed char>(op);
+    case ad::DataType::Uint8: return reduceKernelFor<unsigned char>(op);
+    case ad::DataType::Int32: return reduceKernelFor<int>(op);
+    case ad::DataType::Uint32: return reduceKernelFor<unsigned int>(op);
+    case ad::DataType::Int64: return reduceKernelFor<long long>(op);
+    case ad::DataType::Uint64: return reduceKernelFor<unsigned long long>(op);
+    case ad::DataType::Float16: return reduceKernelFor<ad::Half>(op);
+    case ad::DataType::BFloat16: return reduceKernelFor<ad::BFloat16>(op);
+    case ad::DataType::Float32: return reduceKernelFor<float>(op);
+    case ad::DataType::Float64: return reduceKernelFor<double>(op);
+  }
+  return nullptr;
+}
+
+bool reduces(unsigned collective) {
+  return collective == dd::kCollReduce || collective == dd::kCollAllreduce ||
+         collective == dd::kCollReduceScatter;
+}
+
+KernelFn kernelFor(const CollLaunch& l) {
+  if (!reduces(l.record.collective)) return copyKernel;
+  return reduceKernelFor(static_cast<ad::DataType>(l.record.dtype),
+                         static_cast<ad::ReduceOp>(l.record.op));
+}
+
+}  // namespace
+
+void collective(void* stream, const device::CollHandle& h, const CollLaunch& launch) {
+  KernelFn fn = kernelFor(launch);
+  if (!fn) throw Error(ErrorCode::Internal, "no collective kernel for this type and op");
+  fn<<<launch.record.channels, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(h, launch);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    throw Error(ErrorCode::Cuda, std::string("launching a collective kernel: ") + cudaGetErrorName(e) + " (" +
+                                     cudaGetErrorString(e) + ")");
+  }
+}
+
+void warmUpCollectives() {
+  cudaFuncAttributes attr;
+  cudaFuncGetAttributes(&attr, copyKernel);
+  for (int t = 0; t <= static_cast<int>(ad::DataType::Float64); ++t) {
+    for (int op = 0; op <= static_cast<int>(ad::ReduceOp::Max); ++op) {
+      cudaFuncGetAttributes(&attr, reduceKernelFor(static_cast<ad::DataType>(t), static_cast<ad::ReduceOp>(op)));
+    }
+  }
+}
+
+}  // namespace axon::kernels

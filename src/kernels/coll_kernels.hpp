@@ -1,0 +1,25 @@
+// Launcher of the collective kernels (coll_kernels.cu): plain C++, so that host files need no CUDA
+// headers. One block per channel, each running the device engine (axon/device/collectives.hpp)
+// on its share of the data.
+#pragma once
+
+#include <cstddef>
+
+#include "axon/device/coll_types.hpp"
+
+namespace axon::kernels {
+
+struct CollLaunch {
+  device::CollRecord record;  // what members compare; record.channels blocks are launched
+  const void* src;
+  void* dst;
+  std::size_t block;          // one member's block: elements (reductions) or bytes (copies)
+  std::size_t elemBytes;      // bytes per element of `block` (1 for the copies)
+};
+
+// Enqueues the collective on `stream` (a CUstream). Throws Error(Cuda) if the launch fails.
+void collective(void* stream, const device::CollHandle& h, const CollLaunch& launch);
+// Loads the collective kernels now: a first launch may not happen inside a CUDA graph capture.
+void warmUpCollectives();
+
+}  // namespace axon::kernels

@@ -1,0 +1,452 @@
+// GPU collectives: the stream-ordered, blocking and device-callable forms on the team's GPU
+// workspace, every collective, type and op, graph capture, two teams on two streams, 1,000 mixed
+// calls back to back, and mismatched calls.
+#include <axon/axon.hpp>
+#include <axon/collectives.hpp>
+#include <axon/device/collectives.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coll/half.hpp"
+#include "gpu_test_util.hpp"
+
+namespace {
+
+using axon::Collective;
+using axon::DataType;
+using axon::ReduceOp;
+
+int me() { return axon::myPe(); }
+int np() { return axon::nPes(); }
+
+// Inputs in {1, 2, 3}: every sum, product, min and max over up to 4 PEs is exact in every type.
+double inputAt(int pe, std::size_t i) { return static_cast<double>(1 + (pe + i * 7) % 3); }
+
+double fold(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::Sum: return a + b;
+    case ReduceOp::Prod: return a * b;
+    case ReduceOp::Min: return std::min(a, b);
+    case ReduceOp::Max: return std::max(a, b);
+  }
+  return 0;
+}
+
+double reducedAt(ReduceOp op, std::size_t i) {
+  double acc = inputAt(0, i);
+  for (int pe = 1; pe < np(); ++pe) acc = fold(op, acc, inputAt(pe, i));
+  return acc;
+}
+
+void storeAt(DataType t, void* buf, std::size_t i, double v) {
+  char* p = static_cast<char*>(buf) + i * axon::dataTypeSize(t);
+  auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  switch (t) {
+    case DataType::Int8: put(static_cast<std::int8_t>(v)); break;
+    case DataType::Uint8: put(static_cast<std::uint8_t>(v)); break;
+    case DataType::Int32: put(static_cast<std::int32_t>(v)); break;
+    case DataType::Uint32: put(static_cast<std::uint32_t>(v)); break;
+    case DataType::Int64: put(static_cast<std::int64_t>(v)); break;
+    case DataType::Uint64: put(static_cast<std::uint64_t>(v)); break;
+    case DataType::Float16: put(axon::coll::floatToHalf(static_cast<float>(v))); break;
+    case DataType::BFloat16: put(axon::coll::floatToBf16(static_cast<float>(v))); break;
+    case DataType::Float32: put(static_cast<float>(v)); break;
+    case DataType::Float64: put(v); break;
+  }
+}
+
+double loadAt(DataType t, const void* buf, std::size_t i) {
+  const char* p = static_cast<const char*>(buf) + i * axon::dataTypeSize(t);
+  auto get = [&](auto x) {
+    std::memcpy(&x, p, sizeof(x));
+    return x;
+  };
+  switch (t) {
+    case DataType::Int8: return get(std::int8_t{});
+    case DataType::Uint8: return get(std::uint8_t{});
+    case DataType::Int32: return get(std::int32_t{});
+    case DataType::Uint32: return get(std::uint32_t{});
+    case DataType::Int64: return static_cast<double>(get(std::int64_t{}));
+    case DataType::Uint64: return static_cast<double>(get(std::uint64_t{}));
+    case DataType::Float16: return axon::coll::halfToFloat(get(std::uint16_t{}));
+    case DataType::BFloat16: return axon::coll::bf16ToFloat(get(std::uint16_t{}));
+    case DataType::Float32: return get(float{});
+    case DataType::Float64: return get(double{});
+  }
+  return 0;
+}
+
+// A device buffer of `count` elements of `type`, filled from fn(i), readable back as doubles.
+struct DeviceArray {
+  DataType type;
+  std::size_t count;
+  void* ptr = nullptr;
+  DeviceArray(DataType t, std::size_t n) : type(t), count(n) {
+    cudaMalloc(&ptr, std::max<std::size_t>(n, 1) * axon::dataTypeSize(t));
+    cudaMemset(ptr, 0, std::max<std::size_t>(n, 1) * axon::dataTypeSize(t));
+    cudaDeviceSynchronize();
+  }
+  ~DeviceArray() { cudaFree(ptr); }
+  DeviceArray(const DeviceArray&) = delete;
+  template <class F>
+  void fill(F fn) {
+    std::vector<char> h(count * axon::dataTypeSize(type));
+    for (std::size_t i = 0; i < count; ++i) storeAt(type, h.data(), i, fn(i));
+    cudaMemcpy(ptr, h.data(), h.size(), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+  }
+  std::vector<double> read() const {
+    std::vector<char> h(count * axon::dataTypeSize(type));
+    cudaMemcpy(h.data(), ptr, h.size(), cudaMemcpyDeviceToHost);
+    std::vector<double> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = loadAt(type, h.data(), i);
+    return v;
+  }
+  char* at(std::size_t i) const { return static_cast<char*>(ptr) + i * axon::dataTypeSize(type); }
+};
+
+constexpr DataType kTypes[] = {DataType::Int8,    DataType::Uint8,    DataType::Int32,   DataType::Uint32,
+                               DataType::Int64,   DataType::Uint64,   DataType::Float16, DataType::BFloat16,
+                               DataType::Float32, DataType::Float64};
+constexpr ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max};
+// Zero, one element, odd sizes, several channels, several rounds per channel (64 KiB chunks).
+constexpr std::size_t kCounts[] = {0, 1, 7, 1031, 70001, 600000};
+
+class Stream {
+ public:
+  Stream() { cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  operator cudaStream_t() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+#define EXPECT_VALUES(got, want_expr, what)                                                   \
+  do {                                                                                        \
+    const auto& g_ = (got);                                                                   \
+    for (std::size_t i = 0; i < g_.size(); ++i) {                                             \
+      const double w_ = (want_expr);                                                          \
+      if (g_[i] != w_) {                                                                      \
+        FAIL() << what << ": element " << i << " is " << g_[i] << ", expected " << w_;        \
+      }                                                                                       \
+    }                                                                                         \
+  } while (0)
+
+TEST(GpuColl, ReductionsEveryTypeOpAndCountOnAStream) {
+  const auto world = axon::Team::world();
+  Stream stream;
+  for (DataType t : kTypes) {
+    for (ReduceOp op : kOps) {
+      for (std::size_t count : kCounts) {
+        if (count > 70001 && (op == ReduceOp::Prod || op == ReduceOp::Min)) continue;  // keep it quick
+        const std::string what = std::string(axon::dataTypeName(t)) + " " + axon::reduceOpName(op) + " count " +
+                                 std::to_string(count);
+        DeviceArray src(t, count), dst(t, count), rs(t, count * np()), rsOut(t, count);
+        src.fill([](std::size_t i) { return inputAt(me(), i); });
+        axon::allreduceOnStream(world, src.ptr, dst.ptr, count, t, op, stream);
+        rs.fill([](std::size_t i) { return inputAt(me(), i); });
+        axon::reduceScatterOnStream(world, rs.ptr, rsOut.ptr, count, t, op, stream);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        EXPECT_VALUES(dst.read(), reducedAt(op, i), "allreduce " + what);
+        EXPECT_VALUES(rsOut.read(), reducedAt(op, me() * count + i), "reduce_scatter " + what);
+        // In place, and reduce to every root.
+        axon::allreduceOnStream(world, src.ptr, src.ptr, count, t, op, stream);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        EXPECT_VALUES(src.read(), reducedAt(op, i), "in-place allreduce " + what);
+        if (count > 1031) continue;
+        src.fill([](std::size_t i) { return inputAt(me(), i); });
+        for (int root = 0; root < np(); ++root) {
+          dst.fill([](std::size_t) { return 0.0; });
+          axon::reduceOnStream(world, src.ptr, dst.ptr, count, t, op, root, stream);
+          CUDA_OK(cudaStreamSynchronize(stream));
+          if (me() == root) EXPECT_VALUES(dst.read(), reducedAt(op, i), "reduce to " + std::to_string(root) + " " + what);
+          else EXPECT_VALUES(dst.read(), 0.0, "reduce leaves non-roots alone " + what);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuColl, TwoShotAndForcedAlgorithmsAgree) {
+  // Large enough for two-shot on more than 2 GPUs; the explanation names the path.
+  const std::size_t count = 1 << 20;
+  const auto e = axon::explain(Collective::Allreduce, axon::Team::world(), count, DataType::Float32);
+  EXPECT_EQ(e.path, "gpu-p2p") << axon::toString(e);
+  EXPECT_EQ(e.algorithm, np() > 2 ? "twoshot" : "oneshot") << axon::toString(e);
+  Stream stream;
+  DeviceArray src(DataType::Float32, count), dst(DataType::Float32, count);
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  axon::allreduceOnStream(axon::Team::world(), src.ptr, dst.ptr, count, DataType::Float32, ReduceOp::Sum, stream);
+  CUDA_OK(cudaStreamSynchronize(stream));
+  EXPECT_VALUES(dst.read(), reducedAt(ReduceOp::Sum, i), "allreduce 4 MiB");
+}
+
+TEST(GpuColl, CopiesEveryCountAndRoot) {
+  const auto world = axon::Team::world();
+  Stream stream;
+  for (std::size_t count : kCounts) {
+    for (DataType t : {DataType::Uint8, DataType::BFloat16, DataType::Float64}) {
+      const std::string what = std::string(axon::dataTypeName(t)) + " count " + std::to_string(count);
+      DeviceArray src(t, count), dst(t, count);
+      src.fill([](std::size_t i) { return inputAt(me(), i); });
+      for (int root = 0; root < np(); ++root) {
+        dst.fill([](std::size_t) { return 0.0; });
+        axon::broadcastOnStream(world, src.ptr, dst.ptr, count, t, root, stream);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        EXPECT_VALUES(dst.read(), inputAt(root, i), "broadcast from " + std::to_string(root) + " " + what);
+      }
+      DeviceArray gathered(t, count * np()), a2aIn(t, count * np()), a2aOut(t, count * np());
+      axon::allgatherOnStream(world, src.ptr, gathered.ptr, count, t, stream);
+      a2aIn.fill([](std::size_t i) { return inputAt(me(), i); });
+      axon::alltoallOnStream(world, a2aIn.ptr, a2aOut.ptr, count, t, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      const std::size_t c = std::max<std::size_t>(count, 1);
+      EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / c), i % c), "allgather " + what);
+      EXPECT_VALUES(a2aOut.read(), inputAt(static_cast<int>(i / c), me() * count + i % c), "alltoall " + what);
+      // In place: own block of dst is the source.
+      DeviceArray inPlace(t, count * np());
+      inPlace.fill([&](std::size_t i) { return i / c == static_cast<std::size_t>(me()) ? inputAt(me(), i % c) : 0.0; });
+      axon::allgatherOnStream(world, inPlace.at(me() * count), inPlace.ptr, count, t, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(inPlace.read(), inputAt(static_cast<int>(i / c), i % c), "in-place allgather " + what);
+    }
+  }
+}
+
+TEST(GpuColl, BlockingCallsTakeDeviceAndHostBuffers) {
+  const auto world = axon::Team::world();
+  const std::size_t count = 5000;
+  std::vector<double> host(count);
+  for (std::size_t i = 0; i < count; ++i) host[i] = inputAt(me(), i);
+  std::vector<double> out(count, -1);
+  axon::allreduce(world, host.data(), out.data(), count, DataType::Float64, ReduceOp::Max);
+  EXPECT_VALUES(out, reducedAt(ReduceOp::Max, i), "blocking allreduce on host buffers");
+  axon::allreduce(world, host.data(), host.data(), count, DataType::Float64, ReduceOp::Sum);
+  EXPECT_VALUES(host, reducedAt(ReduceOp::Sum, i), "blocking in-place allreduce on host buffers");
+  DeviceArray src(DataType::Int32, count), gathered(DataType::Int32, count * np());
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  axon::allgather(world, src.ptr, gathered.ptr, count, DataType::Int32);
+  EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / count), i % count), "blocking allgather");
+  // Mixed: device source, host destination.
+  std::vector<std::int32_t> hostOut(count * np(), -1);
+  axon::allgather(world, src.ptr, hostOut.data(), count, DataType::Int32);
+  for (std::size_t i = 0; i < hostOut.size(); ++i) ASSERT_EQ(hostOut[i], inputAt(static_cast<int>(i / count), i % count));
+  axon::barrier(world);
+}
+
+TEST(GpuColl, GraphCaptureReplaysInStep) {
+  const auto world = axon::Team::world();
+  const std::size_t count = 4099;
+  DeviceArray src(DataType::Float32, count), sum(DataType::Float32, count), gathered(DataType::Float32, count * np());
+  Stream stream;
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  axon::allreduceOnStream(world, src.ptr, sum.ptr, count, DataType::Float32, ReduceOp::Sum, stream);
+  axon::allgatherOnStream(world, src.ptr, gathered.ptr, count, DataType::Float32, stream);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 20; ++replay) {
+    src.fill([&](std::size_t i) { return static_cast<double>((me() + 1) * (replay + 1) + i % 3); });
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    const double peSum = static_cast<double>(np() * (np() + 1) / 2);
+    EXPECT_VALUES(sum.read(), peSum * (replay + 1) + np() * static_cast<double>(i % 3),
+                  "replay " + std::to_string(replay) + " allreduce");
+    EXPECT_VALUES(gathered.read(), static_cast<double>((i / count + 1) * (replay + 1) + (i % count) % 3),
+                  "replay " + std::to_string(replay) + " allgather");
+    axon::barrier(world);  // no PE refills src before every PE's replay is done with it
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+__global__ void deviceCollectives(axon::device::CollHandle h, const float* src, float* sum, float* gathered,
+                                  std::size_t count, int* ok) {
+  namespace ad = axon::device;
+  // Two blocks, two channels: each runs its own sequence of calls.
+  bool fine = true;
+  if (blockIdx.x == 0) {
+    for (int k = 0; k < 10 && fine; ++k) fine = ad::allreduce<ad::Block>(h, src, sum, count, ad::ReduceOp::Sum, 0);
+    fine = fine && ad::barrier<ad::Block>(h, 0);
+  } else {
+    for (int k = 0; k < 10 && fine; ++k) fine = ad::allgather<ad::Block>(h, src, gathered, count, 1);
+  }
+  if (threadIdx.x == 0) ok[blockIdx.x] = fine ? 1 : 0;
+}
+
+TEST(GpuColl, DeviceCallableAtBlockScope) {
+  const std::size_t count = 100003;
+  DeviceArray src(DataType::Float32, count), sum(DataType::Float32, count), gathered(DataType::Float32, count * np());
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  int* ok = nullptr;
+  CUDA_OK(cudaMallocManaged(&ok, 2 * sizeof(int)));
+  ok[0] = ok[1] = -1;
+  deviceCollectives<<<2, 256>>>(axon::deviceCollHandle(axon::Team::world()), static_cast<float*>(src.ptr),
+                                static_cast<float*>(sum.ptr), static_cast<float*>(gathered.ptr), count, ok);
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(ok[0], 1);
+  EXPECT_EQ(ok[1], 1);
+  EXPECT_VALUES(sum.read(), reducedAt(ReduceOp::Sum, i), "device allreduce");
+  EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / count), i % count), "device allgather");
+  cudaFree(ok);
+}
+
+TEST(GpuColl, TwoTeamsOnTwoStreamsAtOnce) {
+  const auto world = axon::Team::world();
+  axon::Team twin = world.splitStrided(0, 1, np());  // the same members, its own workspace
+  const std::size_t count = 3000;
+  Stream a, b;
+  DeviceArray srcA(DataType::Int64, count), srcB(DataType::Int64, count);
+  srcA.fill([](std::size_t i) { return inputAt(me(), i); });
+  srcB.fill([](std::size_t i) { return 10 * inputAt(me(), i); });
+  std::vector<std::unique_ptr<DeviceArray>> outA, outB;
+  for (int k = 0; k < 50; ++k) {
+    outA.push_back(std::make_unique<DeviceArray>(DataType::Int64, count));
+    outB.push_back(std::make_unique<DeviceArray>(DataType::Int64, count));
+    axon::allreduceOnStream(world, srcA.ptr, outA.back()->ptr, count, DataType::Int64, ReduceOp::Sum, a);
+    axon::allreduceOnStream(twin, srcB.ptr, outB.back()->ptr, count, DataType::Int64, ReduceOp::Max, b);
+  }
+  CUDA_OK(cudaStreamSynchronize(a));
+  CUDA_OK(cudaStreamSynchronize(b));
+  for (int k = 0; k < 50; ++k) {
+    EXPECT_VALUES(outA[k]->read(), reducedAt(ReduceOp::Sum, i), "team world call " + std::to_string(k));
+    EXPECT_VALUES(outB[k]->read(), 10 * reducedAt(ReduceOp::Max, i), "twin team call " + std::to_string(k));
+  }
+  twin.destroy();
+}
+
+TEST(GpuColl, ThousandMixedCallsBackToBack) {
+  const auto world = axon::Team::world();
+  Stream stream;
+  constexpr int kCalls = 1000;
+  constexpr std::size_t kMax = 97;
+  DeviceArray src(DataType::Float32, kMax * np());
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  DeviceArray out(DataType::Float32, kCalls * kMax * np());
+  for (int k = 0; k < kCalls; ++k) {
+    const std::size_t count = 1 + (k * 31) % kMax;
+    char* o = out.at(k * kMax * np());
+    switch (k % 5) {
+      case 0: axon::allreduceOnStream(world, src.ptr, o, count, DataType::Float32, ReduceOp::Sum, stream); break;
+      case 1: axon::broadcastOnStream(world, src.ptr, o, count, DataType::Float32, k % np(), stream); break;
+      case 2: axon::allgatherOnStream(world, src.ptr, o, count, DataType::Float32, stream); break;
+      case 3: axon::reduceScatterOnStream(world, src.ptr, o, count, DataType::Float32, ReduceOp::Max, stream); break;
+      case 4: axon::alltoallOnStream(world, src.ptr, o, count, DataType::Float32, stream); break;
+    }
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const auto all = out.read();
+  for (int k = 0; k < kCalls; ++k) {
+    const std::size_t count = 1 + (k * 31) % kMax;
+    const double* o = all.data() + k * kMax * np();
+    for (std::size_t i = 0; i < count * (k % 5 == 2 || k % 5 == 4 ? np() : 1); ++i) {
+      double want = 0;
+      switch (k % 5) {
+        case 0: want = reducedAt(ReduceOp::Sum, i); break;
+        case 1: want = inputAt(k % np(), i); break;
+        case 2: want = inputAt(static_cast<int>(i / count), i % count); break;
+        case 3: want = reducedAt(ReduceOp::Max, me() * count + i); break;
+        case 4: want = inputAt(static_cast<int>(i / count), me() * count + i % count); break;
+      }
+      ASSERT_EQ(o[i], want) << "call " << k << " (kind " << k % 5 << ", count " << count << ") element " << i;
+    }
+  }
+}
+
+TEST(GpuColl, BadArgumentsAreRefused) {
+  const auto world = axon::Team::world();
+  std::vector<float> host(16);
+  DeviceArray dev(DataType::Float32, 16);
+  Stream stream;
+  try {
+    axon::allreduceOnStream(world, host.data(), dev.ptr, 16, DataType::Float32, ReduceOp::Sum, stream);
+    FAIL() << "a host buffer on a stream was accepted";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("not GPU memory"), std::string::npos) << e.what();
+  }
+  try {
+    axon::broadcastOnStream(world, dev.ptr, dev.ptr, 16, DataType::Float32, np(), stream);
+    FAIL() << "a root outside the team was accepted";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::InvalidPe);
+  }
+}
+
+TEST(GpuColl, MismatchedCallsAreReportedOnEveryPe) {
+  const auto world = axon::Team::world();
+  axon::Team team = world.splitStrided(0, 1, np());
+  // PE 0 passes one element more than the others: every PE fails naming both calls.
+  const std::size_t count = 10 + (me() == 0 ? 1 : 0);
+  DeviceArray src(DataType::Float32, 11), dst(DataType::Float32, 11);
+  try {
+    axon::allreduce(team, src.ptr, dst.ptr, count, DataType::Float32, ReduceOp::Sum);
+    FAIL() << "a mismatched allreduce completed";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    const std::string text = e.what();
+    EXPECT_NE(text.find("allreduce(count 11"), std::string::npos) << text;
+    EXPECT_NE(text.find("allreduce(count 10"), std::string::npos) << text;
+  }
+  // The team refuses from then on; the world is untouched.
+  try {
+    axon::barrier(team);
+    FAIL() << "a failed team ran another collective";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    EXPECT_NE(std::string(e.what()).find("destroy the team"), std::string::npos) << e.what();
+  }
+  float x = 1, y = 0;
+  axon::allreduce(world, &x, &y, 1, DataType::Float32, ReduceOp::Sum);
+  EXPECT_EQ(y, static_cast<float>(np()));
+  team.destroy();
+}
+
+}  // namespace
+
+namespace {
+
+// Runs only with a short AXON_TIMEOUT (its own ctest entry): PE 0 calls, PE 1 does not.
+TEST(GpuCollTimeout, AMissingPeIsNamed) {
+  const char* t = std::getenv("AXON_TIMEOUT");
+  if (!t || std::atof(t) > 5) GTEST_SKIP() << "needs AXON_TIMEOUT <= 5";
+  const auto world = axon::Team::world();
+  axon::Team team = world.splitStrided(0, 1, np());
+  float x = 1, y = 0;
+  if (me() == 0) {
+    try {
+      axon::allreduce(team, &x, &y, 1, DataType::Float32, ReduceOp::Sum);
+      FAIL() << "an allreduce without its peers completed";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << e.what();
+      const std::string text = e.what();
+      EXPECT_NE(text.find("waited past AXON_TIMEOUT"), std::string::npos) << text;
+      EXPECT_NE(text.find("for PE 1"), std::string::npos) << text;
+      EXPECT_NE(text.find("expected >= 1, seen 0"), std::string::npos) << text;
+    }
+  }
+  // PE 0 gives up after AXON_TIMEOUT; the others wait longer than that before the barrier, which
+  // AXON_TIMEOUT bounds too, and then find the team stopped.
+  if (me() != 0) usleep(3000000);
+  axon::Team::world().barrier();
+  if (me() != 0) {
+    try {
+      axon::barrier(team);
+      FAIL() << "a stopped team ran a collective";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << e.what();
+      EXPECT_NE(std::string(e.what()).find("stopped by PE 0"), std::string::npos) << e.what();
+    }
+  }
+  team.destroy();
+}
+
+}  // namespace
