@@ -27,6 +27,7 @@
 
 #include "bench_cli.hpp"
 #include "coll/half.hpp"
+#include "bench_stream.hpp"
 #include "nccl_peer.hpp"
 
 namespace axon::bench {
@@ -190,19 +191,20 @@ class Buffers {
 // stream-ordered call (device buffers) or NCCL's; `sync` waits for what the calls enqueued.
 struct Impl {
   NcclPeer* nccl = nullptr;  // null: axon
-  bool stream = false;
+  bool onStream = false;
+  Stream stream = nullptr;
 
   void call(const CollOptions& o, const Team& team, const char* src, char* dst, const Shape& s) const {
-    if (nccl) return nccl->run(o.coll, src, dst, s.arg, o.type, o.op, o.root, nullptr);
-    if (stream) {
+    if (nccl) return nccl->run(o.coll, src, dst, s.arg, o.type, o.op, o.root, stream);
+    if (onStream) {
       switch (o.coll) {
-        case Collective::Broadcast: broadcastOnStream(team, src, dst, s.arg, o.type, o.root, nullptr); break;
-        case Collective::Reduce: reduceOnStream(team, src, dst, s.arg, o.type, o.op, o.root, nullptr); break;
-        case Collective::Allreduce: allreduceOnStream(team, src, dst, s.arg, o.type, o.op, nullptr); break;
-        case Collective::Allgather: allgatherOnStream(team, src, dst, s.arg, o.type, nullptr); break;
-        case Collective::ReduceScatter: reduceScatterOnStream(team, src, dst, s.arg, o.type, o.op, nullptr); break;
-        case Collective::Alltoall: alltoallOnStream(team, src, dst, s.arg, o.type, nullptr); break;
-        case Collective::Barrier: barrierOnStream(team, nullptr); break;
+        case Collective::Broadcast: broadcastOnStream(team, src, dst, s.arg, o.type, o.root, stream); break;
+        case Collective::Reduce: reduceOnStream(team, src, dst, s.arg, o.type, o.op, o.root, stream); break;
+        case Collective::Allreduce: allreduceOnStream(team, src, dst, s.arg, o.type, o.op, stream); break;
+        case Collective::Allgather: allgatherOnStream(team, src, dst, s.arg, o.type, stream); break;
+        case Collective::ReduceScatter: reduceScatterOnStream(team, src, dst, s.arg, o.type, o.op, stream); break;
+        case Collective::Alltoall: alltoallOnStream(team, src, dst, s.arg, o.type, stream); break;
+        case Collective::Barrier: barrierOnStream(team, stream); break;
       }
       return;
     }
@@ -217,7 +219,7 @@ struct Impl {
     }
   }
   void sync() const {
-    if (nccl || stream) streamSynchronize(nullptr);
+    if (nccl || onStream) streamSynchronize(stream);
   }
 };
 
@@ -355,7 +357,17 @@ int runCollectiveBench(int argc, char** argv) {
                ", \"library\": " + jsonString(o.nccl) + "}");
     }
   }
-  const Impl axonImpl{nullptr, o.device};
+  std::unique_ptr<BenchStream> stream;
+  if (o.device) {
+    try {
+      stream = std::make_unique<BenchStream>();
+    } catch (const std::exception& ex) {
+      if (me == 0) emitError("axon_bench", ex.what(), false);
+      axon::finalize();
+      return 1;
+    }
+  }
+  const Impl axonImpl{nullptr, o.device, stream ? stream->get() : nullptr};
   long wrongTotal = 0;
   for (std::size_t bytes : sizes) {
     const Shape s = shapeOf(o.coll, bytes, e, n);
@@ -381,13 +393,14 @@ int runCollectiveBench(int argc, char** argv) {
       report("axon", explain(o.coll, world, s.arg, o.type).algorithm, oop, ip);
     }
     if (nccl) {
-      const Impl ncclImpl{nccl.get(), true};
+      const Impl ncclImpl{nccl.get(), true, stream->get()};
       Measured oop = measure(o, ncclImpl, world, s, false, iters, warmup);
       Measured ip = measure(o, ncclImpl, world, s, true, iters, warmup);
       report("nccl", "nccl", oop, ip);
     }
   }
   nccl.reset();
+  stream.reset();
   if (me == 0) emitLine("{\"type\": \"done\", \"wrong\": " + std::to_string(wrongTotal) + "}");
   axon::finalize();
   return wrongTotal == 0 ? 0 : 1;

@@ -140,6 +140,7 @@ class Stream {
   } while (0)
 
 TEST(GpuColl, ReductionsEveryTypeOpAndCountOnAStream) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   Stream stream;
   for (DataType t : kTypes) {
@@ -175,6 +176,7 @@ TEST(GpuColl, ReductionsEveryTypeOpAndCountOnAStream) {
 }
 
 TEST(GpuColl, TwoShotAndForcedAlgorithmsAgree) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   // Large enough for two-shot on more than 2 GPUs; the explanation names the path.
   const std::size_t count = 1 << 20;
   const auto e = axon::explain(Collective::Allreduce, axon::Team::world(), count, DataType::Float32);
@@ -189,6 +191,7 @@ TEST(GpuColl, TwoShotAndForcedAlgorithmsAgree) {
 }
 
 TEST(GpuColl, CopiesEveryCountAndRoot) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   Stream stream;
   for (std::size_t count : kCounts) {
@@ -221,6 +224,7 @@ TEST(GpuColl, CopiesEveryCountAndRoot) {
 }
 
 TEST(GpuColl, BlockingCallsTakeDeviceAndHostBuffers) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   const std::size_t count = 5000;
   std::vector<double> host(count);
@@ -242,6 +246,7 @@ TEST(GpuColl, BlockingCallsTakeDeviceAndHostBuffers) {
 }
 
 TEST(GpuColl, GraphCaptureReplaysInStep) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   const std::size_t count = 4099;
   DeviceArray src(DataType::Float32, count), sum(DataType::Float32, count), gathered(DataType::Float32, count * np());
@@ -283,6 +288,7 @@ __global__ void deviceCollectives(axon::device::CollHandle h, const float* src, 
 }
 
 TEST(GpuColl, DeviceCallableAtBlockScope) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const std::size_t count = 100003;
   DeviceArray src(DataType::Float32, count), sum(DataType::Float32, count), gathered(DataType::Float32, count * np());
   src.fill([](std::size_t i) { return inputAt(me(), i); });
@@ -300,6 +306,7 @@ TEST(GpuColl, DeviceCallableAtBlockScope) {
 }
 
 TEST(GpuColl, TwoTeamsOnTwoStreamsAtOnce) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   axon::Team twin = world.splitStrided(0, 1, np());  // the same members, its own workspace
   const std::size_t count = 3000;
@@ -324,6 +331,7 @@ TEST(GpuColl, TwoTeamsOnTwoStreamsAtOnce) {
 }
 
 TEST(GpuColl, ThousandMixedCallsBackToBack) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   Stream stream;
   constexpr int kCalls = 1000;
@@ -362,6 +370,7 @@ TEST(GpuColl, ThousandMixedCallsBackToBack) {
 }
 
 TEST(GpuColl, BadArgumentsAreRefused) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   std::vector<float> host(16);
   DeviceArray dev(DataType::Float32, 16);
@@ -382,6 +391,7 @@ TEST(GpuColl, BadArgumentsAreRefused) {
 }
 
 TEST(GpuColl, MismatchedCallsAreReportedOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
   axon::Team team = world.splitStrided(0, 1, np());
   // PE 0 passes one element more than the others: every PE fails naming both calls.

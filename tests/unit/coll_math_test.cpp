@@ -1,5 +1,5 @@
 // The collectives' host-tested math: partitions, ring and chain schedules (simulated to the end),
-// workspace layout, plans, AXON_ALGO_* parsing, float16/bfloat16 conversion and the reductions.
+// workspace layouts (host and GPU), plans, GPU channel shares, AXON_ALGO_* parsing, float16/bfloat16 conversion and the reductions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "coll/plan.hpp"
 #include "coll/reduce_host.hpp"
 #include "coll/schedule.hpp"
+#include "axon/device/coll_types.hpp"
 #include "coll/workspace_layout.hpp"
 #include "core/env.hpp"
 #include "expect_error.hpp"
@@ -216,6 +217,72 @@ TEST(CollReduce, HalfTypesComputeInFloat) {
   float nan = std::nanf(""), one = 1.0f, r;
   reduceHost(&r, &nan, &one, 1, DataType::Float32, ReduceOp::Max);
   EXPECT_TRUE(std::isnan(r));
+}
+
+TEST(GpuCollMath, ChannelSharesCoverTheBlockInAlignedPieces) {
+  for (std::size_t len : {0u, 1u, 15u, 16u, 17u, 1031u, 70001u, 600000u}) {
+    for (int channels : {1, 2, 3, 16}) {
+      for (std::size_t unit : {1u, 4u, 16u}) {
+        std::size_t next = 0;
+        for (int c = 0; c < channels; ++c) {
+          std::size_t lo = 0, hi = 0;
+          device::collChannelRange(len, channels, c, unit, &lo, &hi);
+          EXPECT_EQ(lo, next) << len << " " << channels << " " << c;
+          EXPECT_LE(lo, hi);
+          if (hi < len) EXPECT_EQ(hi % unit, 0u) << "a share ends unaligned";
+          next = hi;
+        }
+        EXPECT_EQ(next, len);
+      }
+    }
+  }
+}
+
+TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
+  const auto l = device::collLayout(4, 16, 64 * 1024);
+  EXPECT_GE(l.rounds, sizeof(device::CollError));
+  EXPECT_EQ(l.rounds % device::kCollLine, 0u);
+  EXPECT_EQ(l.ready, l.rounds + 16 * device::kCollLine);
+  EXPECT_EQ(l.records, l.ready + 16 * 4 * device::kCollLine);
+  EXPECT_GE(l.data, l.records + 16 * 2 * 4 * device::kCollLine);
+  EXPECT_EQ(l.data % 4096, 0u);
+  EXPECT_EQ(l.total, l.data + 16ull * 2 * 4 * 64 * 1024);
+  EXPECT_LE(sizeof(device::CollSlotRecord), device::kCollLine);
+}
+
+TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
+  auto plan = [](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
+    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, forced});
+  };
+  EXPECT_EQ(plan(Collective::Allreduce, 2, 4).algo, Algo::OneShot);
+  EXPECT_EQ(plan(Collective::Allreduce, 2, 4).channels, 1);
+  EXPECT_EQ(plan(Collective::Allreduce, 2, 4).rounds, 1u);
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 2).algo, Algo::OneShot);   // 2 GPUs: one-shot
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 4).algo, Algo::TwoShot);   // 4 MiB on 4
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 4).channels, 16);
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 14, 4).channels, 1);           // 64 KiB: one chunk
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 4, Algo::OneShot).algo, Algo::OneShot);
+  const auto ring = plan(Collective::Allreduce, 8, 4, Algo::Ring);
+  EXPECT_EQ(ring.algo, Algo::TwoShot);
+  EXPECT_NE(ring.reason.find("host path only"), std::string::npos) << ring.reason;
+  EXPECT_EQ(plan(Collective::Broadcast, 8, 4, Algo::Chain).algo, Algo::OneShot);
+  EXPECT_EQ(plan(Collective::Barrier, 0, 4).channels, 1);
+  EXPECT_EQ(plan(Collective::Allgather, 0, 4).rounds, 1u);  // count 0 still synchronizes
+}
+
+TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
+  const Env d = Env::fromVars({});
+  EXPECT_EQ(d.collGpuChunk, 64u * 1024);
+  EXPECT_EQ(d.collGpuChannels, 16);
+  const Env e = Env::fromVars({{"AXON_COLL_GPU_CHUNK", "1M"}, {"AXON_COLL_GPU_CHANNELS", "4"}});
+  EXPECT_EQ(e.collGpuChunk, 1u << 20);
+  EXPECT_EQ(e.collGpuChannels, 4);
+  for (const char* bad : {"1000", "2K", "x"}) {
+    EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHUNK", bad}}), Error) << bad;
+  }
+  for (const char* bad : {"0", "129", "4x", "-2"}) {
+    EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHANNELS", bad}}), Error) << bad;
+  }
 }
 
 }  // namespace

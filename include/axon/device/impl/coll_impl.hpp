@@ -209,8 +209,8 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
   int failed = 0;
   for (int j = static_cast<int>(rank); j < n; j += static_cast<int>(size)) {
     if (j == me) continue;
-    // The block's pushes (ordered before this thread by the barrier) are visible before the signal.
-    fenceSys();
+    // No fence: the release below is cumulative, so the block's pushes, which this thread has
+    // observed through the barrier, are visible to whoever acquires the signal.
     CollSlotRecord* rec = collRecordAt(h, j, c, half, me);
     rec->call = job.record;
     rec->round = r;
