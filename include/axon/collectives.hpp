@@ -14,6 +14,12 @@
 //
 // Every wait is bounded by AXON_TIMEOUT. The algorithm is chosen per call by size, team size and
 // path; AXON_ALGO_<COLLECTIVE> overrides the choice and explain() says what a call would use.
+//
+// Paths: on the host backend, shared memory ("host-shm"). On the GPU backend, a team whose GPUs
+// all map each other's memory runs every collective as kernels on a GPU workspace ("gpu-p2p"):
+// the blocking calls below then take device or host buffers (host buffers are staged through
+// device memory) and wait for the kernel, which does not wait for the program's own streams
+// (synchronize them first). Other teams copy device buffers through host memory ("host-shm").
 #pragma once
 
 #include <cstddef>
