@@ -264,7 +264,7 @@ Explanation explain(Collective c, const Team& team, std::size_t count, DataType 
   if (n == 1) {
     e.path = "local";
   } else if (state.gpuWorkspace) {
-    const coll::GpuPlan gp = coll::gpuPlanFor(rt, c, count, type, n);
+    const coll::GpuPlan gp = coll::gpuPlanFor(rt, c, count, type, n, true);
     e.algorithm = coll::algoName(gp.algo);
     e.path = "gpu-p2p";
     e.reason = gp.reason + "; " + std::to_string(gp.channels) + " channel(s); host buffers are staged through "

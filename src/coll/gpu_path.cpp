@@ -80,10 +80,10 @@ class DeviceBuffers {
 
 }  // namespace
 
-GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members) {
+GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members, bool withReason) {
   const std::string& forced = rt.env().algo[static_cast<int>(c)];
   return makeGpuPlan({c, count, dataTypeSize(type), members, rt.env().collGpuChannels, rt.env().collGpuChunk,
-                      forced.empty() ? std::nullopt : algoFromName(forced)});
+                      forced.empty() ? std::nullopt : algoFromName(forced), withReason});
 }
 
 void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* api) {

@@ -15,7 +15,9 @@ struct TeamState;
 
 namespace axon::coll {
 
-GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members);
+// withReason: build explain()'s sentence too (not on the call path).
+GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members,
+                   bool withReason = false);
 
 // `q` is checked. stream == nullptr: blocking, on the workspace's own stream; otherwise enqueued
 // on `stream` (a CUstream) with device buffers only. Throws the team's earlier failure, if any.

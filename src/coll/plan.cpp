@@ -39,6 +39,29 @@ std::pair<Algo, std::string> choose(const PlanInput& in, std::size_t bytes) {
   }
 }
 
+// The sentence explain() gives for a GPU plan.
+std::string gpuPlanReason(const GpuPlanInput& in, Algo algo, std::size_t block) {
+  const int n = in.members;
+  const std::string size = bytesText(block) + " on " + std::to_string(n) + " GPUs";
+  if (in.collective == Collective::Allreduce) {
+    if (in.forced) {
+      return size + ": " + algoName(algo) + ", set by " + algoVariable(in.collective) +
+             (*in.forced == Algo::Ring ? " (ring runs on the host path only; the GPU runs two-shot)" : "");
+    }
+    if (algo == Algo::TwoShot) {
+      return size + " > 256 KiB: two-shot (each GPU reduces 1/n of the data, then sends it to all)";
+    }
+    return size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
+           (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
+  }
+  if (in.forced && *in.forced != Algo::OneShot) {
+    return size + ": one-shot (" + algoVariable(in.collective) + "=" + algoName(*in.forced) +
+           " runs on the host path only)";
+  }
+  if (in.collective == Collective::Barrier) return "one round of signals between every pair of GPUs";
+  return size + ": one-shot (every GPU pushes what each other needs into its workspace)";
+}
+
 }  // namespace
 
 const char* algoName(Algo a) noexcept {
@@ -144,29 +167,12 @@ Plan makePlan(const PlanInput& in) {
 GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const int n = in.members;
   const std::size_t block = in.count * in.elemBytes;  // one member's block
-  const std::string size = bytesText(block) + " on " + std::to_string(n) + " GPUs";
   GpuPlan p{};
   p.algo = Algo::OneShot;
-  if (in.collective == Collective::Allreduce) {
-    const bool twoShot = in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes && n > 2;
-    p.algo = twoShot ? Algo::TwoShot : Algo::OneShot;
-    if (in.forced) {
-      p.reason = size + ": " + algoName(p.algo) + ", set by " + algoVariable(in.collective) +
-                 (*in.forced == Algo::Ring ? " (ring runs on the host path only; the GPU runs two-shot)" : "");
-    } else if (twoShot) {
-      p.reason = size + " > 256 KiB: two-shot (each GPU reduces 1/n of the data, then sends it to all)";
-    } else {
-      p.reason = size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
-                 (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
-    }
-  } else if (in.forced && *in.forced != Algo::OneShot) {
-    p.reason = size + ": one-shot (" + algoVariable(in.collective) + "=" + algoName(*in.forced) +
-               " runs on the host path only)";
-  } else if (in.collective == Collective::Barrier) {
-    p.reason = "one round of signals between every pair of GPUs";
-  } else {
-    p.reason = size + ": one-shot (every GPU pushes what each other needs into its workspace)";
-  }
+  const bool twoShot = in.collective == Collective::Allreduce &&
+                       (in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes && n > 2);
+  if (twoShot) p.algo = Algo::TwoShot;
+  if (in.wantReason) p.reason = gpuPlanReason(in, p.algo, block);
   // A channel per chunk of a member's block, up to the workspace's channels: small calls use one
   // block (fewest signals), large ones spread over the SMs.
   const std::size_t perChannelRound = p.algo == Algo::TwoShot ? in.chunkBytes * static_cast<std::size_t>(n) : in.chunkBytes;

@@ -51,13 +51,14 @@ struct GpuPlanInput {
   int maxChannels;          // AXON_COLL_GPU_CHANNELS
   std::size_t chunkBytes;   // AXON_COLL_GPU_CHUNK
   std::optional<Algo> forced;
+  bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
 };
 
 struct GpuPlan {
   Algo algo;             // OneShot or TwoShot
   int channels;          // blocks of the kernel
   std::size_t rounds;    // rounds of the busiest channel
-  std::string reason;
+  std::string reason;    // empty unless wantReason
 };
 
 GpuPlan makeGpuPlan(const GpuPlanInput& in);

@@ -14,7 +14,6 @@ struct CollLaunch {
   const void* src;
   void* dst;
   std::size_t block;          // one member's block: elements (reductions) or bytes (copies)
-  std::size_t elemBytes;      // bytes per element of `block` (1 for the copies)
 };
 
 // Enqueues the collective on `stream` (a CUstream). Throws Error(Cuda) if the launch fails.

@@ -252,7 +252,7 @@ TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
 
 TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
   auto plan = [](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
-    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, forced});
+    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, forced, true});
   };
   EXPECT_EQ(plan(Collective::Allreduce, 2, 4).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Allreduce, 2, 4).channels, 1);
