@@ -269,7 +269,7 @@ Explanation explain(Collective c, const Team& team, std::size_t count, DataType 
     e.path = "gpu-p2p";
     e.reason = gp.reason + "; " + std::to_string(gp.channels) + " channel(s); host buffers are staged through "
                "device memory";
-    e.chunkBytes = rt.env().collGpuChunk;
+    e.chunkBytes = gp.chunkBytes;
     e.rounds = gp.rounds;
   } else if (!state.workspace) {
     e.path = "none";

@@ -22,7 +22,8 @@ std::string describeCall(const device::CollRecord& r) {
                   dataTypeName(static_cast<DataType>(r.dtype));
   if (reduces(c)) s += std::string(", ") + reduceOpName(static_cast<ReduceOp>(r.op));
   if (rooted(c)) s += ", root " + std::to_string(r.root);
-  s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) + ", ";
+  s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) +
+       (r.proto == static_cast<unsigned>(device::CollProto::LL) ? " LL, " : ", ");
   s += r.channels == 0 ? std::string("device-callable") : std::to_string(r.channels) + " channel(s)";
   return s + ")";
 }
@@ -83,6 +84,7 @@ class DeviceBuffers {
 GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members, bool withReason) {
   const std::string& forced = rt.env().algo[static_cast<int>(c)];
   return makeGpuPlan({c, count, dataTypeSize(type), members, rt.env().collGpuChannels, rt.env().collGpuChunk,
+                      rt.env().collGpuLlMax, rt.env().collGpuLlChunk,
                       forced.empty() ? std::nullopt : algoFromName(forced), withReason});
 }
 
@@ -97,8 +99,11 @@ void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* ap
     code = ErrorCode::Timeout;
     what = "PE " + std::to_string(e->pe) + "'s " + describeCall(e->mine) + " waited past AXON_TIMEOUT (" +
            secondsText(rt.env().timeoutSec) + ") for PE " + std::to_string(e->peer) + " on channel " +
-           std::to_string(e->channel) + ": ready word at " + hex(e->address) + " expected >= " +
-           std::to_string(e->expected) + ", seen " + std::to_string(e->seen);
+           std::to_string(e->channel) + ": " +
+           (e->mine.proto == static_cast<unsigned>(device::CollProto::LL)
+                ? "LL flag at " + hex(e->address) + " expected " + std::to_string(e->expected)
+                : "ready word at " + hex(e->address) + " expected >= " + std::to_string(e->expected)) +
+           ", seen " + std::to_string(e->seen);
   } else {
     what = "mismatched collective calls: PE " + std::to_string(e->pe) + " called " + describeCall(e->mine) + " but PE " +
            std::to_string(e->peer) + " called " + describeCall(e->theirs);
@@ -129,6 +134,7 @@ void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* strea
   launch.record.algo = static_cast<unsigned>(plan.algo);
   launch.record.root = rooted(q.collective) ? q.root : -1;
   launch.record.channels = static_cast<unsigned>(plan.channels);
+  launch.record.proto = static_cast<unsigned>(plan.ll ? device::CollProto::LL : device::CollProto::Simple);
   launch.record.count = q.count;
   launch.block = reduces(q.collective) ? q.count : q.count * elem;
   if (stream) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "axon/device/coll_types.hpp"
 #include "coll/schedule.hpp"
 
 namespace axon::coll {
@@ -39,8 +40,8 @@ std::pair<Algo, std::string> choose(const PlanInput& in, std::size_t bytes) {
   }
 }
 
-// The sentence explain() gives for a GPU plan.
-std::string gpuPlanReason(const GpuPlanInput& in, Algo algo, std::size_t block) {
+// The sentence explain() gives for a GPU plan's algorithm.
+std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) {
   const int n = in.members;
   const std::string size = bytesText(block) + " on " + std::to_string(n) + " GPUs";
   if (in.collective == Collective::Allreduce) {
@@ -60,6 +61,18 @@ std::string gpuPlanReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
   }
   if (in.collective == Collective::Barrier) return "one round of signals between every pair of GPUs";
   return size + ": one-shot (every GPU pushes what each other needs into its workspace)";
+}
+
+// ... and its protocol.
+std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t block) {
+  std::string s = gpuAlgoReason(in, p.algo, block);
+  if (p.ll) {
+    return s + "; LL protocol (data and flag in each 8-byte word: no fences, half the bandwidth), as the block is at "
+               "most AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+  }
+  if (p.algo != Algo::OneShot) return s + "; Simple protocol (LL runs one-shot only)";
+  if (in.llMaxBytes == 0) return s + "; Simple protocol (AXON_COLL_GPU_LL_MAX = 0 turns LL off)";
+  return s + "; Simple protocol (the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes) + ")";
 }
 
 }  // namespace
@@ -172,11 +185,13 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const bool twoShot = in.collective == Collective::Allreduce &&
                        (in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes && n > 2);
   if (twoShot) p.algo = Algo::TwoShot;
-  if (in.wantReason) p.reason = gpuPlanReason(in, p.algo, block);
+  p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes);
+  p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
+  if (in.wantReason) p.reason = gpuPlanReason(in, p, block);
   // A channel per chunk of a member's block, up to the workspace's channels: small calls use one
   // block (fewest signals), large ones spread over the SMs.
-  const std::size_t perChannelRound = p.algo == Algo::TwoShot ? in.chunkBytes * static_cast<std::size_t>(n) : in.chunkBytes;
-  const std::size_t wanted = std::max<std::size_t>(ceilDiv(block, in.chunkBytes), 1);
+  const std::size_t perChannelRound = p.algo == Algo::TwoShot ? p.chunkBytes * static_cast<std::size_t>(n) : p.chunkBytes;
+  const std::size_t wanted = std::max<std::size_t>(ceilDiv(block, p.chunkBytes), 1);
   p.channels = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(in.maxChannels)));
   if (in.collective == Collective::Barrier) p.channels = 1;
   const std::size_t perChannel = ceilDiv(block, static_cast<std::size_t>(p.channels));

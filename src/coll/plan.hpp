@@ -50,13 +50,17 @@ struct GpuPlanInput {
   int members;
   int maxChannels;          // AXON_COLL_GPU_CHANNELS
   std::size_t chunkBytes;   // AXON_COLL_GPU_CHUNK
+  std::size_t llMaxBytes;   // AXON_COLL_GPU_LL_MAX
+  std::size_t llChunkBytes; // AXON_COLL_GPU_LL_CHUNK
   std::optional<Algo> forced;
   bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
 };
 
 struct GpuPlan {
   Algo algo;             // OneShot or TwoShot
+  bool ll;               // the LL protocol (device::CollProto::LL), else Simple
   int channels;          // blocks of the kernel
+  std::size_t chunkBytes;  // data bytes per round, channel and sender
   std::size_t rounds;    // rounds of the busiest channel
   std::string reason;    // empty unless wantReason
 };

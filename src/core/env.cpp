@@ -23,6 +23,9 @@ constexpr std::size_t kDefaultCollBuffer = 256 * kKiB;
 constexpr std::size_t kMinCollBuffer = 4 * kKiB;
 constexpr std::size_t kDefaultCollGpuChunk = 64 * kKiB;
 constexpr int kDefaultCollGpuChannels = 16;
+constexpr std::size_t kDefaultCollGpuLlMax = 64 * kKiB;
+constexpr std::size_t kDefaultCollGpuLlChunk = 8 * kKiB;
+constexpr std::size_t kMaxCollGpuLlChunk = 1 * kKiB * kKiB;
 constexpr int kMaxCollGpuChannels = 128;
 
 std::optional<std::string> lookup(const EnvVars& vars, const char* name) {
@@ -126,6 +129,18 @@ Env Env::fromVars(const EnvVars& vars) {
     if (env.collGpuChunk < kMinCollBuffer || env.collGpuChunk % 256 != 0) {
       throw Error(ErrorCode::InvalidArgument,
                   "AXON_COLL_GPU_CHUNK='" + *v + "' must be a multiple of 256 bytes, at least 4K");
+    }
+  }
+  env.collGpuLlMax = kDefaultCollGpuLlMax;
+  if (auto v = lookup(vars, "AXON_COLL_GPU_LL_MAX")) {
+    env.collGpuLlMax = *v == "0" ? 0 : parseByteSize(*v, "AXON_COLL_GPU_LL_MAX");  // 0 turns LL off
+  }
+  env.collGpuLlChunk = kDefaultCollGpuLlChunk;
+  if (auto v = lookup(vars, "AXON_COLL_GPU_LL_CHUNK")) {
+    env.collGpuLlChunk = parseByteSize(*v, "AXON_COLL_GPU_LL_CHUNK");
+    if (env.collGpuLlChunk < 256 || env.collGpuLlChunk % 256 != 0 || env.collGpuLlChunk > kMaxCollGpuLlChunk) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "AXON_COLL_GPU_LL_CHUNK='" + *v + "' must be a multiple of 256 bytes, from 256 to 1M");
     }
   }
   env.collGpuChannels = kDefaultCollGpuChannels;

@@ -31,6 +31,8 @@ struct Env {
   std::size_t collBuffer = 0;   // AXON_COLL_BUFFER: bytes per round of a team's collective workspace
   std::size_t collGpuChunk = 0; // AXON_COLL_GPU_CHUNK: bytes per round, channel and sender (GPU)
   int collGpuChannels = 0;      // AXON_COLL_GPU_CHANNELS: channels of a GPU workspace (blocks per call)
+  std::size_t collGpuLlMax = 0;   // AXON_COLL_GPU_LL_MAX: largest block (bytes) on the LL protocol
+  std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
   // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
   std::array<std::string, 7> algo;
 

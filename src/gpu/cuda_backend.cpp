@@ -356,7 +356,8 @@ class CudaBackend final : public GpuBackend {
   std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,
                                                         std::string& whyNot) override {
     makeCurrent();
-    const CollWorkspaceConfig config{rt.env().collGpuChannels, rt.env().collGpuChunk, timeoutNs_};
+    const CollWorkspaceConfig config{rt.env().collGpuChannels, rt.env().collGpuChunk, rt.env().collGpuLlChunk,
+                                     rt.env().collGpuLlMax, timeoutNs_};
     return createCollWorkspace(cu_, device_, ctx_, rt, team, config, whyNot);
   }
 

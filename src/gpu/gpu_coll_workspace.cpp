@@ -126,9 +126,13 @@ class CollWorkspace final : public GpuTeamWorkspace {
     handle_.teamStride = team.members.size() > 1 ? team.members[1] - team.members[0] : 1;
     handle_.channels = config.channels;
     handle_.chunkBytes = config.chunkBytes;
+    handle_.llChunkBytes = config.llChunkBytes;
+    handle_.llSlotBytes = layout.llSlotBytes;
+    handle_.llMaxBytes = config.llMaxBytes;
     handle_.roundsOffset = layout.rounds;
     handle_.readyOffset = layout.ready;
     handle_.recordsOffset = layout.records;
+    handle_.llOffset = layout.ll;
     handle_.dataOffset = layout.data;
     handle_.timeoutNs = config.timeoutNs;
     handle_.error = report_;
@@ -203,7 +207,7 @@ std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdev
                                                       const CollWorkspaceConfig& config, std::string& whyNot) {
   const int n = static_cast<int>(team.members.size());
   const int me = team.myIndex;
-  const device::CollLayout layout = device::collLayout(n, config.channels, config.chunkBytes);
+  const device::CollLayout layout = device::collLayout(n, config.channels, config.chunkBytes, config.llChunkBytes);
   auto ws = std::make_shared<CollWorkspace>(cu, device, ctx, n);
   FdChannel channel;
   std::string mine = channel.address();

@@ -14,7 +14,9 @@ namespace axon::gpu {
 
 struct CollWorkspaceConfig {
   int channels;
-  std::size_t chunkBytes;
+  std::size_t chunkBytes;    // Simple protocol, per channel, half and sender
+  std::size_t llChunkBytes;  // LL protocol, data bytes per channel, half and sender
+  std::size_t llMaxBytes;    // device-callable calls up to this block size take LL
   unsigned long long timeoutNs;
 };
 

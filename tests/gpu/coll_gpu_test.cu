@@ -305,6 +305,80 @@ TEST(GpuColl, DeviceCallableAtBlockScope) {
   cudaFree(ok);
 }
 
+// One channel alternates small calls (the LL protocol) with large ones (Simple), so each protocol
+// starts its rounds where the other left the channel.
+__global__ void deviceMixedProtocols(axon::device::CollHandle h, const float* src, float* small, float* large,
+                                     std::size_t smallCount, std::size_t largeCount, int calls, int* ok) {
+  namespace ad = axon::device;
+  bool fine = true;
+  for (int k = 0; k < calls && fine; ++k) {
+    fine = ad::allreduce<ad::Block>(h, src, small + k * smallCount, smallCount, ad::ReduceOp::Max, 0) &&
+           ad::broadcast<ad::Block>(h, src, large, largeCount, k % h.size, 0);
+  }
+  if (threadIdx.x == 0) *ok = fine ? 1 : 0;
+}
+
+TEST(GpuColl, DeviceCallableMixesProtocolsOnAChannel) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  const std::size_t smallCount = 37, largeCount = 50000;  // 148 B (LL) and 200 KB (Simple)
+  const int calls = 30;
+  DeviceArray src(DataType::Float32, largeCount), small(DataType::Float32, smallCount * calls),
+      large(DataType::Float32, largeCount);
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  int* ok = nullptr;
+  CUDA_OK(cudaMallocManaged(&ok, sizeof(int)));
+  *ok = -1;
+  deviceMixedProtocols<<<1, 512>>>(axon::deviceCollHandle(axon::Team::world()), static_cast<float*>(src.ptr),
+                                   static_cast<float*>(small.ptr), static_cast<float*>(large.ptr), smallCount,
+                                   largeCount, calls, ok);
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(*ok, 1);
+  EXPECT_VALUES(small.read(), reducedAt(ReduceOp::Max, i % smallCount), "device LL allreduce");
+  EXPECT_VALUES(large.read(), inputAt((calls - 1) % np(), i), "device Simple broadcast");
+  cudaFree(ok);
+}
+
+// Channels' round counters pass 2^32, where the LL protocol's 32-bit flags wrap: the round that
+// would have flag 0 runs as a Simple exchange and clears the LL slots first, so flags left from
+// 2^32 rounds earlier are never taken for current ones. Every slot is seeded with such flags.
+TEST(GpuColl, RoundCountersPastTwoToThe32) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  const auto world = axon::Team::world();
+  axon::Team team = world.splitStrided(0, 1, np());
+  const axon::device::CollHandle h = axon::deviceCollHandle(team);
+  char* mine = h.base + h.myIndex * h.stride;
+  std::vector<unsigned long long> rounds(h.channels * axon::device::kCollLine / 8, 0);
+  for (int c = 0; c < h.channels; ++c) rounds[c * axon::device::kCollLine / 8] = (1ull << 32) - 3;
+  CUDA_OK(cudaMemcpy(mine + h.roundsOffset, rounds.data(), rounds.size() * 8, cudaMemcpyHostToDevice));
+  // Units {garbage, flag, garbage, flag} with the flags of rounds 2^32 + 1 .. 2^32 + 8.
+  const std::size_t units = h.channels * 2ull * h.size * h.llSlotBytes / 16;
+  std::vector<unsigned> stale(units * 4);
+  for (std::size_t u = 0; u < units; ++u) {
+    const unsigned flag = 1 + u % 8;
+    stale[4 * u] = stale[4 * u + 2] = 0x7fc00bad;  // a NaN as float
+    stale[4 * u + 1] = stale[4 * u + 3] = flag;
+  }
+  CUDA_OK(cudaMemcpy(mine + h.llOffset, stale.data(), stale.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());
+  world.barrier();  // every PE seeded its workspace before any call
+  Stream stream;
+  const std::size_t count = 3000;  // 12 KB: LL on 2 channels
+  DeviceArray src(DataType::Float32, count);
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  for (int k = 0; k < 12; ++k) {
+    DeviceArray sum(DataType::Float32, count), gathered(DataType::Float32, count * np());
+    axon::allreduceOnStream(team, src.ptr, sum.ptr, count, DataType::Float32, ReduceOp::Sum, stream);
+    axon::allgatherOnStream(team, src.ptr, gathered.ptr, count, DataType::Float32, stream);
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_VALUES(sum.read(), reducedAt(ReduceOp::Sum, i), "allreduce " + std::to_string(k) + " across the wrap");
+    EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / count), i % count),
+                  "allgather " + std::to_string(k) + " across the wrap");
+  }
+  CUDA_OK(cudaMemcpy(rounds.data(), mine + h.roundsOffset, rounds.size() * 8, cudaMemcpyDeviceToHost));
+  EXPECT_GT(rounds[0], 1ull << 32) << "channel 0 did not pass the wrap";
+  team.destroy();
+}
+
 TEST(GpuColl, TwoTeamsOnTwoStreamsAtOnce) {
   if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
@@ -420,6 +494,25 @@ TEST(GpuColl, MismatchedCallsAreReportedOnEveryPe) {
   team.destroy();
 }
 
+TEST(GpuColl, MismatchedProtocolsAreReportedOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  // PE 0's call is small (LL unless LL is off), the others' large (Simple): each side recognizes
+  // the other's protocol in the round instead of waiting for the signal it expected.
+  const std::size_t count = me() == 0 ? 10 : 100000;
+  DeviceArray src(DataType::Float32, 100000), dst(DataType::Float32, 100000);
+  try {
+    axon::allreduce(team, src.ptr, dst.ptr, count, DataType::Float32, ReduceOp::Sum);
+    FAIL() << "a mismatched allreduce completed";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    const std::string text = e.what();
+    EXPECT_NE(text.find("allreduce(count 10,"), std::string::npos) << text;
+    EXPECT_NE(text.find("allreduce(count 100000,"), std::string::npos) << text;
+  }
+  team.destroy();
+}
+
 }  // namespace
 
 namespace {
@@ -440,7 +533,11 @@ TEST(GpuCollTimeout, AMissingPeIsNamed) {
       const std::string text = e.what();
       EXPECT_NE(text.find("waited past AXON_TIMEOUT"), std::string::npos) << text;
       EXPECT_NE(text.find("for PE 1"), std::string::npos) << text;
-      EXPECT_NE(text.find("expected >= 1, seen 0"), std::string::npos) << text;
+      // A one-element call takes LL (flag words) unless AXON_COLL_GPU_LL_MAX=0 (ready words).
+      const char* llMax = std::getenv("AXON_COLL_GPU_LL_MAX");
+      const bool ll = !(llMax && std::string(llMax) == "0");
+      EXPECT_NE(text.find(ll ? "LL flag at 0x" : "ready word at 0x"), std::string::npos) << text;
+      EXPECT_NE(text.find(ll ? "expected 1, seen 0" : "expected >= 1, seen 0"), std::string::npos) << text;
     }
   }
   // PE 0 gives up after AXON_TIMEOUT; the others wait longer than that before the barrier, which

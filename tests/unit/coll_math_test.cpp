@@ -229,7 +229,9 @@ TEST(GpuCollMath, ChannelSharesCoverTheBlockInAlignedPieces) {
           device::collChannelRange(len, channels, c, unit, &lo, &hi);
           EXPECT_EQ(lo, next) << len << " " << channels << " " << c;
           EXPECT_LE(lo, hi);
-          if (hi < len) EXPECT_EQ(hi % unit, 0u) << "a share ends unaligned";
+          if (hi < len) {
+            EXPECT_EQ(hi % unit, 0u) << "a share ends unaligned";
+          }
           next = hi;
         }
         EXPECT_EQ(next, len);
@@ -239,20 +241,29 @@ TEST(GpuCollMath, ChannelSharesCoverTheBlockInAlignedPieces) {
 }
 
 TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
-  const auto l = device::collLayout(4, 16, 64 * 1024);
+  const auto l = device::collLayout(4, 16, 64 * 1024, 8 * 1024);
   EXPECT_GE(l.rounds, sizeof(device::CollError));
   EXPECT_EQ(l.rounds % device::kCollLine, 0u);
   EXPECT_EQ(l.ready, l.rounds + 16 * device::kCollLine);
   EXPECT_EQ(l.records, l.ready + 16 * 4 * device::kCollLine);
-  EXPECT_GE(l.data, l.records + 16 * 2 * 4 * device::kCollLine);
+  EXPECT_GE(l.ll, l.records + 16 * 2 * 4 * device::kCollLine);
+  EXPECT_EQ(l.ll % 4096, 0u);
+  // An LL slot holds the record's words, then two LL bytes per data byte, on whole line pairs
+  // (so that 16-byte units never straddle two senders' slots).
+  EXPECT_GE(l.llSlotBytes, device::kCollLlHeaderUnits * device::kCollLlUnit + 2 * 8 * 1024);
+  EXPECT_LT(l.llSlotBytes, device::kCollLlHeaderUnits * device::kCollLlUnit + 2 * 8 * 1024 + 128);
+  EXPECT_EQ(l.llSlotBytes % 128, 0u);
+  EXPECT_EQ(device::kCollLlHeaderUnits * 8, sizeof(device::CollRecord));
+  EXPECT_GE(l.data, l.ll + 16ull * 2 * 4 * l.llSlotBytes);
   EXPECT_EQ(l.data % 4096, 0u);
   EXPECT_EQ(l.total, l.data + 16ull * 2 * 4 * 64 * 1024);
   EXPECT_LE(sizeof(device::CollSlotRecord), device::kCollLine);
 }
 
 TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
+  // LL off here: these are the Simple protocol's channel counts (PlanPicksTheProtocol covers LL).
   auto plan = [](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
-    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, forced, true});
+    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, 0, 8 * 1024, forced, true});
   };
   EXPECT_EQ(plan(Collective::Allreduce, 2, 4).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Allreduce, 2, 4).channels, 1);
@@ -268,15 +279,53 @@ TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
   EXPECT_EQ(plan(Collective::Broadcast, 8, 4, Algo::Chain).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Barrier, 0, 4).channels, 1);
   EXPECT_EQ(plan(Collective::Allgather, 0, 4).rounds, 1u);  // count 0 still synchronizes
+  EXPECT_FALSE(plan(Collective::Allreduce, 2, 4).ll);
+}
+
+TEST(GpuCollMath, PlanPicksTheProtocol) {
+  // float elements; LL up to 64 KiB per member, 8 KiB of data per LL round and channel.
+  auto plan = [](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
+    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, 64 * 1024, 8 * 1024, forced, true});
+  };
+  const auto tiny = plan(Collective::Allreduce, 2, 2);
+  EXPECT_TRUE(tiny.ll);
+  EXPECT_EQ(tiny.channels, 1);
+  EXPECT_EQ(tiny.chunkBytes, 8u * 1024);
+  EXPECT_NE(tiny.reason.find("LL protocol"), std::string::npos) << tiny.reason;
+  const auto edge = plan(Collective::Allreduce, 16 * 1024, 4);  // 64 KiB: still LL, 8 channels
+  EXPECT_TRUE(edge.ll);
+  EXPECT_EQ(edge.channels, 8);
+  EXPECT_EQ(edge.rounds, 1u);
+  const auto over = plan(Collective::Allreduce, 16 * 1024 + 1, 4);
+  EXPECT_FALSE(over.ll);
+  EXPECT_EQ(over.chunkBytes, 64u * 1024);
+  EXPECT_NE(over.reason.find("over AXON_COLL_GPU_LL_MAX"), std::string::npos) << over.reason;
+  EXPECT_FALSE(plan(Collective::Allreduce, 2, 4, Algo::TwoShot).ll);  // LL runs one-shot only
+  EXPECT_TRUE(plan(Collective::Barrier, 0, 4).ll);
+  EXPECT_TRUE(plan(Collective::Alltoall, 0, 4).ll);
+  // The host and the device-callable calls share the rule.
+  EXPECT_TRUE(device::collUsesLl(64 * 1024, true, 64 * 1024));
+  EXPECT_FALSE(device::collUsesLl(64 * 1024 + 1, true, 64 * 1024));
+  EXPECT_FALSE(device::collUsesLl(8, false, 64 * 1024));
+  EXPECT_FALSE(device::collUsesLl(0, true, 0));  // 0 turns LL off
 }
 
 TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   const Env d = Env::fromVars({});
   EXPECT_EQ(d.collGpuChunk, 64u * 1024);
   EXPECT_EQ(d.collGpuChannels, 16);
-  const Env e = Env::fromVars({{"AXON_COLL_GPU_CHUNK", "1M"}, {"AXON_COLL_GPU_CHANNELS", "4"}});
+  EXPECT_EQ(d.collGpuLlMax, 64u * 1024);
+  EXPECT_EQ(d.collGpuLlChunk, 8u * 1024);
+  const Env e = Env::fromVars({{"AXON_COLL_GPU_CHUNK", "1M"}, {"AXON_COLL_GPU_CHANNELS", "4"},
+                               {"AXON_COLL_GPU_LL_MAX", "0"}, {"AXON_COLL_GPU_LL_CHUNK", "16K"}});
   EXPECT_EQ(e.collGpuChunk, 1u << 20);
   EXPECT_EQ(e.collGpuChannels, 4);
+  EXPECT_EQ(e.collGpuLlMax, 0u);
+  EXPECT_EQ(e.collGpuLlChunk, 16u * 1024);
+  for (const char* bad : {"100", "2M", "x", "0"}) {
+    EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_LL_CHUNK", bad}}), Error) << bad;
+  }
+  EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_LL_MAX", "lots"}}), Error);
   for (const char* bad : {"1000", "2K", "x"}) {
     EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHUNK", bad}}), Error) << bad;
   }

@@ -21,12 +21,21 @@ enum class ReduceOp : int { Sum = 0, Prod = 1, Min = 2, Max = 3 };
 struct Half { unsigned short bits; };
 struct BFloat16 { unsigned short bits; };
 
+// How the bytes of a call travel (CollRecord::proto).
+//   Simple: pushes into plain slots, then one release/acquire signal per member and round.
+//   LL ("low latency"): every 8-byte word carries 4 bytes of data and the round's 4-byte flag, so a
+//   receiver polls the data itself: no fence, no separate signal, half the bandwidth. Small calls.
+enum class CollProto : unsigned int { Simple = 0, LL = 1 };
+
 // What one call is: every member must make the same one. Same values as the host's enums;
 // `algo` as axon::coll::Algo; `channels` the blocks the call uses (0 for a device-callable call).
+// Its size is a multiple of 8: the LL protocol sends it as the first words of a message.
 struct CollRecord {
   unsigned int collective, dtype, op, algo;
   int root;
   unsigned int channels;
+  unsigned int proto;  // CollProto
+  unsigned int reserved;
   unsigned long long count;
 };
 
@@ -42,7 +51,7 @@ struct CollError {
   int peer;     // world PE it waited on or disagreed with
   int channel;
   unsigned long long address;   // the word waited on (timeouts)
-  unsigned long long expected;  // round waited for
+  unsigned long long expected;  // round waited for (Simple), flag waited for (LL)
   unsigned long long seen;      // value seen
   CollRecord mine;              // the call of `pe`
   CollRecord theirs;            // the call of `peer` (mismatches)
@@ -60,8 +69,11 @@ struct CollHandle {
   int myPe;                 // this PE's world rank
   int teamStart, teamStride;  // member i is world PE teamStart + i * teamStride
   int channels;             // independent channels of the workspace (blocks a call may use)
-  unsigned long long chunkBytes;  // data bytes per channel, half and sender
-  unsigned long long roundsOffset, readyOffset, recordsOffset, dataOffset;
+  unsigned long long chunkBytes;  // data bytes per channel, half and sender (Simple)
+  unsigned long long llChunkBytes;  // data bytes per channel, half and sender (LL)
+  unsigned long long llSlotBytes;   // bytes of one LL slot: header words, then 2 x llChunkBytes
+  unsigned long long llMaxBytes;    // device-callable calls of at most this many bytes take LL
+  unsigned long long roundsOffset, readyOffset, recordsOffset, llOffset, dataOffset;
   unsigned long long timeoutNs;   // AXON_TIMEOUT: bound on every wait (0: forever)
   CollError* error;         // this PE's report for the team (pinned host memory)
 };
@@ -71,9 +83,14 @@ struct CollHandle {
 //   rounds    [channel]: rounds this PE completed on the channel (only this PE's kernels touch it)
 //   ready     [channel][from]: the last round member `from` signalled to this PE
 //   records   [channel][half][from]: the call `from` made in that round (CollRecord + round)
+//   ll        [channel][half][from]: LL messages from `from`: the call record, then the data, in
+//             16-byte units {data, flag, data, flag}
 //   data      [channel][half][from]: chunkBytes that `from` pushed to this PE
 // Words that different PEs write sit on their own 64-byte lines.
 constexpr unsigned long long kCollLine = 64;
+constexpr unsigned long long kCollLlUnit = 16;  // bytes of one LL unit; it carries 8 data bytes
+constexpr unsigned long long kCollLlHeaderUnits = sizeof(CollRecord) / 8;
+static_assert(sizeof(CollRecord) % 8 == 0, "the LL header carries the record in 8-byte pieces");
 
 struct CollSlotRecord {
   CollRecord call;
@@ -81,24 +98,40 @@ struct CollSlotRecord {
 };
 
 struct CollLayout {
-  unsigned long long rounds, ready, records, data, total;
+  unsigned long long rounds, ready, records, ll, llSlotBytes, data, total;
 };
 
 AXON_HOST_DEVICE_INLINE unsigned long long collAlignUp(unsigned long long v, unsigned long long a) {
   return (v + a - 1) / a * a;
 }
 
+// Bytes of one LL slot: the header units, then the data units. Each 16-byte unit carries 8 data
+// bytes, so llChunkBytes of data take 2 x llChunkBytes.
+AXON_HOST_DEVICE_INLINE unsigned long long collLlSlotBytes(unsigned long long llChunkBytes) {
+  return collAlignUp(kCollLlHeaderUnits * kCollLlUnit + 2 * llChunkBytes, 2 * kCollLine);
+}
+
 AXON_HOST_DEVICE_INLINE CollLayout collLayout(int members, int channels,
-                                              unsigned long long chunkBytes) {
+                                              unsigned long long chunkBytes,
+                                              unsigned long long llChunkBytes) {
   const unsigned long long n = static_cast<unsigned long long>(members);
   const unsigned long long c = static_cast<unsigned long long>(channels);
   CollLayout l{};
   l.rounds = collAlignUp(sizeof(CollError), kCollLine);
   l.ready = l.rounds + c * kCollLine;
   l.records = l.ready + c * n * kCollLine;
-  l.data = collAlignUp(l.records + c * 2 * n * kCollLine, 4096);
+  l.ll = collAlignUp(l.records + c * 2 * n * kCollLine, 4096);
+  l.llSlotBytes = collLlSlotBytes(llChunkBytes);
+  l.data = collAlignUp(l.ll + c * 2 * n * l.llSlotBytes, 4096);
   l.total = l.data + c * 2 * n * chunkBytes;
   return l;
+}
+
+// Whether a call takes the LL protocol: one-shot calls whose block (bytes per member) is at most
+// llMaxBytes (AXON_COLL_GPU_LL_MAX; 0: never). The host's plans and device-callable calls agree.
+AXON_HOST_DEVICE_INLINE bool collUsesLl(unsigned long long blockBytes, bool oneShot,
+                                        unsigned long long llMaxBytes) {
+  return llMaxBytes != 0 && oneShot && blockBytes <= llMaxBytes;
 }
 
 // Channel c's share [lo, hi) of `len` elements split over `channels` (in whole `unit`s, so that

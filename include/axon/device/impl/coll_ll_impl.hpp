@@ -1,0 +1,320 @@
+// The LL protocol of the device collectives (rules in coll_impl.hpp), for small calls.
+//
+// A round sends each member one message into its LL slot [channel][r % 2][me]: the call record,
+// then the data, in 16-byte units whose two 8-byte words each hold 4 data bytes and the round's
+// flag. Every thread moves its own units: it stores them into the receivers' slots, then polls
+// its units of every sender's message until their flags are the round's, and reduces or copies
+// them. There is no fence and no separate signal, so a round costs one trip over NVLink.
+//
+// Every member sends every other member a message every round (a header alone when it has no
+// data for it), so, as with Simple, no member gets more than one round ahead of another and the
+// half a message lands in was consumed a round earlier. A barrier closes each round so that a
+// thread with no units in one round cannot run ahead of its block into the next.
+#pragma once
+
+#include "axon/device/impl/coll_common_impl.hpp"
+#include "axon/device/impl/coll_simple_impl.hpp"
+#include "axon/device/impl/reduce_impl.hpp"
+
+namespace axon {
+namespace device {
+namespace detail {
+
+// The 8 data bytes of a unit as elements of T.
+template <class T>
+union LlWord {
+  unsigned long long bits;
+  T v[8 / sizeof(T)];
+};
+
+// Bytes [8u, 8u + 8) of the `bytes` bytes at p, zero past the end.
+AXON_DEVICE_INLINE unsigned long long llGather(const char* p, SizeT u, SizeT bytes) {
+  const char* q = p + 8 * u;
+  const SizeT left = bytes - 8 * u;
+  const unsigned long long at = reinterpret_cast<unsigned long long>(q);
+  if (left >= 8 && (at & 7) == 0) return *reinterpret_cast<const unsigned long long*>(q);
+  if (left >= 8 && (at & 3) == 0) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(q);
+    return static_cast<unsigned long long>(w[1]) << 32 | w[0];
+  }
+  unsigned long long v = 0;
+  const SizeT k = left < 8 ? left : 8;
+  for (SizeT i = 0; i < k; ++i) {
+    v |= static_cast<unsigned long long>(static_cast<unsigned char>(q[i])) << (8 * i);
+  }
+  return v;
+}
+
+// Writes the bytes of `v` that fall inside the `bytes` bytes at p, at [8u, 8u + 8).
+AXON_DEVICE_INLINE void llScatter(char* p, SizeT u, SizeT bytes, unsigned long long v) {
+  char* q = p + 8 * u;
+  const SizeT left = bytes - 8 * u;
+  const unsigned long long at = reinterpret_cast<unsigned long long>(q);
+  if (left >= 8 && (at & 7) == 0) {
+    *reinterpret_cast<unsigned long long*>(q) = v;
+    return;
+  }
+  if (left >= 8 && (at & 3) == 0) {
+    unsigned* w = reinterpret_cast<unsigned*>(q);
+    w[0] = static_cast<unsigned>(v);
+    w[1] = static_cast<unsigned>(v >> 32);
+    return;
+  }
+  const SizeT k = left < 8 ? left : 8;
+  for (SizeT i = 0; i < k; ++i) q[i] = static_cast<char>(v >> (8 * i));
+}
+
+// The rest of a wait that the fast spin in llWait did not finish: polls with the abort, mismatch
+// and timeout checks of every wait. For a header unit it also recognizes a member that took the
+// Simple protocol in this round (it signalled its ready word instead): a different call.
+inline AXON_DEVICE_NOINLINE bool llWaitSlow(const CollHandle& h, const CollJob& job,
+                                            const LlUnit* p, unsigned flag, int from,
+                                            unsigned long long r, bool header,
+                                            unsigned long long* out) {
+  const unsigned long long start = globalTimerNs();
+  unsigned sleepNs = 32;
+  bool backoff = false;
+  for (unsigned polls = 1;; ++polls) {
+    const LlUnit u = llLoad(p);
+    if (u.f0 == flag && u.f1 == flag) {
+      *out = llData(u);
+      return true;
+    }
+    if (backoff) {
+      __nanosleep(sleepNs);
+      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
+    }
+    if (polls % kTimerCheckPolls == 0) {
+      if (collAborted(h)) {
+        collAdopt(h);
+        return false;
+      }
+      unsigned long long* ready = collReady(h, h.myIndex, job.channel, from);
+      if (header && loadRelaxedSys(ready) >= r) {
+        const unsigned long long seen = loadAcquireSys(ready);
+        const CollSlotRecord* rec =
+            collRecordAt(h, h.myIndex, job.channel, static_cast<int>(r & 1ull), from);
+        collMismatch(h, job, from, rec->call, r, seen);
+        return false;
+      }
+      const unsigned long long elapsed = globalTimerNs() - start;
+      backoff = elapsed > kFreeSpinNs;
+      if (h.timeoutNs != 0 && elapsed > h.timeoutNs) {
+        collTimeout(h, job, from, p, flag, u.f0 != flag ? u.f0 : u.f1);
+        return false;
+      }
+    }
+  }
+}
+
+// Waits (this thread) until unit `p` of member `from`'s message carries this round's flag, and
+// returns its data bytes in *out. False, with the report written, when the wait failed.
+AXON_DEVICE_INLINE bool llWait(const CollHandle& h, const CollJob& job, const LlUnit* p,
+                               unsigned flag, int from, unsigned long long r, bool header,
+                               unsigned long long* out) {
+  for (unsigned i = 0; i < kTimerCheckPolls; ++i) {
+    const LlUnit u = llLoad(p);
+    if (u.f0 == flag && u.f1 == flag) {
+      *out = llData(u);
+      return true;
+    }
+  }
+  return llWaitSlow(h, job, p, flag, from, r, header, out);
+}
+
+// Every member's message starts with this PE's call record: thread j sends it to member j.
+AXON_DEVICE_INLINE void llSendHeaders(const CollHandle& h, const CollJob& job, int half,
+                                      unsigned flag) {
+  const unsigned long long* words = reinterpret_cast<const unsigned long long*>(&job.record);
+  for (int j = static_cast<int>(linearThreadIndex()); j < h.size;
+       j += static_cast<int>(blockThreadCount())) {
+    if (j == h.myIndex) continue;
+    for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
+      llStore(collLlUnit(h, j, job.channel, half, h.myIndex, i), words[i], flag);
+    }
+  }
+}
+
+// Thread j reads member j's record and compares it with this PE's. 1 when it found a failure.
+AXON_DEVICE_INLINE int llCheckHeaders(const CollHandle& h, const CollJob& job, int half,
+                                      unsigned flag, unsigned long long r) {
+  for (int j = static_cast<int>(linearThreadIndex()); j < h.size;
+       j += static_cast<int>(blockThreadCount())) {
+    if (j == h.myIndex) continue;
+    CollRecord theirs;
+    unsigned long long* words = reinterpret_cast<unsigned long long*>(&theirs);
+    for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
+      if (!llWait(h, job, collLlUnit(h, h.myIndex, job.channel, half, j, i), flag, j, r, true,
+                  &words[i])) {
+        return 1;
+      }
+    }
+    if (!collSameCall(job.record, theirs)) {
+      collMismatch(h, job, j, theirs, r, r);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Starts round r + 1, returning it. A round whose flag would be 0 first runs as a Simple exchange
+// (which clears the LL slots, see collExchange); false if that exchange failed.
+AXON_DEVICE_INLINE bool llNextRound(const CollHandle& h, const CollJob& job,
+                                    unsigned long long* r) {
+  if (llFlag(*r + 1) == 0 && !collExchange(h, job, ++*r)) return false;
+  ++*r;
+  return true;
+}
+
+AXON_DEVICE_INLINE unsigned long long llLoadRounds(const CollHandle& h, int c) {
+  return *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c));
+}
+AXON_DEVICE_INLINE void llStoreRounds(const CollHandle& h, int c, unsigned long long r) {
+  __syncthreads();
+  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c)) = r;
+}
+
+// ── The collectives, LL protocol ──────────────────────────────────────────────────────────────
+
+// Reduce, allreduce (one-shot) and reduce_scatter on elements of T.
+template <class T, ReduceOp Op>
+AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job) {
+  constexpr unsigned kPer = 8 / sizeof(T);
+  static_assert(kPer * sizeof(T) == 8, "LL reductions take elements of 1, 2, 4 or 8 bytes");
+  const int n = h.size, me = h.myIndex, c = job.channel, root = job.record.root;
+  const unsigned rank = linearThreadIndex(), size = blockThreadCount();
+  const unsigned kind = job.record.collective;
+  const SizeT chunk = h.llChunkBytes / sizeof(T);
+  const SizeT len = job.hi - job.lo;
+  unsigned long long r = llLoadRounds(h, c);
+  bool ok = !collAborted(h);
+  if (!ok && rank == 0) collAdopt(h);  // a member stopped the team earlier
+  for (SizeT off = 0; ok; off += chunk) {
+    if (!(ok = llNextRound(h, job, &r))) break;
+    const int half = static_cast<int>(r & 1ull);
+    const unsigned flag = llFlag(r);
+    const SizeT at = job.lo + off;
+    const SizeT bytes = collMin(chunk, len - off) * sizeof(T);
+    const SizeT units = (bytes + 7) / 8;
+    const char* own =
+        job.src + ((kind == kCollReduceScatter ? static_cast<SizeT>(me) * job.block : 0) + at) *
+                      sizeof(T);
+    llSendHeaders(h, job, half, flag);
+    for (SizeT u = rank; u < units; u += size) {
+      if (kind == kCollReduceScatter) {
+        for (int j = 0; j < n; ++j) {
+          if (j == me) continue;
+          const char* part = job.src + (static_cast<SizeT>(j) * job.block + at) * sizeof(T);
+          llStore(collLlUnit(h, j, c, half, me, kCollLlHeaderUnits + u), llGather(part, u, bytes),
+                  flag);
+        }
+      } else if (kind == kCollAllreduce || me != root) {
+        const unsigned long long v = llGather(own, u, bytes);
+        for (int j = 0; j < n; ++j) {
+          if (j == me || (kind == kCollReduce && j != root)) continue;
+          llStore(collLlUnit(h, j, c, half, me, kCollLlHeaderUnits + u), v, flag);
+        }
+      }
+    }
+    int failed = llCheckHeaders(h, job, half, flag, r);
+    if (!failed && (kind != kCollReduce || me == root)) {
+      char* out = job.dst + at * sizeof(T);
+      for (SizeT u = rank; u < units && !failed; u += size) {
+        // In member order, so every member computes bit-identical results.
+        LlWord<T> acc, w;
+        for (int k = 0; k < n; ++k) {
+          if (k == me) {
+            w.bits = llGather(own, u, bytes);
+          } else if (!llWait(h, job, collLlUnit(h, me, c, half, k, kCollLlHeaderUnits + u), flag,
+                             k, r, false, &w.bits)) {
+            failed = 1;
+            break;
+          }
+          if (k == 0) {
+            acc = w;
+          } else {
+#pragma unroll
+            for (unsigned e = 0; e < kPer; ++e) acc.v[e] = Reducer<Op, T>::apply(acc.v[e], w.v[e]);
+          }
+        }
+        if (!failed) llScatter(out, u, bytes, acc.bits);
+      }
+    }
+    if (__syncthreads_or(failed)) ok = false;
+    if (!ok || off + chunk >= len) break;
+  }
+  llStoreRounds(h, c, r);
+  return ok;
+}
+
+// Barrier, broadcast, allgather and alltoall: copies of bytes (job.block and the range in bytes).
+AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
+  const int n = h.size, me = h.myIndex, c = job.channel, root = job.record.root;
+  const unsigned rank = linearThreadIndex(), size = blockThreadCount();
+  const unsigned kind = job.record.collective;
+  const SizeT chunk = h.llChunkBytes;
+  const SizeT len = job.hi - job.lo;
+  unsigned long long r = llLoadRounds(h, c);
+  bool ok = !collAborted(h);
+  if (!ok && rank == 0) collAdopt(h);  // a member stopped the team earlier
+  for (SizeT off = 0; ok; off += chunk) {
+    if (!(ok = llNextRound(h, job, &r))) break;
+    const int half = static_cast<int>(r & 1ull);
+    const unsigned flag = llFlag(r);
+    const SizeT at = job.lo + off;
+    const SizeT bytes = kind == kCollBarrier ? 0 : collMin(chunk, len - off);
+    const SizeT units = (bytes + 7) / 8;
+    // Member k's part of a buffer of n blocks (allgather's dst, alltoall's src and dst).
+    auto part = [&](int k) { return static_cast<SizeT>(k) * job.block + at; };
+    llSendHeaders(h, job, half, flag);
+    for (SizeT u = rank; u < units; u += size) {
+      if (kind == kCollAlltoall) {
+        for (int j = 0; j < n; ++j) {
+          if (j != me) {
+            llStore(collLlUnit(h, j, c, half, me, kCollLlHeaderUnits + u),
+                    llGather(job.src + part(j), u, bytes), flag);
+          }
+        }
+      } else if (kind == kCollAllgather || (kind == kCollBroadcast && me == root)) {
+        const unsigned long long v = llGather(job.src + at, u, bytes);
+        for (int j = 0; j < n; ++j) {
+          if (j != me) llStore(collLlUnit(h, j, c, half, me, kCollLlHeaderUnits + u), v, flag);
+        }
+      }
+    }
+    int failed = llCheckHeaders(h, job, half, flag, r);
+    for (SizeT u = rank; u < units && !failed; u += size) {
+      if (kind == kCollBroadcast) {
+        unsigned long long v;
+        if (me == root) {
+          if (job.dst != job.src) llScatter(job.dst + at, u, bytes, llGather(job.src + at, u, bytes));
+        } else if (llWait(h, job, collLlUnit(h, me, c, half, root, kCollLlHeaderUnits + u), flag,
+                          root, r, false, &v)) {
+          llScatter(job.dst + at, u, bytes, v);
+        } else {
+          failed = 1;
+        }
+        continue;
+      }
+      for (int k = 0; k < n; ++k) {  // allgather, alltoall
+        unsigned long long v;
+        if (k == me) {
+          v = llGather(job.src + (kind == kCollAllgather ? at : part(me)), u, bytes);
+        } else if (!llWait(h, job, collLlUnit(h, me, c, half, k, kCollLlHeaderUnits + u), flag, k,
+                           r, false, &v)) {
+          failed = 1;
+          break;
+        }
+        llScatter(job.dst + part(k), u, bytes, v);
+      }
+    }
+    if (__syncthreads_or(failed)) ok = false;
+    if (!ok || kind == kCollBarrier || off + chunk >= len) break;
+  }
+  llStoreRounds(h, c, r);
+  return ok;
+}
+
+}  // namespace detail
+}  // namespace device
+}  // namespace axon

@@ -1,0 +1,253 @@
+// The Simple protocol of the device collectives (rules in coll_impl.hpp): a round pushes plain
+// bytes into the receivers' slots, then signals each member with its call record and a
+// release store of the round; receivers wait with an acquire, compare records, then consume.
+#pragma once
+
+#include "axon/device/impl/coll_common_impl.hpp"
+#include "axon/device/impl/copy.hpp"
+#include "axon/device/impl/reduce_impl.hpp"
+
+namespace axon {
+namespace device {
+namespace detail {
+
+// ── The round's exchange ──────────────────────────────────────────────────────────────────────
+
+// Waits (one thread) until member `from` signalled round `r` on the job's channel. False when the
+// wait timed out, a member aborted the team's collectives, or `from` sent an LL message in this
+// round instead (a different call: reported as a mismatch); the report is then written.
+inline AXON_DEVICE_NOINLINE bool collWait(const CollHandle& h, const CollJob& job, int from,
+                                          unsigned long long r) {
+  const unsigned long long* word = collReady(h, h.myIndex, job.channel, from);
+  const unsigned long long start = globalTimerNs();
+  unsigned sleepNs = 32;
+  bool backoff = false;
+  for (unsigned polls = 1;; ++polls) {
+    const unsigned long long seen = loadRelaxedSys(word);
+    if (seen >= r) {
+      loadAcquireSys(word);
+      return true;
+    }
+    if (backoff) {
+      __nanosleep(sleepNs);
+      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
+    }
+    if (polls % kTimerCheckPolls == 0) {
+      if (collAborted(h)) {
+        collAdopt(h);
+        return false;
+      }
+      CollRecord theirs;
+      if (llFlag(r) != 0 && llPeekRecord(h, job.channel, static_cast<int>(r & 1ull), from,
+                                         llFlag(r), &theirs)) {
+        collMismatch(h, job, from, theirs, r, r);
+        return false;
+      }
+      const unsigned long long elapsed = globalTimerNs() - start;
+      backoff = elapsed > kFreeSpinNs;
+      if (h.timeoutNs != 0 && elapsed > h.timeoutNs) {
+        collTimeout(h, job, from, word, r, seen);
+        return false;
+      }
+    }
+  }
+}
+
+// Zeroes this PE's LL slots of channel c (both halves, every sender), by the block. Done in the
+// Simple exchange of a round whose LL flag would be 0, before its signals: flags written before it
+// cannot then be mistaken for those of rounds 2^32 later.
+AXON_DEVICE_INLINE void collClearLl(const CollHandle& h, int c) {
+  LlUnit* first = collLlUnit(h, h.myIndex, c, 0, 0, 0);
+  const SizeT units = 2 * static_cast<SizeT>(h.size) * h.llSlotBytes / kCollLlUnit;
+  const LlUnit zero{0u, 0u, 0u, 0u};
+  for (SizeT i = linearThreadIndex(); i < units; i += blockThreadCount()) first[i] = zero;
+}
+
+// Steps 2 and 3 of a round, by the whole block: the block's pushes are complete before any signal.
+// True in every thread when every member signalled the same call; false in every thread otherwise.
+AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, unsigned long long r) {
+  __syncthreads();
+  if (llFlag(r) == 0) {
+    collClearLl(h, job.channel);
+    __syncthreads();
+  }
+  const unsigned rank = linearThreadIndex(), size = blockThreadCount();
+  const int n = h.size, me = h.myIndex, c = job.channel, half = static_cast<int>(r & 1ull);
+  int failed = 0;
+  for (int j = static_cast<int>(rank); j < n; j += static_cast<int>(size)) {
+    if (j == me) continue;
+    // No fence: the release below is cumulative, so the block's pushes, which this thread has
+    // observed through the barrier, are visible to whoever acquires the signal.
+    CollSlotRecord* rec = collRecordAt(h, j, c, half, me);
+    rec->call = job.record;
+    rec->round = r;
+    storeReleaseSys(collReady(h, j, c, me), r);
+  }
+  for (int j = static_cast<int>(rank); j < n; j += static_cast<int>(size)) {
+    if (j == me) continue;
+    if (!collWait(h, job, j, r)) {
+      failed = 1;
+      continue;
+    }
+    const CollSlotRecord* rec = collRecordAt(h, me, c, half, j);
+    const CollRecord theirs = rec->call;
+    if (!collSameCall(job.record, theirs) || rec->round != r) {
+      collMismatch(h, job, j, theirs, r, rec->round);
+      failed = 1;
+    }
+  }
+  // Carries the waiting threads' acquires to the whole block, and their verdict.
+  return __syncthreads_or(failed) == 0;
+}
+
+// ── Consuming ─────────────────────────────────────────────────────────────────────────────────
+
+// dst[i] = own[i] (member me) reduced with slot k's [i] (every other member k), in member order,
+// so every member computes bit-identical results. Slots of consecutive members are `stride` apart.
+template <class T, ReduceOp Op>
+AXON_DEVICE_INLINE void collReduceFrom(T* dst, const T* own, const char* slot0, SizeT stride,
+                                       int n, int me, SizeT count) {
+  const unsigned rank = linearThreadIndex(), size = blockThreadCount();
+  for (SizeT i = rank; i < count; i += size) {
+    T acc = me == 0 ? own[i] : reinterpret_cast<const T*>(slot0)[i];
+    for (int k = 1; k < n; ++k) {
+      const T v = k == me ? own[i] : reinterpret_cast<const T*>(slot0 + k * stride)[i];
+      acc = Reducer<Op, T>::apply(acc, v);
+    }
+    dst[i] = acc;
+  }
+}
+
+AXON_DEVICE_INLINE void collCopy(void* dst, const void* src, SizeT bytes) {
+  if (bytes == 0 || dst == src) return;
+  copyCooperative(dst, src, bytes, linearThreadIndex(), blockThreadCount());
+}
+
+// ── The collectives, Simple protocol ──────────────────────────────────────────────────────────
+
+// Reduce, allreduce (one-shot or two-shot) and reduce_scatter on elements of T.
+template <class T, ReduceOp Op>
+AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& job) {
+  const int n = h.size, me = h.myIndex, c = job.channel;
+  unsigned long long* roundsWord = collRounds(h, c);
+  unsigned long long r = *reinterpret_cast<volatile unsigned long long*>(roundsWord);
+  const SizeT chunk = h.chunkBytes / sizeof(T);
+  const SizeT len = job.hi - job.lo;
+  const SizeT stride = h.chunkBytes;  // between consecutive senders' slots
+  const T* src = reinterpret_cast<const T*>(job.src);
+  T* dst = reinterpret_cast<T*>(job.dst);
+  const unsigned kind = job.record.collective;
+  bool ok = !collAborted(h);
+  if (!ok && linearThreadIndex() == 0) collAdopt(h);  // a member stopped the team earlier
+  if (ok && kind == kCollAllreduce && job.record.algo == kAlgoTwoShot) {
+    // Per pair of rounds, up to n * chunk elements: part j is reduced by member j (round A), then
+    // every member's reduced part goes to every member (round B).
+    const SizeT per = chunk * static_cast<SizeT>(n);
+    const SizeT unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    for (SizeT off = 0;; off += per) {
+      const SizeT m = collMin(per, len - off);
+      const SizeT p = collAlignUp((m + n - 1) / n, unit);
+      const T* s = src + job.lo + off;
+      T* d = dst + job.lo + off;
+      auto partLo = [&](int j) { return collMin(m, static_cast<SizeT>(j) * p); };
+      auto partLen = [&](int j) { return partLo(j + 1) - partLo(j); };
+      ++r;
+      int half = static_cast<int>(r & 1ull);
+      for (int j = 0; j < n; ++j) {
+        if (j != me) collCopy(collSlot(h, j, c, half, me), s + partLo(j), partLen(j) * sizeof(T));
+      }
+      if (!(ok = collExchange(h, job, r))) break;
+      collReduceFrom<T, Op>(d + partLo(me), s + partLo(me), collSlot(h, me, c, half, 0), stride, n,
+                            me, partLen(me));
+      __syncthreads();  // the reduced part is complete before any thread pushes it
+      ++r;
+      half = static_cast<int>(r & 1ull);
+      for (int j = 0; j < n; ++j) {
+        if (j != me) collCopy(collSlot(h, j, c, half, me), d + partLo(me), partLen(me) * sizeof(T));
+      }
+      if (!(ok = collExchange(h, job, r))) break;
+      for (int k = 0; k < n; ++k) {
+        if (k != me) collCopy(d + partLo(k), collSlot(h, me, c, half, k), partLen(k) * sizeof(T));
+      }
+      if (off + per >= len) break;
+    }
+  } else if (ok) {
+    const int root = job.record.root;
+    for (SizeT off = 0;; off += chunk) {
+      const SizeT m = collMin(chunk, len - off);
+      const SizeT at = job.lo + off;
+      ++r;
+      const int half = static_cast<int>(r & 1ull);
+      for (int j = 0; j < n; ++j) {
+        if (j == me || (kind == kCollReduce && j != root)) continue;
+        const T* from = kind == kCollReduceScatter ? src + static_cast<SizeT>(j) * job.block + at
+                                                   : src + at;
+        collCopy(collSlot(h, j, c, half, me), from, m * sizeof(T));
+      }
+      if (!(ok = collExchange(h, job, r))) break;
+      const char* slots = collSlot(h, me, c, half, 0);
+      if (kind == kCollReduceScatter) {
+        collReduceFrom<T, Op>(dst + at, src + static_cast<SizeT>(me) * job.block + at, slots,
+                              stride, n, me, m);
+      } else if (kind == kCollAllreduce || me == root) {
+        collReduceFrom<T, Op>(dst + at, src + at, slots, stride, n, me, m);
+      }
+      if (off + chunk >= len) break;
+    }
+  }
+  __syncthreads();
+  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(roundsWord) = r;
+  return ok;
+}
+
+// Barrier, broadcast, allgather and alltoall: copies of bytes (job.block and the range in bytes).
+AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& job) {
+  const int n = h.size, me = h.myIndex, c = job.channel;
+  unsigned long long* roundsWord = collRounds(h, c);
+  unsigned long long r = *reinterpret_cast<volatile unsigned long long*>(roundsWord);
+  const SizeT chunk = h.chunkBytes;
+  const SizeT len = job.hi - job.lo;
+  const unsigned kind = job.record.collective;
+  const int root = job.record.root;
+  bool ok = !collAborted(h);
+  if (!ok && linearThreadIndex() == 0) collAdopt(h);  // a member stopped the team earlier
+  for (SizeT off = 0; ok; off += chunk) {
+    const SizeT m = kind == kCollBarrier ? 0 : collMin(chunk, len - off);
+    const SizeT at = job.lo + off;
+    ++r;
+    const int half = static_cast<int>(r & 1ull);
+    for (int j = 0; j < n && m != 0; ++j) {
+      if (j == me) continue;
+      if (kind == kCollBroadcast) {
+        if (me == root) collCopy(collSlot(h, j, c, half, me), job.src + at, m);
+      } else if (kind == kCollAllgather) {
+        collCopy(collSlot(h, j, c, half, me), job.src + at, m);
+      } else if (kind == kCollAlltoall) {
+        collCopy(collSlot(h, j, c, half, me), job.src + static_cast<SizeT>(j) * job.block + at, m);
+      }
+    }
+    if (!(ok = collExchange(h, job, r))) break;
+    if (kind == kCollBroadcast) {
+      collCopy(job.dst + at, me == root ? job.src + at : collSlot(h, me, c, half, root), m);
+    } else if (kind == kCollAllgather || kind == kCollAlltoall) {
+      for (int k = 0; k < n; ++k) {
+        char* d = job.dst + static_cast<SizeT>(k) * job.block + at;
+        if (k != me) {
+          collCopy(d, collSlot(h, me, c, half, k), m);
+        } else {
+          collCopy(d, kind == kCollAllgather ? job.src + at
+                                             : job.src + static_cast<SizeT>(me) * job.block + at,
+                   m);
+        }
+      }
+    }
+    if (kind == kCollBarrier || off + chunk >= len) break;
+  }
+  __syncthreads();
+  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(roundsWord) = r;
+  return ok;
+}
+
+}  // namespace detail
+}  // namespace device
+}  // namespace axon
