@@ -129,6 +129,38 @@ axon_status_t axon_quiet_on_stream(void* stream);
 axon_status_t axon_barrier_on_stream(axon_team_t team, void* stream);
 axon_status_t axon_barrier_all_on_stream(void* stream);
 
+/* Stream-ordered collectives: the arguments of the blocking ones, then `stream`. Each enqueues a
+ * kernel on the team's GPU workspace and returns at once; work enqueued after it on `stream` sees
+ * the result. src and dst must be GPU memory; the calls can be captured into a CUDA graph. Issue a
+ * team's collectives in one order on every member, one stream per team. They return
+ * AXON_ERR_UNSUPPORTED without the GPU backend and on teams whose GPUs cannot all map each
+ * other's memory (the blocking calls take the host path there). */
+axon_status_t axon_broadcast_on_stream(axon_team_t team, const void* src, void* dst, size_t count,
+                                       axon_datatype_t type, int root, void* stream);
+axon_status_t axon_reduce_on_stream(axon_team_t team, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                    axon_reduce_op_t op, int root, void* stream);
+axon_status_t axon_allreduce_on_stream(axon_team_t team, const void* src, void* dst, size_t count,
+                                       axon_datatype_t type, axon_reduce_op_t op, void* stream);
+axon_status_t axon_allgather_on_stream(axon_team_t team, const void* src, void* dst, size_t count,
+                                       axon_datatype_t type, void* stream);
+axon_status_t axon_reduce_scatter_on_stream(axon_team_t team, const void* src, void* dst, size_t count,
+                                            axon_datatype_t type, axon_reduce_op_t op, void* stream);
+axon_status_t axon_alltoall_on_stream(axon_team_t team, const void* src, void* dst, size_t count,
+                                      axon_datatype_t type, void* stream);
+
+/* The handle kernels pass to the device-callable collectives (axon::device::CollHandle of
+ * axon/device/coll_types.hpp, a trivially copyable struct), copied as bytes so that this header
+ * needs no device header: `out` receives AXON_DEVICE_COLL_HANDLE_BYTES bytes (out_bytes must be
+ * at least that; AXON_ERR_INVALID_ARGUMENT otherwise). Copy them into an axon::device::CollHandle
+ * (memcpy) and pass it to kernels by value; valid until the team is destroyed. Returns
+ * AXON_ERR_UNSUPPORTED where the team has no GPU workspace (no GPU backend, a team of one PE,
+ * GPUs that cannot map each other's memory). */
+#define AXON_DEVICE_COLL_HANDLE_BYTES 96
+/* sizeof(axon::device::CollHandle) in the loaded library: AXON_DEVICE_COLL_HANDLE_BYTES unless the
+ * program was compiled against a different axon.h. */
+size_t axon_device_coll_handle_size(void);
+axon_status_t axon_device_coll_handle(axon_team_t team, void* out, size_t out_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,7 @@
 
 With a GPU (the GPU backend), axon.zeros/empty return an axon.SymmetricGpuArray in GPU memory,
 which torch.from_dlpack / cupy.asarray view without a copy; device="host" still gives NumPy
-arrays. The *_on_stream calls order one-sided work on a CUDA stream.
+arrays. The *_on_stream calls order one-sided work and collectives on a CUDA stream.
 
 Start several PEs with `axon run -n 4 python script.py`.
 """
@@ -21,8 +21,9 @@ from .errors import (  # noqa: F401
     PeerDeadError, SystemError, TimeoutError, UnsupportedError,
 )
 from .collectives import (  # noqa: F401
-    Collective, Explanation, ReduceOp, allgather, allreduce, alltoall, barrier, broadcast, explain, reduce,
-    reduce_scatter,
+    Collective, Explanation, ReduceOp, allgather, allgather_on_stream, allreduce, allreduce_on_stream, alltoall,
+    alltoall_on_stream, barrier, broadcast, broadcast_on_stream, device_coll_handle, explain, reduce,
+    reduce_on_stream, reduce_scatter, reduce_scatter_on_stream,
 )
 from .errors import BY_CODE as _BY_CODE
 from .gpu import (  # noqa: F401

@@ -15,6 +15,11 @@ alltoall allocate a NumPy result (for NumPy inputs). Every call returns its resu
     axon.allreduce(x)                       # in place, over the world team
     g = axon.allgather(np.array([axon.my_pe()]))
     print(axon.explain("allreduce", 1 << 20, "float32"))
+
+On the GPU backend, the *_on_stream forms (allreduce_on_stream, ...) enqueue the collective on a
+CUDA stream as a kernel and return at once; they take device buffers only (torch CUDA tensors,
+CuPy arrays, axon.SymmetricGpuArray) and `stream=` as put_on_stream does. device_coll_handle()
+gives the bytes that kernels of your own pass to the device-callable collectives.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 
 from . import _axon
 from .errors import InvalidArgumentError
-from .gpu import as_buffer
+from .gpu import SymmetricGpuArray, _cuda_array_interface, _stream_handle, as_buffer
 
 
 class ReduceOp(enum.IntEnum):
@@ -82,9 +87,28 @@ def _op_code(op, api):
     return int(ReduceOp(op))
 
 
-def _buffers(src, dst, api):
-    s = as_buffer(src, api, "src")
-    d = as_buffer(dst, api, "dst", writable=True)
+def _device_buffer(obj, api, role, *, writable=False, stream=0):
+    """as_buffer for the stream-ordered forms, which take device memory only: host arrays are
+    refused here, naming what to pass instead, before anything is enqueued."""
+    if isinstance(obj, np.ndarray) or (not isinstance(obj, SymmetricGpuArray)
+                                       and _cuda_array_interface(obj, api, role) is None):
+        what = "a NumPy array (host memory)" if isinstance(obj, np.ndarray) else type(obj).__name__
+        blocking = api[:-len("_on_stream")]
+        raise InvalidArgumentError(
+            f"axon.{api}: {role} is {what}; stream-ordered collectives take GPU memory: a torch CUDA "
+            f"tensor, a CuPy array or an axon.SymmetricGpuArray (axon.{blocking} takes host arrays)")
+    return as_buffer(obj, api, role, writable=writable, stream=stream)
+
+
+def _buffers(src, dst, api, stream=None):
+    """The buffers of a call: any kind for a blocking call (stream None), device buffers for a
+    stream-ordered one (stream: its handle)."""
+    if stream is None:
+        s = as_buffer(src, api, "src")
+        d = as_buffer(dst, api, "dst", writable=True)
+    else:
+        s = _device_buffer(src, api, "src", stream=stream)
+        d = _device_buffer(dst, api, "dst", writable=True, stream=stream)
     if s.dtype.itemsize != d.dtype.itemsize or (s.dtype != d.dtype and s.dtype.kind != "V" and d.dtype.kind != "V"):
         raise InvalidArgumentError(f"axon.{api}: src ({s.dtype}) and dst ({d.dtype}) differ in dtype")
     return s, d
@@ -179,6 +203,135 @@ def alltoall(src, dst=None, *, team=None, dtype=None):
         raise InvalidArgumentError(f"axon.alltoall: src has {s.size} elements but dst has {d.size}")
     _axon.alltoall(t, s.addr, d.addr, s.size // n, _dtype_code(s.dtype, dtype, "alltoall"))
     return dst
+
+
+# -- stream-ordered forms (GPU backend) ---------------------------------------------------------
+#
+# Each enqueues the collective on `stream` as a kernel on the team's GPU workspace and returns at
+# once; work enqueued after it on `stream` sees the result. `stream` is None (the legacy default
+# stream), an int CUstream handle, a torch.cuda.Stream, a CuPy stream or any object with
+# __cuda_stream__(). The buffers must be GPU memory and stay alive and unchanged until the stream
+# has run the call; the calls can be captured into a CUDA graph. Issue a team's collectives in the same
+# order on every member and one at a time per team (one stream per team). A kernel that meets a
+# mismatch or a timeout prints it and stops the team's collectives; the team's next call raises it.
+# Without the GPU backend, and on teams whose GPUs cannot map each other's memory, they raise
+# axon.UnsupportedError (the blocking forms take the host path there).
+
+
+def allreduce_on_stream(src, dst=None, op="sum", *, stream=None, team=None, dtype=None):
+    """On `stream`: dst = the element-wise reduction of every member's src. dst=None: in place."""
+    api = "allreduce_on_stream"
+    h = _stream_handle(stream, api)
+    dst = src if dst is None else dst
+    s, d = _buffers(src, dst, api, h)
+    if s.size != d.size:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements but dst has {d.size}")
+    _axon.allreduce_on_stream(_team(team), s.addr, d.addr, s.size, _dtype_code(s.dtype, dtype, api),
+                              _op_code(op, api), h)
+    return dst
+
+
+def reduce_on_stream(src, dst=None, op="sum", root: int = 0, *, stream=None, team=None, dtype=None):
+    """On `stream`: the root's dst = the element-wise reduction of every member's src (other PEs'
+    dst is untouched). dst=None: in place on the root."""
+    api = "reduce_on_stream"
+    h = _stream_handle(stream, api)
+    dst = src if dst is None else dst
+    s, d = _buffers(src, dst, api, h)
+    if s.size != d.size:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements but dst has {d.size}")
+    _axon.reduce_on_stream(_team(team), s.addr, d.addr, s.size, _dtype_code(s.dtype, dtype, api), _op_code(op, api),
+                           root, h)
+    return dst
+
+
+def broadcast_on_stream(src, dst=None, root: int = 0, *, stream=None, team=None, dtype=None):
+    """On `stream`: every member's dst = the root's src. dst=None: in place."""
+    api = "broadcast_on_stream"
+    h = _stream_handle(stream, api)
+    dst = src if dst is None else dst
+    s, d = _buffers(src, dst, api, h)
+    if s.size != d.size:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements but dst has {d.size}")
+    _axon.broadcast_on_stream(_team(team), s.addr, d.addr, s.size, _dtype_code(s.dtype, dtype, api), root, h)
+    return dst
+
+
+def _stream_result(dst, size, api):
+    """The stream forms allocate nothing (the result would have to live on the caller's device
+    and stream, in the caller's framework): dst is required, as for the blocking forms' device
+    arrays."""
+    if dst is None:
+        raise InvalidArgumentError(f"axon.{api}: pass dst (a device array of {size} elements)")
+    return dst
+
+
+def allgather_on_stream(src, dst=None, *, stream=None, team=None, dtype=None):
+    """On `stream`: dst (n_pes * src.size elements) = every member's src, in team order."""
+    api = "allgather_on_stream"
+    h = _stream_handle(stream, api)
+    t = _team(team)
+    n = t.n_pes()
+    s = _device_buffer(src, api, "src", stream=h)
+    dst = _stream_result(dst, n * s.size, api)
+    s, d = _buffers(src, dst, api, h)
+    if d.size != n * s.size:
+        raise InvalidArgumentError(f"axon.{api}: dst has {d.size} elements; {n} PEs x {s.size} need {n * s.size}")
+    _axon.allgather_on_stream(t, s.addr, d.addr, s.size, _dtype_code(s.dtype, dtype, api), h)
+    return dst
+
+
+def reduce_scatter_on_stream(src, dst=None, op="sum", *, stream=None, team=None, dtype=None):
+    """On `stream`: src holds n_pes blocks; member i's dst = the reduction of block i of every
+    member's src."""
+    api = "reduce_scatter_on_stream"
+    h = _stream_handle(stream, api)
+    t = _team(team)
+    n = t.n_pes()
+    s = _device_buffer(src, api, "src", stream=h)
+    if s.size % n:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements, not a multiple of {n} PEs")
+    dst = _stream_result(dst, s.size // n, api)
+    s, d = _buffers(src, dst, api, h)
+    if d.size * n != s.size:
+        raise InvalidArgumentError(f"axon.{api}: dst has {d.size} elements; src's {s.size} over {n} PEs "
+                                   f"need {s.size // n}")
+    _axon.reduce_scatter_on_stream(t, s.addr, d.addr, d.size, _dtype_code(s.dtype, dtype, api), _op_code(op, api), h)
+    return dst
+
+
+def alltoall_on_stream(src, dst=None, *, stream=None, team=None, dtype=None):
+    """On `stream`: src holds n_pes blocks; block j goes to member j, which keeps it as block i
+    (i = sender). dst must be another array of src's size (alltoall has no in-place form)."""
+    api = "alltoall_on_stream"
+    h = _stream_handle(stream, api)
+    t = _team(team)
+    n = t.n_pes()
+    s = _device_buffer(src, api, "src", stream=h)
+    if s.size % n:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements, not a multiple of {n} PEs")
+    dst = _stream_result(dst, s.size, api)
+    s, d = _buffers(src, dst, api, h)
+    if d.size != s.size:
+        raise InvalidArgumentError(f"axon.{api}: src has {s.size} elements but dst has {d.size}")
+    _axon.alltoall_on_stream(t, s.addr, d.addr, s.size // n, _dtype_code(s.dtype, dtype, api), h)
+    return dst
+
+
+def device_coll_handle(team=None) -> bytes:
+    """The team's handle for the device-callable collectives, as raw bytes.
+
+    It is an axon::device::CollHandle (include/axon/device/coll_types.hpp; the headers ship under
+    axon/include): a trivially copyable struct of this process's mappings of the team's GPU
+    workspace, which a kernel of your own (CuPy's RawKernel, ...) passes to
+    axon::device::allreduce<Block>(handle, ...) etc. Pass the bytes to the kernel by value as that
+    struct, or copy them to device memory (cupy.asarray(np.frombuffer(h, np.uint8))) and pass a
+    pointer. They hold this process's mappings: meaningful only in this process, and valid until
+    the team is destroyed.
+    Raises axon.UnsupportedError where the team has no GPU workspace (no GPU backend, a team of
+    one PE, GPUs that cannot map each other's memory).
+    """
+    return _axon.device_coll_handle(_team(team))
 
 
 @dataclass(frozen=True)

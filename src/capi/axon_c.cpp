@@ -1,11 +1,19 @@
 // The C API: each call catches what the C++ API throws and turns it into a status.
 #include "axon/axon.h"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "axon/axon.hpp"
+
+// C programs size their buffer for the device handle from axon.h alone; the two must not drift.
+static_assert(sizeof(axon::device::CollHandle) == AXON_DEVICE_COLL_HANDLE_BYTES,
+              "AXON_DEVICE_COLL_HANDLE_BYTES in axon.h must equal sizeof(axon::device::CollHandle)");
+static_assert(std::is_trivially_copyable_v<axon::device::CollHandle>,
+              "axon_device_coll_handle copies the handle as bytes");
 
 namespace {
 
@@ -250,6 +258,59 @@ axon_status_t axon_barrier_on_stream(axon_team_t t, void* stream) {
 }
 axon_status_t axon_barrier_all_on_stream(void* stream) {
   return guarded([&] { axon::barrierAllOnStream(static_cast<axon::Stream>(stream)); });
+}
+
+axon_status_t axon_broadcast_on_stream(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                       int root, void* stream) {
+  return guarded([&] {
+    axon::broadcastOnStream(teamOf(t), src, dst, count, typeOf(type), root, static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_reduce_on_stream(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                    axon_reduce_op_t op, int root, void* stream) {
+  return guarded([&] {
+    axon::reduceOnStream(teamOf(t), src, dst, count, typeOf(type), opOf(op), root, static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_allreduce_on_stream(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                       axon_reduce_op_t op, void* stream) {
+  return guarded([&] {
+    axon::allreduceOnStream(teamOf(t), src, dst, count, typeOf(type), opOf(op), static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_allgather_on_stream(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                       void* stream) {
+  return guarded([&] {
+    axon::allgatherOnStream(teamOf(t), src, dst, count, typeOf(type), static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_reduce_scatter_on_stream(axon_team_t t, const void* src, void* dst, size_t count,
+                                            axon_datatype_t type, axon_reduce_op_t op, void* stream) {
+  return guarded([&] {
+    axon::reduceScatterOnStream(teamOf(t), src, dst, count, typeOf(type), opOf(op),
+                                static_cast<axon::Stream>(stream));
+  });
+}
+axon_status_t axon_alltoall_on_stream(axon_team_t t, const void* src, void* dst, size_t count, axon_datatype_t type,
+                                      void* stream) {
+  return guarded([&] {
+    axon::alltoallOnStream(teamOf(t), src, dst, count, typeOf(type), static_cast<axon::Stream>(stream));
+  });
+}
+
+size_t axon_device_coll_handle_size(void) { return sizeof(axon::device::CollHandle); }
+axon_status_t axon_device_coll_handle(axon_team_t t, void* out, size_t out_bytes) {
+  return guarded([&] {
+    requireOut(out, "out");
+    if (out_bytes < sizeof(axon::device::CollHandle)) {
+      throw axon::Error(axon::ErrorCode::InvalidArgument,
+                        "axon: device_coll_handle: out_bytes " + std::to_string(out_bytes) + " is smaller than the " +
+                            std::to_string(sizeof(axon::device::CollHandle)) +
+                            " bytes of the handle (AXON_DEVICE_COLL_HANDLE_BYTES)");
+    }
+    const axon::device::CollHandle h = axon::deviceCollHandle(teamOf(t));
+    std::memcpy(out, &h, sizeof h);
+  });
 }
 
 }  // extern "C"

@@ -181,7 +181,10 @@ void runOnStream(Request q, const Team& team, Stream stream, const char* api) {
                                                                      : state.gpuWhyNot) +
                                             "); use the blocking call, which takes the host path");
   }
-  coll::runOnGpu(rt, state, q, stream, api);
+  // runOnGpu takes a null stream for the blocking form (the workspace's own stream, waited for);
+  // here null is the caller's legacy default stream, so name that one (CU_STREAM_LEGACY, also
+  // cudaStreamLegacy) and keep the call ordered on it without blocking.
+  coll::runOnGpu(rt, state, q, stream ? stream : reinterpret_cast<Stream>(std::uintptr_t{1}), api);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // GPU collectives: the stream-ordered, blocking and device-callable forms on the team's GPU
 // workspace, every collective, type and op, graph capture, two teams on two streams, 1,000 mixed
 // calls back to back, and mismatched calls.
+#include <axon/axon.h>
 #include <axon/axon.hpp>
 #include <axon/collectives.hpp>
 #include <axon/device/collectives.hpp>
@@ -188,6 +189,79 @@ TEST(GpuColl, TwoShotAndForcedAlgorithmsAgree) {
   axon::allreduceOnStream(axon::Team::world(), src.ptr, dst.ptr, count, DataType::Float32, ReduceOp::Sum, stream);
   CUDA_OK(cudaStreamSynchronize(stream));
   EXPECT_VALUES(dst.read(), reducedAt(ReduceOp::Sum, i), "allreduce 4 MiB");
+}
+
+// Holds the stream it runs on for a while (one block, so no thread writes early), then fills.
+__global__ void slowFill(std::int64_t* p, std::size_t count, std::int64_t value) {
+  const long long start = clock64();
+  while (clock64() - start < 20'000'000) {
+  }
+  __syncthreads();
+  for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) p[i] = value;
+}
+
+TEST(GpuColl, NullStreamIsTheLegacyStream) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  // A null stream is the legacy default stream: the call is enqueued after the producer there
+  // (not run at once on a stream of axon's), from C++ and from C.
+  const std::size_t count = 100000;
+  DeviceArray src(DataType::Int64, count), dst(DataType::Int64, count);
+  for (int form = 0; form < 2; ++form) {
+    slowFill<<<1, 256>>>(static_cast<std::int64_t*>(src.ptr), count, me() + 1 + form);  // the legacy stream
+    if (form == 0) {
+      axon::allreduceOnStream(axon::Team::world(), src.ptr, dst.ptr, count, DataType::Int64, ReduceOp::Sum, nullptr);
+    } else {
+      ASSERT_EQ(axon_allreduce_on_stream(AXON_TEAM_WORLD, src.ptr, dst.ptr, count, AXON_INT64, AXON_SUM, nullptr),
+                AXON_SUCCESS)
+          << axon_last_error();
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::string what = form == 0 ? "allreduceOnStream on the legacy stream" : "axon_allreduce_on_stream on NULL";
+    EXPECT_VALUES(dst.read(), static_cast<double>(np() * (np() + 1) / 2 + np() * form), what);
+  }
+}
+
+TEST(GpuColl, CApiForms) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  // The C API's handle is the C++ one, byte for byte.
+  const axon::device::CollHandle h = axon::deviceCollHandle(axon::Team::world());
+  unsigned char bytes[AXON_DEVICE_COLL_HANDLE_BYTES];
+  ASSERT_EQ(axon_device_coll_handle(AXON_TEAM_WORLD, bytes, sizeof bytes), AXON_SUCCESS) << axon_last_error();
+  EXPECT_EQ(std::memcmp(bytes, &h, sizeof h), 0);
+  axon::device::CollHandle fromC;
+  std::memcpy(&fromC, bytes, sizeof fromC);
+  EXPECT_EQ(fromC.size, np());
+  EXPECT_EQ(fromC.myPe, me());
+  // Every stream form through C on a stream of its own.
+  Stream stream;
+  const std::size_t count = 1031;
+  const int root = np() - 1;
+  DeviceArray src(DataType::Float32, count), big(DataType::Float32, count * np()), sum(DataType::Float32, count),
+      max(DataType::Float32, count), bc(DataType::Float32, count), gathered(DataType::Float32, count * np()),
+      scattered(DataType::Float32, count), exchanged(DataType::Float32, count * np());
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  big.fill([](std::size_t i) { return inputAt(me(), i); });
+  void* s = static_cast<cudaStream_t>(stream);
+  ASSERT_EQ(axon_allreduce_on_stream(AXON_TEAM_WORLD, src.ptr, sum.ptr, count, AXON_FLOAT32, AXON_SUM, s), AXON_SUCCESS);
+  ASSERT_EQ(axon_reduce_on_stream(AXON_TEAM_WORLD, src.ptr, max.ptr, count, AXON_FLOAT32, AXON_MAX, root, s),
+            AXON_SUCCESS);
+  ASSERT_EQ(axon_broadcast_on_stream(AXON_TEAM_WORLD, src.ptr, bc.ptr, count, AXON_FLOAT32, root, s), AXON_SUCCESS);
+  ASSERT_EQ(axon_allgather_on_stream(AXON_TEAM_WORLD, src.ptr, gathered.ptr, count, AXON_FLOAT32, s), AXON_SUCCESS);
+  ASSERT_EQ(axon_reduce_scatter_on_stream(AXON_TEAM_WORLD, big.ptr, scattered.ptr, count, AXON_FLOAT32, AXON_MIN, s),
+            AXON_SUCCESS);
+  ASSERT_EQ(axon_alltoall_on_stream(AXON_TEAM_WORLD, big.ptr, exchanged.ptr, count, AXON_FLOAT32, s), AXON_SUCCESS);
+  CUDA_OK(cudaStreamSynchronize(stream));
+  EXPECT_VALUES(sum.read(), reducedAt(ReduceOp::Sum, i), "C allreduce");
+  if (me() == root) EXPECT_VALUES(max.read(), reducedAt(ReduceOp::Max, i), "C reduce");
+  EXPECT_VALUES(bc.read(), inputAt(root, i), "C broadcast");
+  EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / count), i % count), "C allgather");
+  EXPECT_VALUES(scattered.read(), reducedAt(ReduceOp::Min, me() * count + i), "C reduce_scatter");
+  EXPECT_VALUES(exchanged.read(), inputAt(static_cast<int>(i / count), me() * count + i % count), "C alltoall");
+  // A host buffer is refused by the stream forms, with the status and the message.
+  std::vector<float> host(count);
+  EXPECT_EQ(axon_allreduce_on_stream(AXON_TEAM_WORLD, host.data(), sum.ptr, count, AXON_FLOAT32, AXON_SUM, s),
+            AXON_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(axon_last_error()).find("is not GPU memory"), std::string::npos) << axon_last_error();
 }
 
 TEST(GpuColl, CopiesEveryCountAndRoot) {

@@ -101,6 +101,48 @@ int main(void) {
     CHECK(axon_barrier(AXON_TEAM_WORLD) == AXON_SUCCESS);
   }
 
+  /* Stream-ordered collectives and the device handle on the host backend: Unsupported, naming
+   * why; argument errors are still reported as such first. */
+  {
+    int64_t mine[4] = {1, 2, 3, 4}, out[64];
+    unsigned char handle[AXON_DEVICE_COLL_HANDLE_BYTES + 8];
+    CHECK(axon_allreduce_on_stream(AXON_TEAM_WORLD, mine, out, 4, AXON_INT64, AXON_SUM, NULL) == AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "allreduce_on_stream") != NULL);
+    CHECK(strstr(axon_last_error(), "stream-ordered collectives need the GPU backend") != NULL);
+    CHECK(strstr(axon_last_error(), "AXON_BACKEND=host") != NULL);
+    CHECK(axon_broadcast_on_stream(AXON_TEAM_WORLD, mine, out, 4, AXON_INT64, 0, NULL) == AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "broadcast_on_stream") != NULL);
+    CHECK(axon_reduce_on_stream(AXON_TEAM_WORLD, mine, out, 4, AXON_INT64, AXON_MAX, n - 1, (void*)0x10) ==
+          AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "reduce_on_stream") != NULL);
+    CHECK(axon_allgather_on_stream(AXON_TEAM_WORLD, mine, out, 1, AXON_INT64, NULL) == AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "allgather_on_stream") != NULL);
+    CHECK(axon_reduce_scatter_on_stream(AXON_TEAM_WORLD, out, mine, 1, AXON_INT64, AXON_SUM, NULL) ==
+          AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "reduce_scatter_on_stream") != NULL);
+    CHECK(axon_alltoall_on_stream(AXON_TEAM_WORLD, mine, out, 1, AXON_INT64, NULL) == AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "alltoall_on_stream") != NULL);
+    CHECK(axon_broadcast_on_stream(AXON_TEAM_WORLD, mine, out, 4, AXON_INT64, n, NULL) == AXON_ERR_INVALID_PE);
+    CHECK(strstr(axon_last_error(), "root") != NULL);
+    CHECK(axon_allreduce_on_stream(AXON_TEAM_WORLD, mine, out, 4, (axon_datatype_t)42, AXON_SUM, NULL) ==
+          AXON_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(axon_last_error(), "data type 42") != NULL);
+    CHECK(axon_allreduce_on_stream(12345, mine, out, 4, AXON_INT64, AXON_SUM, NULL) == AXON_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(axon_last_error(), "not a live team") != NULL);
+
+    CHECK(axon_device_coll_handle_size() == AXON_DEVICE_COLL_HANDLE_BYTES);
+    CHECK(axon_device_coll_handle(AXON_TEAM_WORLD, handle, sizeof handle) == AXON_ERR_UNSUPPORTED);
+    CHECK(strstr(axon_last_error(), "device_coll_handle") != NULL);
+    CHECK(strstr(axon_last_error(), "the GPU backend is off") != NULL);
+    CHECK(axon_device_coll_handle(AXON_TEAM_WORLD, handle, AXON_DEVICE_COLL_HANDLE_BYTES - 1) ==
+          AXON_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(axon_last_error(), "out_bytes") != NULL);
+    CHECK(axon_device_coll_handle(AXON_TEAM_WORLD, NULL, sizeof handle) == AXON_ERR_INVALID_ARGUMENT);
+    /* The team's collectives still work after the refused calls. */
+    CHECK(axon_allreduce(AXON_TEAM_WORLD, mine, out, 4, AXON_INT64, AXON_SUM) == AXON_SUCCESS);
+    for (i = 0; i < 4; ++i) CHECK(out[i] == (int64_t)n * (i + 1));
+  }
+
   CHECK(axon_free(counter) == AXON_SUCCESS);
   CHECK(axon_free(sig) == AXON_SUCCESS);
   CHECK(axon_free(buf) == AXON_SUCCESS);

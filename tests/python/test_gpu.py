@@ -54,10 +54,10 @@ _GPU_OK, _GPU_WHY_NOT = _gpu_backend_status()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _GPU_OK, reason=_GPU_WHY_NOT)]
 
 
-def axon_run(n: int, script: str) -> subprocess.CompletedProcess:
+def axon_run(n: int, script: str, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, AXON_TIMEOUT="30", AXON_BACKEND="gpu", PYTHONUNBUFFERED="1")
     return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(n), sys.executable,
-                           str(SCRIPTS / script)],
+                           str(SCRIPTS / script), *args],
                           capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT,
                           stdin=subprocess.DEVNULL)
 
@@ -126,6 +126,15 @@ def test_cupy_ring(n):
 def test_stream_ordered_ring(n):
     _need("torch")
     _check_run(axon_run(n, "gpu_streams_torch.py"), n)
+
+
+@pytest.mark.parametrize("framework,n", [("torch", 2), ("torch", 4), ("cupy", 2)])
+def test_stream_collectives_match_numpy(framework, n):
+    """allreduce/reduce/broadcast/allgather/reduce_scatter/alltoall_on_stream on torch or CuPy
+    arrays and SymmetricGpuArrays, on the framework's stream, its int handle and the legacy
+    stream; the device handle; bad arguments."""
+    _need(framework)
+    _check_run(axon_run(n, "gpu_coll_streams.py", framework), n)
 
 
 def test_gpu_backend_forced_without_a_gpu_names_the_reason():

@@ -329,3 +329,87 @@ def test_backend_gpu_without_a_gpu_fails_init_naming_why(single_pe):
     assert not axon.gpu_enabled()
     assert "libcuda" in axon.gpu_unavailable_reason()
     axon.finalize()
+
+
+# -- stream-ordered collectives and the device handle without a GPU backend --------------------
+
+_STREAM_COLLECTIVES = {
+    "allreduce": lambda x, out, s: axon.allreduce_on_stream(x, out, "max", stream=s),
+    "allreduce_in_place": lambda x, out, s: axon.allreduce_on_stream(x, stream=s),
+    "reduce": lambda x, out, s: axon.reduce_on_stream(x, out, "sum", 0, stream=s),
+    "broadcast": lambda x, out, s: axon.broadcast_on_stream(x, root=0, stream=s),
+    "allgather": lambda x, out, s: axon.allgather_on_stream(x, out, stream=s),
+    "reduce_scatter": lambda x, out, s: axon.reduce_scatter_on_stream(x, out, "min", stream=s),
+    "alltoall": lambda x, out, s: axon.alltoall_on_stream(x, out, stream=s),
+}
+
+
+@pytest.mark.parametrize("stream", [None, 0x1234, TorchLikeStream(7)], ids=["none", "int", "torch-like"])
+@pytest.mark.parametrize("name", list(_STREAM_COLLECTIVES))
+def test_stream_collectives_need_the_gpu_backend(host_world, name, stream):
+    # CUDA arrays stand in for device buffers: the arguments pass, the backend refuses.
+    x = FakeCudaArray(np.arange(8, dtype=np.float32))
+    out = FakeCudaArray(np.zeros(8, np.float32))
+    api = name.replace("_in_place", "") + "_on_stream"
+    with pytest.raises(axon.UnsupportedError,
+                       match=rf"PE 0: {api}: stream-ordered collectives need the GPU backend, which is off "
+                             r"\(AXON_BACKEND=host\)"):
+        _STREAM_COLLECTIVES[name](x, out, stream)
+    # Nothing ran: the blocking form still works on host arrays.
+    assert np.array_equal(axon.allreduce(np.arange(4, dtype=np.int32)), np.arange(4))
+
+
+def test_stream_collectives_check_arguments_first(host_world):
+    x = FakeCudaArray(np.zeros(8, np.float32))
+    host = np.zeros(8, np.float32)
+    device_dtypes = "a torch CUDA tensor, a CuPy array or an axon.SymmetricGpuArray"
+    with pytest.raises(axon.InvalidArgumentError,
+                       match=rf"axon.allreduce_on_stream: src is a NumPy array \(host memory\); stream-ordered "
+                             rf"collectives take GPU memory: {device_dtypes} \(axon.allreduce takes host arrays\)"):
+        axon.allreduce_on_stream(host)
+    with pytest.raises(axon.InvalidArgumentError, match="axon.broadcast_on_stream: dst is a NumPy array"):
+        axon.broadcast_on_stream(x, host)
+    with pytest.raises(axon.InvalidArgumentError, match="axon.alltoall_on_stream: src is list; stream-ordered"):
+        axon.alltoall_on_stream([1, 2], x)
+    with pytest.raises(axon.InvalidArgumentError, match="axon.allgather_on_stream: src is a NumPy array"):
+        axon.allgather_on_stream(host)  # the host src is named before the missing dst
+    for call, size in ((axon.allgather_on_stream, 8), (axon.reduce_scatter_on_stream, 8),
+                       (axon.alltoall_on_stream, 8)):
+        with pytest.raises(axon.InvalidArgumentError, match=rf"{call.__name__}: pass dst \(a device array of {size}"):
+            call(x)
+    with pytest.raises(axon.InvalidArgumentError, match="arrays of int16 are not supported"):
+        axon.allreduce_on_stream(FakeCudaArray(np.zeros(4, np.int16)))
+    with pytest.raises(axon.InvalidArgumentError, match="dtype bfloat16 does not match the array's 4-byte elements"):
+        axon.allreduce_on_stream(x, dtype="bfloat16")
+    with pytest.raises(axon.InvalidArgumentError, match="src \\(float32\\) and dst \\(int32\\) differ in dtype"):
+        axon.allreduce_on_stream(x, FakeCudaArray(np.zeros(8, np.int32)))
+    with pytest.raises(axon.InvalidArgumentError, match="src has 8 elements but dst has 4"):
+        axon.reduce_on_stream(x, FakeCudaArray(np.zeros(4, np.float32)))
+    with pytest.raises(axon.InvalidArgumentError, match="dst has 4 elements; 1 PEs x 8 need 8"):
+        axon.allgather_on_stream(x, FakeCudaArray(np.zeros(4, np.float32)))
+    with pytest.raises(axon.InvalidArgumentError, match="op 'mean' is not one of"):
+        axon.allreduce_on_stream(x, op="mean")
+    with pytest.raises(axon.InvalidArgumentError, match="axon.reduce_on_stream: stream must be None, an int"):
+        axon.reduce_on_stream(x, stream="default")
+    with pytest.raises(axon.InvalidArgumentError, match="dst is read-only but the call writes into it"):
+        axon.allreduce_on_stream(x, FakeCudaArray(np.zeros(8, np.float32), readonly=True))
+    # The C++ checks of the call come before the backend's refusal, as for the blocking forms.
+    with pytest.raises(axon.InvalidPeError, match="broadcast_on_stream: root 1 is outside the team"):
+        axon.broadcast_on_stream(x, root=1)
+    with pytest.raises(axon.InvalidPeError, match="reduce_on_stream: root -1 is outside the team"):
+        axon.reduce_on_stream(x, root=-1)
+
+
+def test_device_coll_handle_needs_a_gpu_workspace(host_world):
+    with pytest.raises(axon.UnsupportedError,
+                       match=r"device_coll_handle: team \S+ has no GPU collective workspace "
+                             r"\(the GPU backend is off\)"):
+        axon.device_coll_handle()
+    with pytest.raises(axon.UnsupportedError, match="no GPU collective workspace"):
+        axon.device_coll_handle(axon.team_world())
+
+
+def test_stream_collectives_are_exported():
+    for name in ("allreduce", "reduce", "broadcast", "allgather", "reduce_scatter", "alltoall"):
+        assert getattr(axon, f"{name}_on_stream") is getattr(axon.collectives, f"{name}_on_stream")
+    assert axon.device_coll_handle is axon.collectives.device_coll_handle

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "axon/axon.h"
+#include "axon/device/coll_types.hpp"
 #include "axon/error.hpp"
 
 namespace {
@@ -43,6 +44,28 @@ TEST(CApiBeforeInit, LastErrorIsPerThread) {
   std::thread([&] { seenByAnotherThread = axon_last_error(); }).join();
   EXPECT_EQ(seenByAnotherThread, "");
   EXPECT_NE(std::string(axon_last_error()), "");
+}
+
+TEST(CApiBeforeInit, StreamCollectivesAndDeviceHandleAreNotInitialized) {
+  long long buf[4] = {};
+  EXPECT_EQ(axon_allreduce_on_stream(AXON_TEAM_WORLD, buf, buf, 4, AXON_INT64, AXON_SUM, nullptr),
+            AXON_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(axon_alltoall_on_stream(AXON_TEAM_WORLD, buf, buf, 1, AXON_INT64, nullptr), AXON_ERR_NOT_INITIALIZED);
+  unsigned char handle[AXON_DEVICE_COLL_HANDLE_BYTES];
+  EXPECT_EQ(axon_device_coll_handle(AXON_TEAM_WORLD, handle, sizeof handle), AXON_ERR_NOT_INITIALIZED);
+  // The caller's buffer is checked before anything else.
+  EXPECT_EQ(axon_device_coll_handle(AXON_TEAM_WORLD, handle, sizeof handle - 1), AXON_ERR_INVALID_ARGUMENT);
+  const std::string message = axon_last_error();
+  EXPECT_NE(message.find("out_bytes " + std::to_string(sizeof handle - 1)), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(sizeof(axon::device::CollHandle)) + " bytes"), std::string::npos) << message;
+  EXPECT_EQ(axon_device_coll_handle(AXON_TEAM_WORLD, nullptr, sizeof handle), AXON_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(axon_last_error()).find("NULL"), std::string::npos) << axon_last_error();
+}
+
+TEST(CApiDeviceHandle, SizeIsTheDeviceStruct) {
+  // C programs allocate AXON_DEVICE_COLL_HANDLE_BYTES and memcpy into axon::device::CollHandle.
+  EXPECT_EQ(axon_device_coll_handle_size(), sizeof(axon::device::CollHandle));
+  EXPECT_EQ(static_cast<std::size_t>(AXON_DEVICE_COLL_HANDLE_BYTES), sizeof(axon::device::CollHandle));
 }
 
 TEST(CApiStatusName, NamesEveryStatus) {
