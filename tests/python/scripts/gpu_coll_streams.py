@@ -188,7 +188,8 @@ expect("allreduce of a SymmetricGpuArray on the legacy stream", host, "float32",
 
 # The device handle: this process's view of the world team's GPU workspace.
 h = axon.device_coll_handle()
-assert isinstance(h, bytes) and len(h) == 96, (type(h), len(h))
+# Its size is sizeof(axon::device::CollHandle); its first fields are laid out as unpacked here.
+assert isinstance(h, bytes) and len(h) >= struct.calcsize("=Qq6i"), (type(h), len(h))
 base, stride, size, my_index, my_pe, team_start, team_stride, channels = struct.unpack_from("=Qq6i", h)
 assert base and stride > 0 and (size, my_index, my_pe, team_start, team_stride) == (n, me, me, 0, 1), \
     (base, stride, size, my_index, my_pe, team_start, team_stride)
