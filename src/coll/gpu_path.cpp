@@ -137,6 +137,7 @@ void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* strea
   launch.record.proto = static_cast<unsigned>(plan.ll ? device::CollProto::LL : device::CollProto::Simple);
   launch.record.count = q.count;
   launch.block = reduces(q.collective) ? q.count : q.count * elem;
+  launch.threads = plan.threads;
   if (stream) {
     launch.src = q.src;
     launch.dst = q.dst;

@@ -61,6 +61,7 @@ struct GpuPlan {
   bool ll;               // the LL protocol (device::CollProto::LL), else Simple
   int channels;          // blocks of the kernel
   std::size_t chunkBytes;  // data bytes per round, channel and sender
+  int threads;           // per block
   std::size_t rounds;    // rounds of the busiest channel
   std::string reason;    // empty unless wantReason
 };

@@ -15,7 +15,7 @@ namespace {
 namespace ad = axon::device;
 namespace dd = axon::device::detail;
 
-constexpr int kThreads = 512;
+constexpr int kThreads = kMaxCollThreads;
 
 AXON_DEVICE_INLINE dd::CollJob channelJob(const ad::CollHandle& h, const CollLaunch& l,
                                           ad::SizeT unit) {
@@ -85,7 +85,7 @@ KernelFn kernelFor(const CollLaunch& l) {
 void collective(void* stream, const device::CollHandle& h, const CollLaunch& launch) {
   KernelFn fn = kernelFor(launch);
   if (!fn) throw Error(ErrorCode::Internal, "no collective kernel for this type and op");
-  fn<<<launch.record.channels, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(h, launch);
+  fn<<<launch.record.channels, launch.threads, 0, static_cast<cudaStream_t>(stream)>>>(h, launch);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     throw Error(ErrorCode::Cuda, std::string("launching a collective kernel: ") + cudaGetErrorName(e) + " (" +

@@ -14,7 +14,10 @@ struct CollLaunch {
   const void* src;
   void* dst;
   std::size_t block;          // one member's block: elements (reductions) or bytes (copies)
+  int threads;                // per block: 1 to kMaxCollThreads, a multiple of 32
 };
+
+constexpr int kMaxCollThreads = 512;
 
 // Enqueues the collective on `stream` (a CUstream). Throws Error(Cuda) if the launch fails.
 void collective(void* stream, const device::CollHandle& h, const CollLaunch& launch);

@@ -371,6 +371,7 @@ TEST(GpuColl, DeviceCallableAtBlockScope) {
   ok[0] = ok[1] = -1;
   deviceCollectives<<<2, 256>>>(axon::deviceCollHandle(axon::Team::world()), static_cast<float*>(src.ptr),
                                 static_cast<float*>(sum.ptr), static_cast<float*>(gathered.ptr), count, ok);
+  CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(ok[0], 1);
   EXPECT_EQ(ok[1], 1);
@@ -402,9 +403,10 @@ TEST(GpuColl, DeviceCallableMixesProtocolsOnAChannel) {
   int* ok = nullptr;
   CUDA_OK(cudaMallocManaged(&ok, sizeof(int)));
   *ok = -1;
-  deviceMixedProtocols<<<1, 512>>>(axon::deviceCollHandle(axon::Team::world()), static_cast<float*>(src.ptr),
+  deviceMixedProtocols<<<1, 256>>>(axon::deviceCollHandle(axon::Team::world()), static_cast<float*>(src.ptr),
                                    static_cast<float*>(small.ptr), static_cast<float*>(large.ptr), smallCount,
                                    largeCount, calls, ok);
+  CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(*ok, 1);
   EXPECT_VALUES(small.read(), reducedAt(ReduceOp::Max, i % smallCount), "device LL allreduce");
@@ -571,8 +573,8 @@ TEST(GpuColl, MismatchedCallsAreReportedOnEveryPe) {
 TEST(GpuColl, MismatchedProtocolsAreReportedOnEveryPe) {
   if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   axon::Team team = axon::Team::world().splitStrided(0, 1, np());
-  // PE 0's call is small (LL unless LL is off), the others' large (Simple): each side recognizes
-  // the other's protocol in the round instead of waiting for the signal it expected.
+  // PE 0's call is small (LL where AXON_COLL_GPU_LL_MAX turns it on), the others' large (Simple):
+  // each side recognizes the other's protocol in the round instead of waiting for its signal.
   const std::size_t count = me() == 0 ? 10 : 100000;
   DeviceArray src(DataType::Float32, 100000), dst(DataType::Float32, 100000);
   try {
@@ -607,9 +609,10 @@ TEST(GpuCollTimeout, AMissingPeIsNamed) {
       const std::string text = e.what();
       EXPECT_NE(text.find("waited past AXON_TIMEOUT"), std::string::npos) << text;
       EXPECT_NE(text.find("for PE 1"), std::string::npos) << text;
-      // A one-element call takes LL (flag words) unless AXON_COLL_GPU_LL_MAX=0 (ready words).
+      // A one-element call takes LL (flag words) where AXON_COLL_GPU_LL_MAX turns it on, else
+      // Simple (ready words).
       const char* llMax = std::getenv("AXON_COLL_GPU_LL_MAX");
-      const bool ll = !(llMax && std::string(llMax) == "0");
+      const bool ll = llMax && std::string(llMax) != "0";
       EXPECT_NE(text.find(ll ? "LL flag at 0x" : "ready word at 0x"), std::string::npos) << text;
       EXPECT_NE(text.find(ll ? "expected 1, seen 0" : "expected >= 1, seen 0"), std::string::npos) << text;
     }

@@ -271,7 +271,11 @@ TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
   EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 2).algo, Algo::OneShot);   // 2 GPUs: one-shot
   EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 4).algo, Algo::TwoShot);   // 4 MiB on 4
   EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 4).channels, 16);
-  EXPECT_EQ(plan(Collective::Allreduce, 1 << 14, 4).channels, 1);           // 64 KiB: one chunk
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 14, 4).channels, 4);           // 64 KiB: 16 KiB shares
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 14, 4).rounds, 1u);
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 14, 4).threads, 128);          // small shares
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 2).threads, 512);
+  EXPECT_EQ(plan(Collective::Allreduce, 1 << 22, 2).rounds, 16u);           // 16 MiB: 16 x 1 MiB
   EXPECT_EQ(plan(Collective::Allreduce, 1 << 20, 4, Algo::OneShot).algo, Algo::OneShot);
   const auto ring = plan(Collective::Allreduce, 8, 4, Algo::Ring);
   EXPECT_EQ(ring.algo, Algo::TwoShot);
@@ -312,12 +316,13 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
 
 TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   const Env d = Env::fromVars({});
-  EXPECT_EQ(d.collGpuChunk, 64u * 1024);
-  EXPECT_EQ(d.collGpuChannels, 16);
-  EXPECT_EQ(d.collGpuLlMax, 64u * 1024);
+  EXPECT_EQ(d.collGpuChunk, 128u * 1024);
+  EXPECT_EQ(d.collGpuChannels, 64);
+  EXPECT_EQ(d.collGpuLlMax, 0u);  // LL off unless asked for
   EXPECT_EQ(d.collGpuLlChunk, 8u * 1024);
   const Env e = Env::fromVars({{"AXON_COLL_GPU_CHUNK", "1M"}, {"AXON_COLL_GPU_CHANNELS", "4"},
                                {"AXON_COLL_GPU_LL_MAX", "0"}, {"AXON_COLL_GPU_LL_CHUNK", "16K"}});
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_LL_MAX", "64K"}}).collGpuLlMax, 64u * 1024);
   EXPECT_EQ(e.collGpuChunk, 1u << 20);
   EXPECT_EQ(e.collGpuChannels, 4);
   EXPECT_EQ(e.collGpuLlMax, 0u);

@@ -122,6 +122,32 @@ AXON_DEVICE_INLINE bool llWait(const CollHandle& h, const CollJob& job, const Ll
   return llWaitSlow(h, job, p, flag, from, r, header, out);
 }
 
+// Members whose units a thread loads at once: the loads of a batch are in flight together, so
+// reading every sender's unit costs about one memory latency instead of one per sender.
+constexpr int kLlBatch = 8;
+
+// Unit `unit` of members [k0, k0 + kLlBatch) (all but this PE and those past the team), loaded
+// at once; llTake then checks each and waits for the ones that had not arrived.
+AXON_DEVICE_INLINE void llLoadBatch(const CollHandle& h, int c, int half, int k0, SizeT unit,
+                                    LlUnit (&got)[kLlBatch]) {
+#pragma unroll
+  for (int b = 0; b < kLlBatch; ++b) {
+    const int k = k0 + b;
+    if (k < h.size && k != h.myIndex) got[b] = llLoad(collLlUnit(h, h.myIndex, c, half, k, unit));
+  }
+}
+
+AXON_DEVICE_INLINE bool llTake(const CollHandle& h, const CollJob& job, const LlUnit& got, int half,
+                               int k, SizeT unit, unsigned flag, unsigned long long r, bool header,
+                               unsigned long long* out) {
+  if (got.f0 == flag && got.f1 == flag) {
+    *out = llData(got);
+    return true;
+  }
+  return llWaitSlow(h, job, collLlUnit(h, h.myIndex, job.channel, half, k, unit), flag, k, r,
+                    header, out);
+}
+
 // Every member's message starts with this PE's call record: thread j sends it to member j.
 AXON_DEVICE_INLINE void llSendHeaders(const CollHandle& h, const CollJob& job, int half,
                                       unsigned flag) {
@@ -143,11 +169,14 @@ AXON_DEVICE_INLINE int llCheckHeaders(const CollHandle& h, const CollJob& job, i
     if (j == h.myIndex) continue;
     CollRecord theirs;
     unsigned long long* words = reinterpret_cast<unsigned long long*>(&theirs);
+    LlUnit got[kCollLlHeaderUnits];
+#pragma unroll
     for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
-      if (!llWait(h, job, collLlUnit(h, h.myIndex, job.channel, half, j, i), flag, j, r, true,
-                  &words[i])) {
-        return 1;
-      }
+      got[i] = llLoad(collLlUnit(h, h.myIndex, job.channel, half, j, i));
+    }
+#pragma unroll
+    for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
+      if (!llTake(h, job, got[i], half, j, i, flag, r, true, &words[i])) return 1;
     }
     if (!collSameCall(job.record, theirs)) {
       collMismatch(h, job, j, theirs, r, r);
@@ -220,21 +249,29 @@ AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job)
     if (!failed && (kind != kCollReduce || me == root)) {
       char* out = job.dst + at * sizeof(T);
       for (SizeT u = rank; u < units && !failed; u += size) {
+        const SizeT unit = kCollLlHeaderUnits + u;
+        const unsigned long long mine = llGather(own, u, bytes);
         // In member order, so every member computes bit-identical results.
         LlWord<T> acc, w;
-        for (int k = 0; k < n; ++k) {
-          if (k == me) {
-            w.bits = llGather(own, u, bytes);
-          } else if (!llWait(h, job, collLlUnit(h, me, c, half, k, kCollLlHeaderUnits + u), flag,
-                             k, r, false, &w.bits)) {
-            failed = 1;
-            break;
-          }
-          if (k == 0) {
-            acc = w;
-          } else {
+        for (int k0 = 0; k0 < n && !failed; k0 += kLlBatch) {
+          LlUnit got[kLlBatch];
+          llLoadBatch(h, c, half, k0, unit, got);
 #pragma unroll
-            for (unsigned e = 0; e < kPer; ++e) acc.v[e] = Reducer<Op, T>::apply(acc.v[e], w.v[e]);
+          for (int b = 0; b < kLlBatch; ++b) {
+            const int k = k0 + b;
+            if (k >= n || failed) continue;
+            if (k == me) {
+              w.bits = mine;
+            } else if (!llTake(h, job, got[b], half, k, unit, flag, r, false, &w.bits)) {
+              failed = 1;
+              continue;
+            }
+            if (k == 0) {
+              acc = w;
+            } else {
+#pragma unroll
+              for (unsigned e = 0; e < kPer; ++e) acc.v[e] = Reducer<Op, T>::apply(acc.v[e], w.v[e]);
+            }
           }
         }
         if (!failed) llScatter(out, u, bytes, acc.bits);
@@ -296,16 +333,23 @@ AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
         }
         continue;
       }
-      for (int k = 0; k < n; ++k) {  // allgather, alltoall
-        unsigned long long v;
-        if (k == me) {
-          v = llGather(job.src + (kind == kCollAllgather ? at : part(me)), u, bytes);
-        } else if (!llWait(h, job, collLlUnit(h, me, c, half, k, kCollLlHeaderUnits + u), flag, k,
-                           r, false, &v)) {
-          failed = 1;
-          break;
+      const SizeT unit = kCollLlHeaderUnits + u;
+      for (int k0 = 0; k0 < n && !failed; k0 += kLlBatch) {  // allgather, alltoall
+        LlUnit got[kLlBatch];
+        llLoadBatch(h, c, half, k0, unit, got);
+#pragma unroll
+        for (int b = 0; b < kLlBatch; ++b) {
+          const int k = k0 + b;
+          if (k >= n || failed) continue;
+          unsigned long long v;
+          if (k == me) {
+            v = llGather(job.src + (kind == kCollAllgather ? at : part(me)), u, bytes);
+          } else if (!llTake(h, job, got[b], half, k, unit, flag, r, false, &v)) {
+            failed = 1;
+            continue;
+          }
+          llScatter(job.dst + part(k), u, bytes, v);
         }
-        llScatter(job.dst + part(k), u, bytes, v);
       }
     }
     if (__syncthreads_or(failed)) ok = false;

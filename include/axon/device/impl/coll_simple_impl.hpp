@@ -102,13 +102,68 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
 
 // ── Consuming ─────────────────────────────────────────────────────────────────────────────────
 
+// 16 bytes as elements of T.
+template <class T>
+union CollVector {
+  uint4 bits;
+  T v[16 / sizeof(T)];
+};
+
+// Vectors each thread keeps in flight per member while reducing: the loads of one member are
+// issued together, so a round of them costs one memory latency, not kCollReduceUnroll.
+constexpr unsigned kCollReduceUnroll = 4;
+
 // dst[i] = own[i] (member me) reduced with slot k's [i] (every other member k), in member order,
-// so every member computes bit-identical results. Slots of consecutive members are `stride` apart.
+// so every member computes bit-identical results. Slots of consecutive members are `stride` apart
+// (and 16-byte aligned). In 16-byte vectors when own and dst are 16-byte aligned too; the rest,
+// and unaligned buffers, element by element.
 template <class T, ReduceOp Op>
 AXON_DEVICE_INLINE void collReduceFrom(T* dst, const T* own, const char* slot0, SizeT stride,
                                        int n, int me, SizeT count) {
   const unsigned rank = linearThreadIndex(), size = blockThreadCount();
-  for (SizeT i = rank; i < count; i += size) {
+  constexpr unsigned kPer = 16 / sizeof(T);
+  constexpr unsigned U = kCollReduceUnroll;
+  const bool aligned = ((reinterpret_cast<unsigned long long>(dst) |
+                         reinterpret_cast<unsigned long long>(own)) & 15) == 0;
+  SizeT done = 0;
+  if (aligned && kPer * sizeof(T) == 16) {
+    const SizeT vectors = count / kPer;
+    const SizeT step = static_cast<SizeT>(size) * U;
+    auto from = [&](int k) {
+      return k == me ? reinterpret_cast<const uint4*>(own)
+                     : reinterpret_cast<const uint4*>(slot0 + k * stride);
+    };
+    for (SizeT base = 0; base < vectors; base += step) {
+      CollVector<T> acc[U], v[U];
+      const uint4* src0 = from(0);
+#pragma unroll
+      for (unsigned j = 0; j < U; ++j) {
+        const SizeT i = base + rank + j * static_cast<SizeT>(size);
+        if (i < vectors) acc[j].bits = src0[i];
+      }
+      for (int k = 1; k < n; ++k) {
+        const uint4* srck = from(k);
+#pragma unroll
+        for (unsigned j = 0; j < U; ++j) {
+          const SizeT i = base + rank + j * static_cast<SizeT>(size);
+          if (i < vectors) v[j].bits = srck[i];
+        }
+#pragma unroll
+        for (unsigned j = 0; j < U; ++j) {
+#pragma unroll
+          for (unsigned e = 0; e < kPer; ++e) acc[j].v[e] = Reducer<Op, T>::apply(acc[j].v[e], v[j].v[e]);
+        }
+      }
+      uint4* out = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+      for (unsigned j = 0; j < U; ++j) {
+        const SizeT i = base + rank + j * static_cast<SizeT>(size);
+        if (i < vectors) out[i] = acc[j].bits;
+      }
+    }
+    done = vectors * kPer;
+  }
+  for (SizeT i = done + rank; i < count; i += size) {
     T acc = me == 0 ? own[i] : reinterpret_cast<const T*>(slot0)[i];
     for (int k = 1; k < n; ++k) {
       const T v = k == me ? own[i] : reinterpret_cast<const T*>(slot0 + k * stride)[i];
