@@ -138,6 +138,7 @@ void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* strea
   launch.record.count = q.count;
   launch.block = reduces(q.collective) ? q.count : q.count * elem;
   launch.threads = plan.threads;
+  launch.overlapLaunch = rt.env().collGpuPdl;
   if (stream) {
     launch.src = q.src;
     launch.dst = q.dst;

@@ -73,6 +73,7 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
                "most AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
   }
   if (p.algo != Algo::OneShot) return s + "; Simple protocol (LL runs one-shot only)";
+  if (in.collective == Collective::Barrier) return s + "; Simple protocol (a barrier orders memory: LL does not)";
   if (in.llMaxBytes == 0) return s + "; Simple protocol (AXON_COLL_GPU_LL_MAX = 0 turns LL off)";
   return s + "; Simple protocol (the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes) + ")";
 }
@@ -187,7 +188,7 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const bool twoShot = in.collective == Collective::Allreduce &&
                        (in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes && n > 2);
   if (twoShot) p.algo = Algo::TwoShot;
-  p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes);
+  p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
   p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
   if (in.wantReason) p.reason = gpuPlanReason(in, p, block);
   // A channel per 16 KiB of a member's block (LL: per LL chunk), up to the workspace's channels:
@@ -204,6 +205,15 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   // allreduce took 5.0 us inside a kernel of 128 threads and 6.5 us with 512. Shares that small
   // are latency-bound; larger ones need the loads that 512 threads keep in flight.
   p.threads = perChannel <= kGpuFewThreadsBytes ? 128 : 512;
+  // LL: a thread per 16-byte unit of a round (8 data bytes), and one per member for the header
+  // digests (the block's last threads), so that every wait runs at once: a thread that walks
+  // several units pays a memory latency per unit (on four H200s an 8 KiB LL round took 15 us on
+  // 128 threads, 4 us for 512 bytes), and one that checks a header too pays one more.
+  if (p.ll) {
+    const std::size_t units = ceilDiv(std::min(perChannel, p.chunkBytes), std::size_t{8});
+    const std::size_t wanted = units + static_cast<std::size_t>(n);
+    p.threads = static_cast<int>(std::clamp<std::size_t>(ceilDiv(wanted, std::size_t{32}) * 32, 64, 512));
+  }
   const std::size_t chunks = std::max<std::size_t>(ceilDiv(perChannel, perChannelRound), 1);
   p.rounds = p.algo == Algo::TwoShot ? 2 * chunks : chunks;
   return p;

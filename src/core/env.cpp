@@ -27,8 +27,8 @@ constexpr std::size_t kMinCollBuffer = 4 * kKiB;
 constexpr std::size_t kDefaultCollGpuChunk = 128 * kKiB;
 constexpr int kDefaultCollGpuChannels = 64;
 // LL is off by default: on 4 H200s it beat Simple only at 8 B (and lost from 2 KiB up).
-constexpr std::size_t kDefaultCollGpuLlMax = 0;
-constexpr std::size_t kDefaultCollGpuLlChunk = 8 * kKiB;
+constexpr std::size_t kDefaultCollGpuLlMax = 128 * kKiB;
+constexpr std::size_t kDefaultCollGpuLlChunk = 1 * kKiB;
 constexpr std::size_t kMaxCollGpuLlChunk = 1 * kKiB * kKiB;
 constexpr int kMaxCollGpuChannels = 128;
 
@@ -147,6 +147,7 @@ Env Env::fromVars(const EnvVars& vars) {
                   "AXON_COLL_GPU_LL_CHUNK='" + *v + "' must be a multiple of 256 bytes, from 256 to 1M");
     }
   }
+  if (auto v = lookup(vars, "AXON_COLL_GPU_PDL")) env.collGpuPdl = parseSwitch(*v, "AXON_COLL_GPU_PDL");
   env.collGpuChannels = kDefaultCollGpuChannels;
   if (auto v = lookup(vars, "AXON_COLL_GPU_CHANNELS")) {
     char* end = nullptr;

@@ -33,6 +33,7 @@ struct Env {
   int collGpuChannels = 0;      // AXON_COLL_GPU_CHANNELS: channels of a GPU workspace (blocks per call)
   std::size_t collGpuLlMax = 0;   // AXON_COLL_GPU_LL_MAX: largest block (bytes) on the LL protocol
   std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
+  bool collGpuPdl = true;         // AXON_COLL_GPU_PDL: launch collective kernels as programmatic dependents
   // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
   std::array<std::string, 7> algo;
 

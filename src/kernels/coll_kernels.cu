@@ -3,6 +3,7 @@
 // (barrier, broadcast, allgather, alltoall) move bytes.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
 
 #include "axon/device/collectives.hpp"
@@ -30,13 +31,23 @@ AXON_DEVICE_INLINE dd::CollJob channelJob(const ad::CollHandle& h, const CollLau
   return job;
 }
 
+// Every kernel first waits for the stream's earlier work (a no-op unless launched with
+// overlapLaunch), then lets the next kernel be scheduled: back-to-back collectives then pay
+// their launch while the previous one runs, not after it.
+AXON_DEVICE_INLINE void enterStream() {
+  dd::gridDependencyWait();
+  dd::launchDependents();
+}
+
 template <class T, ad::ReduceOp Op>
 __global__ void __launch_bounds__(kThreads) reduceKernel(ad::CollHandle h, CollLaunch l) {
+  enterStream();
   const ad::SizeT unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
   dd::collRunReduce<T, Op>(h, channelJob(h, l, unit));
 }
 
 __global__ void __launch_bounds__(kThreads) copyKernel(ad::CollHandle h, CollLaunch l) {
+  enterStream();
   dd::collRunCopy(h, channelJob(h, l, 16));
 }
 
@@ -80,13 +91,38 @@ KernelFn kernelFor(const CollLaunch& l) {
                          static_cast<ad::ReduceOp>(l.record.op));
 }
 
+// Programmatic dependent launch needs compute capability 9.0 (the kernels' griddepcontrol
+// instructions are compiled for sm_90 and later only).
+bool overlapSupported() {
+  static std::atomic<int> major[64];  // per device ordinal; 0 = not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+  int m = major[device].load(std::memory_order_relaxed);
+  if (m == 0) {
+    cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device);
+    if (m <= 0) m = -1;
+    major[device].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
+}
+
 }  // namespace
 
 void collective(void* stream, const device::CollHandle& h, const CollLaunch& launch) {
   KernelFn fn = kernelFor(launch);
   if (!fn) throw Error(ErrorCode::Internal, "no collective kernel for this type and op");
-  fn<<<launch.record.channels, launch.threads, 0, static_cast<cudaStream_t>(stream)>>>(h, launch);
-  cudaError_t e = cudaGetLastError();
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(launch.record.channels);
+  config.blockDim = dim3(static_cast<unsigned>(launch.threads));
+  config.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  if (launch.overlapLaunch && overlapSupported()) {
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+  }
+  cudaError_t e = cudaLaunchKernelEx(&config, fn, h, launch);
   if (e != cudaSuccess) {
     throw Error(ErrorCode::Cuda, std::string("launching a collective kernel: ") + cudaGetErrorName(e) + " (" +
                                      cudaGetErrorString(e) + ")");

@@ -15,6 +15,8 @@ struct CollLaunch {
   void* dst;
   std::size_t block;          // one member's block: elements (reductions) or bytes (copies)
   int threads;                // per block: 1 to kMaxCollThreads, a multiple of 32
+  bool overlapLaunch;         // programmatic dependent launch (AXON_COLL_GPU_PDL): the kernel may
+                              // be scheduled while the stream's previous kernel still runs
 };
 
 constexpr int kMaxCollThreads = 512;

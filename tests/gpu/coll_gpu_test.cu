@@ -438,7 +438,7 @@ TEST(GpuColl, RoundCountersPastTwoToThe32) {
   CUDA_OK(cudaDeviceSynchronize());
   world.barrier();  // every PE seeded its workspace before any call
   Stream stream;
-  const std::size_t count = 3000;  // 12 KB: LL on 2 channels
+  const std::size_t count = 3000;  // 12 KB: LL on several channels, where LL is on
   DeviceArray src(DataType::Float32, count);
   src.fill([](std::size_t i) { return inputAt(me(), i); });
   for (int k = 0; k < 12; ++k) {
@@ -609,10 +609,10 @@ TEST(GpuCollTimeout, AMissingPeIsNamed) {
       const std::string text = e.what();
       EXPECT_NE(text.find("waited past AXON_TIMEOUT"), std::string::npos) << text;
       EXPECT_NE(text.find("for PE 1"), std::string::npos) << text;
-      // A one-element call takes LL (flag words) where AXON_COLL_GPU_LL_MAX turns it on, else
+      // A one-element call takes LL (flag words) unless AXON_COLL_GPU_LL_MAX=0 turns it off, then
       // Simple (ready words).
       const char* llMax = std::getenv("AXON_COLL_GPU_LL_MAX");
-      const bool ll = llMax && std::string(llMax) != "0";
+      const bool ll = !(llMax && std::string(llMax) == "0");
       EXPECT_NE(text.find(ll ? "LL flag at 0x" : "ready word at 0x"), std::string::npos) << text;
       EXPECT_NE(text.find(ll ? "expected 1, seen 0" : "expected >= 1, seen 0"), std::string::npos) << text;
     }

@@ -253,7 +253,8 @@ TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
   EXPECT_GE(l.llSlotBytes, device::kCollLlHeaderUnits * device::kCollLlUnit + 2 * 8 * 1024);
   EXPECT_LT(l.llSlotBytes, device::kCollLlHeaderUnits * device::kCollLlUnit + 2 * 8 * 1024 + 128);
   EXPECT_EQ(l.llSlotBytes % 128, 0u);
-  EXPECT_EQ(device::kCollLlHeaderUnits * 8, sizeof(device::CollRecord));
+  EXPECT_EQ(device::kCollLlRecordUnits * 8, sizeof(device::CollRecord));
+  EXPECT_EQ(device::kCollLlHeaderUnits, device::kCollLlRecordUnits + 1);
   EXPECT_GE(l.data, l.ll + 16ull * 2 * 4 * l.llSlotBytes);
   EXPECT_EQ(l.data % 4096, 0u);
   EXPECT_EQ(l.total, l.data + 16ull * 2 * 4 * 64 * 1024);
@@ -300,26 +301,33 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_TRUE(edge.ll);
   EXPECT_EQ(edge.channels, 8);
   EXPECT_EQ(edge.rounds, 1u);
+  // A thread per LL unit (8 data bytes) of a channel's round and per member, 64 to 512.
+  EXPECT_EQ(tiny.threads, 64);
+  EXPECT_EQ(plan(Collective::Allreduce, 504, 4).threads, 256);  // 2016 B: 252 units + 4
+  EXPECT_EQ(plan(Collective::Allreduce, 512, 4).threads, 288);  // 2 KiB: 256 units + 4
+  EXPECT_EQ(edge.threads, 512);                                 // 8 KiB per channel and round
   const auto over = plan(Collective::Allreduce, 16 * 1024 + 1, 4);
   EXPECT_FALSE(over.ll);
   EXPECT_EQ(over.chunkBytes, 64u * 1024);
   EXPECT_NE(over.reason.find("over AXON_COLL_GPU_LL_MAX"), std::string::npos) << over.reason;
   EXPECT_FALSE(plan(Collective::Allreduce, 2, 4, Algo::TwoShot).ll);  // LL runs one-shot only
-  EXPECT_TRUE(plan(Collective::Barrier, 0, 4).ll);
+  EXPECT_FALSE(plan(Collective::Barrier, 0, 4).ll);  // a barrier orders memory: always Simple
+  EXPECT_NE(plan(Collective::Barrier, 0, 4).reason.find("orders memory"), std::string::npos);
   EXPECT_TRUE(plan(Collective::Alltoall, 0, 4).ll);
   // The host and the device-callable calls share the rule.
-  EXPECT_TRUE(device::collUsesLl(64 * 1024, true, 64 * 1024));
-  EXPECT_FALSE(device::collUsesLl(64 * 1024 + 1, true, 64 * 1024));
-  EXPECT_FALSE(device::collUsesLl(8, false, 64 * 1024));
-  EXPECT_FALSE(device::collUsesLl(0, true, 0));  // 0 turns LL off
+  EXPECT_TRUE(device::collUsesLl(64 * 1024, true, 64 * 1024, false));
+  EXPECT_FALSE(device::collUsesLl(64 * 1024 + 1, true, 64 * 1024, false));
+  EXPECT_FALSE(device::collUsesLl(8, false, 64 * 1024, false));
+  EXPECT_FALSE(device::collUsesLl(0, true, 0, false));  // 0 turns LL off
+  EXPECT_FALSE(device::collUsesLl(0, true, 64 * 1024, true));  // barriers never
 }
 
 TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   const Env d = Env::fromVars({});
   EXPECT_EQ(d.collGpuChunk, 128u * 1024);
   EXPECT_EQ(d.collGpuChannels, 64);
-  EXPECT_EQ(d.collGpuLlMax, 0u);  // LL off unless asked for
-  EXPECT_EQ(d.collGpuLlChunk, 8u * 1024);
+  EXPECT_EQ(d.collGpuLlMax, 128u * 1024);
+  EXPECT_EQ(d.collGpuLlChunk, 1u * 1024);
   const Env e = Env::fromVars({{"AXON_COLL_GPU_CHUNK", "1M"}, {"AXON_COLL_GPU_CHANNELS", "4"},
                                {"AXON_COLL_GPU_LL_MAX", "0"}, {"AXON_COLL_GPU_LL_CHUNK", "16K"}});
   EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_LL_MAX", "64K"}}).collGpuLlMax, 64u * 1024);

@@ -83,13 +83,17 @@ struct CollHandle {
 //   rounds    [channel]: rounds this PE completed on the channel (only this PE's kernels touch it)
 //   ready     [channel][from]: the last round member `from` signalled to this PE
 //   records   [channel][half][from]: the call `from` made in that round (CollRecord + round)
-//   ll        [channel][half][from]: LL messages from `from`: the call record, then the data, in
-//             16-byte units {data, flag, data, flag}
+//   ll        [channel][half][from]: LL messages from `from`: the header (the call's digest, then
+//             its record), then the data, in 16-byte units {data, flag, data, flag}
 //   data      [channel][half][from]: chunkBytes that `from` pushed to this PE
 // Words that different PEs write sit on their own 64-byte lines.
 constexpr unsigned long long kCollLine = 64;
 constexpr unsigned long long kCollLlUnit = 16;  // bytes of one LL unit; it carries 8 data bytes
-constexpr unsigned long long kCollLlHeaderUnits = sizeof(CollRecord) / 8;
+// An LL message's header: one unit with a 64-bit digest of the call record (what receivers wait
+// for and compare), then the record itself in 8-byte pieces (read only when the digests differ,
+// to report the mismatch).
+constexpr unsigned long long kCollLlRecordUnits = sizeof(CollRecord) / 8;
+constexpr unsigned long long kCollLlHeaderUnits = 1 + kCollLlRecordUnits;
 static_assert(sizeof(CollRecord) % 8 == 0, "the LL header carries the record in 8-byte pieces");
 
 struct CollSlotRecord {
@@ -128,10 +132,12 @@ AXON_HOST_DEVICE_INLINE CollLayout collLayout(int members, int channels,
 }
 
 // Whether a call takes the LL protocol: one-shot calls whose block (bytes per member) is at most
-// llMaxBytes (AXON_COLL_GPU_LL_MAX; 0: never). The host's plans and device-callable calls agree.
+// llMaxBytes (AXON_COLL_GPU_LL_MAX; 0: never), barriers excepted. LL orders a call's own data
+// only (no release), and a barrier exists to order the stores made before it. The host's plans
+// and device-callable calls agree.
 AXON_HOST_DEVICE_INLINE bool collUsesLl(unsigned long long blockBytes, bool oneShot,
-                                        unsigned long long llMaxBytes) {
-  return llMaxBytes != 0 && oneShot && blockBytes <= llMaxBytes;
+                                        unsigned long long llMaxBytes, bool barrier) {
+  return llMaxBytes != 0 && oneShot && !barrier && blockBytes <= llMaxBytes;
 }
 
 // Channel c's share [lo, hi) of `len` elements split over `channels` (in whole `unit`s, so that

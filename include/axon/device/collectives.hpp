@@ -22,9 +22,12 @@
 // expected and seen value of the wait) and tells every member, whose calls then return false too;
 // the host calls on the team throw CollectiveMismatch / Timeout with that report from then on.
 //
-// Memory model: when a call returns true, every thread of the block sees the result in dst, and
-// what every member's calling block stored before its call is visible here (each round's signals
-// are releases at system scope and their waits acquires, followed by __syncthreads()).
+// Memory model: when a call returns true, every thread of the block sees the result in dst.
+// barrier() also makes visible here what every member's calling block stored before it (its
+// signals are releases at system scope and its waits acquires, followed by __syncthreads()); so
+// do calls on the Simple protocol. Small calls (a block of at most AXON_COLL_GPU_LL_MAX and
+// AXON_COLL_GPU_LL_CHUNK bytes) take the LL protocol: their data travels with its own flags,
+// without fences, and orders no other memory. Use barrier() to publish other stores.
 //
 // Results are bit-identical on every member: reductions run in member order. Types:
 // signed/unsigned char, int, unsigned int, long (long), unsigned long (long), float, double,

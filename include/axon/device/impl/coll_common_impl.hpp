@@ -113,18 +113,30 @@ AXON_DEVICE_INLINE unsigned long long llData(const LlUnit& u) {
   return static_cast<unsigned long long>(u.d1) << 32 | u.d0;
 }
 
-// The call record member `from` sent this PE in LL round `flag` on channel c, if all of it is
-// there: how a Simple round recognizes a member that took the LL protocol (a mismatch).
+// A 64-bit digest of a call record. LL receivers wait for one unit carrying the sender's digest
+// and compare it with their own; the record itself is read only when the digests differ.
+AXON_DEVICE_INLINE unsigned long long collDigest(const CollRecord& r) {
+  const unsigned long long* w = reinterpret_cast<const unsigned long long*>(&r);
+  unsigned long long d = 0x9e3779b97f4a7c15ull;
+  for (unsigned i = 0; i < kCollLlRecordUnits; ++i) {
+    d = (d ^ w[i]) * 0xff51afd7ed558ccdull;
+    d ^= d >> 33;
+  }
+  return d;
+}
+
+// The call record member `from` sent this PE in LL round `flag` on channel c (header units 1 on),
+// if all of it is there: how a Simple round recognizes a member that took the LL protocol.
 AXON_DEVICE_INLINE bool llPeekRecord(const CollHandle& h, int c, int half, int from, unsigned flag,
                                      CollRecord* out) {
-  unsigned long long words[kCollLlHeaderUnits];
-  for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
-    const LlUnit u = llLoad(collLlUnit(h, h.myIndex, c, half, from, i));
+  unsigned long long words[kCollLlRecordUnits];
+  for (unsigned i = 0; i < kCollLlRecordUnits; ++i) {
+    const LlUnit u = llLoad(collLlUnit(h, h.myIndex, c, half, from, 1 + i));
     if (u.f0 != flag || u.f1 != flag) return false;
     words[i] = llData(u);
   }
   unsigned long long* to = reinterpret_cast<unsigned long long*>(out);
-  for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) to[i] = words[i];
+  for (unsigned i = 0; i < kCollLlRecordUnits; ++i) to[i] = words[i];
   return true;
 }
 

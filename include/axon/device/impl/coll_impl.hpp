@@ -68,6 +68,13 @@ inline AXON_DEVICE_NOINLINE void collBadChannel(const CollHandle& h, int channel
   endFatalReport(reporter);
 }
 
+// The largest block a device-callable call sends on LL: one LL round's worth at most. Such a call
+// runs on the caller's one block, so a larger one would take several LL rounds one after another,
+// each a trip over NVLink, where one Simple round moves it all.
+AXON_DEVICE_INLINE unsigned long long collDeviceLlMax(const CollHandle& h) {
+  return h.llMaxBytes < h.llChunkBytes ? h.llMaxBytes : h.llChunkBytes;
+}
+
 // `blockBytes`: one member's block in bytes, which picks the protocol.
 AXON_DEVICE_INLINE CollJob collDeviceJob(const CollHandle& h, unsigned kind, unsigned dtype,
                                          unsigned op, unsigned algo, int root, SizeT count,
@@ -81,8 +88,10 @@ AXON_DEVICE_INLINE CollJob collDeviceJob(const CollHandle& h, unsigned kind, uns
   job.record.algo = algo;
   job.record.root = root;
   job.record.channels = 0;
-  job.record.proto = collUsesLl(blockBytes, algo == kAlgoOneShot, h.llMaxBytes) ? kProtoLl
-                                                                                 : kProtoSimple;
+  job.record.proto = collUsesLl(blockBytes, algo == kAlgoOneShot, collDeviceLlMax(h),
+                                kind == kCollBarrier)
+                         ? kProtoLl
+                                                                                       : kProtoSimple;
   job.record.reserved = 0;
   job.record.count = count;
   job.src = static_cast<const char*>(src);

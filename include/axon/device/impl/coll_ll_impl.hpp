@@ -1,10 +1,12 @@
 // The LL protocol of the device collectives (rules in coll_impl.hpp), for small calls.
 //
-// A round sends each member one message into its LL slot [channel][r % 2][me]: the call record,
-// then the data, in 16-byte units whose two 8-byte words each hold 4 data bytes and the round's
-// flag. Every thread moves its own units: it stores them into the receivers' slots, then polls
-// its units of every sender's message until their flags are the round's, and reduces or copies
-// them. There is no fence and no separate signal, so a round costs one trip over NVLink.
+// A round sends each member one message into its LL slot [channel][r % 2][me]: a header (the
+// call's digest, then its record), then the data, in 16-byte units whose two 8-byte words each
+// hold 4 data bytes and the round's flag. Every thread moves its own units: it stores them into
+// the receivers' slots, then polls its units of every sender's message together until their flags
+// are the round's, and reduces or copies them; the last threads of the block wait for the
+// senders' digests meanwhile. There is no fence and no separate signal, so a round costs one trip
+// over NVLink.
 //
 // Every member sends every other member a message every round (a header alone when it has no
 // data for it), so, as with Simple, no member gets more than one round ahead of another and the
@@ -122,66 +124,88 @@ AXON_DEVICE_INLINE bool llWait(const CollHandle& h, const CollJob& job, const Ll
   return llWaitSlow(h, job, p, flag, from, r, header, out);
 }
 
-// Members whose units a thread loads at once: the loads of a batch are in flight together, so
-// reading every sender's unit costs about one memory latency instead of one per sender.
+// Members whose units a thread waits for at once: the loads of a batch are in flight together,
+// so receiving every sender's unit costs about one memory latency instead of one per sender.
 constexpr int kLlBatch = 8;
 
-// Unit `unit` of members [k0, k0 + kLlBatch) (all but this PE and those past the team), loaded
-// at once; llTake then checks each and waits for the ones that had not arrived.
-AXON_DEVICE_INLINE void llLoadBatch(const CollHandle& h, int c, int half, int k0, SizeT unit,
-                                    LlUnit (&got)[kLlBatch]) {
+// Waits (this thread) for unit `unit` of members [k0, k0 + kLlBatch) (all but this PE and those
+// past the team) and returns their data bytes in out[]. Every pass reloads all the units still
+// missing together; what the fast passes did not receive goes through llWaitSlow one by one.
+AXON_DEVICE_INLINE bool llTakeBatch(const CollHandle& h, const CollJob& job, int half, int k0,
+                                    SizeT unit, unsigned flag, unsigned long long r,
+                                    unsigned long long (&out)[kLlBatch]) {
+  unsigned pending = 0;
 #pragma unroll
   for (int b = 0; b < kLlBatch; ++b) {
     const int k = k0 + b;
-    if (k < h.size && k != h.myIndex) got[b] = llLoad(collLlUnit(h, h.myIndex, c, half, k, unit));
+    if (k < h.size && k != h.myIndex) pending |= 1u << b;
   }
+  for (unsigned polls = 0; pending != 0 && polls < kTimerCheckPolls; ++polls) {
+    LlUnit got[kLlBatch];
+#pragma unroll
+    for (int b = 0; b < kLlBatch; ++b) {
+      if (pending >> b & 1u) got[b] = llLoad(collLlUnit(h, h.myIndex, job.channel, half, k0 + b, unit));
+    }
+#pragma unroll
+    for (int b = 0; b < kLlBatch; ++b) {
+      if ((pending >> b & 1u) && got[b].f0 == flag && got[b].f1 == flag) {
+        out[b] = llData(got[b]);
+        pending &= ~(1u << b);
+      }
+    }
+  }
+  for (int b = 0; pending != 0 && b < kLlBatch; ++b) {
+    if (!(pending >> b & 1u)) continue;
+    const int k = k0 + b;
+    if (!llWaitSlow(h, job, collLlUnit(h, h.myIndex, job.channel, half, k, unit), flag, k, r,
+                    false, &out[b])) {
+      return false;
+    }
+    pending &= ~(1u << b);
+  }
+  return true;
 }
 
-AXON_DEVICE_INLINE bool llTake(const CollHandle& h, const CollJob& job, const LlUnit& got, int half,
-                               int k, SizeT unit, unsigned flag, unsigned long long r, bool header,
-                               unsigned long long* out) {
-  if (got.f0 == flag && got.f1 == flag) {
-    *out = llData(got);
-    return true;
-  }
-  return llWaitSlow(h, job, collLlUnit(h, h.myIndex, job.channel, half, k, unit), flag, k, r,
-                    header, out);
-}
-
-// Every member's message starts with this PE's call record: thread j sends it to member j.
+// Every member's message starts with the header: this PE's call digest, then its record. The
+// block's threads share the stores (one unit each).
 AXON_DEVICE_INLINE void llSendHeaders(const CollHandle& h, const CollJob& job, int half,
                                       unsigned flag) {
   const unsigned long long* words = reinterpret_cast<const unsigned long long*>(&job.record);
-  for (int j = static_cast<int>(linearThreadIndex()); j < h.size;
-       j += static_cast<int>(blockThreadCount())) {
+  const int units = static_cast<int>(kCollLlHeaderUnits);
+  for (int i = static_cast<int>(linearThreadIndex()); i < h.size * units;
+       i += static_cast<int>(blockThreadCount())) {
+    const int j = i / units, unit = i % units;
     if (j == h.myIndex) continue;
-    for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
-      llStore(collLlUnit(h, j, job.channel, half, h.myIndex, i), words[i], flag);
-    }
+    llStore(collLlUnit(h, j, job.channel, half, h.myIndex, unit),
+            unit == 0 ? collDigest(job.record) : words[unit - 1], flag);
   }
 }
 
-// Thread j reads member j's record and compares it with this PE's. 1 when it found a failure.
+// Compares every member's digest with this PE's: thread size - 1 - j checks member j, so that in
+// a small call these waits run beside the data waits of the first threads. On a difference it
+// reads the member's record and reports the mismatch. 1 when this thread found a failure.
 AXON_DEVICE_INLINE int llCheckHeaders(const CollHandle& h, const CollJob& job, int half,
                                       unsigned flag, unsigned long long r) {
-  for (int j = static_cast<int>(linearThreadIndex()); j < h.size;
-       j += static_cast<int>(blockThreadCount())) {
+  const int size = static_cast<int>(blockThreadCount());
+  const unsigned long long mine = collDigest(job.record);
+  for (int j = size - 1 - static_cast<int>(linearThreadIndex()); j < h.size; j += size) {
     if (j == h.myIndex) continue;
-    CollRecord theirs;
-    unsigned long long* words = reinterpret_cast<unsigned long long*>(&theirs);
-    LlUnit got[kCollLlHeaderUnits];
-#pragma unroll
-    for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
-      got[i] = llLoad(collLlUnit(h, h.myIndex, job.channel, half, j, i));
-    }
-#pragma unroll
-    for (unsigned i = 0; i < kCollLlHeaderUnits; ++i) {
-      if (!llTake(h, job, got[i], half, j, i, flag, r, true, &words[i])) return 1;
-    }
-    if (!collSameCall(job.record, theirs)) {
-      collMismatch(h, job, j, theirs, r, r);
+    unsigned long long theirs;
+    if (!llWait(h, job, collLlUnit(h, h.myIndex, job.channel, half, j, 0), flag, j, r, true,
+                &theirs)) {
       return 1;
     }
+    if (theirs == mine) continue;
+    CollRecord record;
+    unsigned long long* words = reinterpret_cast<unsigned long long*>(&record);
+    for (unsigned i = 0; i < kCollLlRecordUnits; ++i) {
+      if (!llWait(h, job, collLlUnit(h, h.myIndex, job.channel, half, j, 1 + i), flag, j, r, true,
+                  &words[i])) {
+        return 1;
+      }
+    }
+    collMismatch(h, job, j, record, r, r);
+    return 1;
   }
   return 0;
 }
@@ -254,18 +278,16 @@ AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job)
         // In member order, so every member computes bit-identical results.
         LlWord<T> acc, w;
         for (int k0 = 0; k0 < n && !failed; k0 += kLlBatch) {
-          LlUnit got[kLlBatch];
-          llLoadBatch(h, c, half, k0, unit, got);
+          unsigned long long got[kLlBatch];
+          if (!llTakeBatch(h, job, half, k0, unit, flag, r, got)) {
+            failed = 1;
+            break;
+          }
 #pragma unroll
           for (int b = 0; b < kLlBatch; ++b) {
             const int k = k0 + b;
-            if (k >= n || failed) continue;
-            if (k == me) {
-              w.bits = mine;
-            } else if (!llTake(h, job, got[b], half, k, unit, flag, r, false, &w.bits)) {
-              failed = 1;
-              continue;
-            }
+            if (k >= n) continue;
+            w.bits = k == me ? mine : got[b];
             if (k == 0) {
               acc = w;
             } else {
@@ -335,19 +357,18 @@ AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
       }
       const SizeT unit = kCollLlHeaderUnits + u;
       for (int k0 = 0; k0 < n && !failed; k0 += kLlBatch) {  // allgather, alltoall
-        LlUnit got[kLlBatch];
-        llLoadBatch(h, c, half, k0, unit, got);
+        unsigned long long got[kLlBatch];
+        if (!llTakeBatch(h, job, half, k0, unit, flag, r, got)) {
+          failed = 1;
+          break;
+        }
 #pragma unroll
         for (int b = 0; b < kLlBatch; ++b) {
           const int k = k0 + b;
-          if (k >= n || failed) continue;
-          unsigned long long v;
-          if (k == me) {
-            v = llGather(job.src + (kind == kCollAllgather ? at : part(me)), u, bytes);
-          } else if (!llTake(h, job, got[b], half, k, unit, flag, r, false, &v)) {
-            failed = 1;
-            continue;
-          }
+          if (k >= n) continue;
+          const unsigned long long v =
+              k == me ? llGather(job.src + (kind == kCollAllgather ? at : part(me)), u, bytes)
+                      : got[b];
           llScatter(job.dst + part(k), u, bytes, v);
         }
       }

@@ -68,6 +68,22 @@ AXON_DEVICE_INLINE unsigned long long globalTimerNs() {
   return t;
 }
 
+// Programmatic dependent launch (sm_90 and later; no-ops before, and in a grid launched without
+// the attribute). gridDependencyWait: returns once the grids this one depends on in its stream
+// have completed and their memory is visible; nothing the stream's earlier work wrote may be
+// touched before it. launchDependents: lets the stream's next grid be scheduled now, so that its
+// launch overlaps this grid's run (it waits in its own gridDependencyWait).
+AXON_DEVICE_INLINE void gridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+AXON_DEVICE_INLINE void launchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 }  // namespace detail
 }  // namespace device
 }  // namespace axon
