@@ -57,6 +57,12 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
     return size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
            (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
   }
+  if (in.collective == Collective::Broadcast && algo == Algo::TwoShot) {
+    return size + (in.forced ? ": two-shot, for " + algoVariable(in.collective) + "=" + algoName(*in.forced) +
+                                   " (the GPU's pipelined broadcast: the chain runs on the host path)"
+                             : std::string(" > 256 KiB: two-shot (the root sends part j to GPU j, which sends it to "
+                                           "the others: the root's egress carries each byte once)"));
+  }
   if (in.forced && *in.forced != Algo::OneShot) {
     return size + ": one-shot (" + algoVariable(in.collective) + "=" + algoName(*in.forced) +
            " runs on the host path only)";
@@ -185,8 +191,11 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const std::size_t block = in.count * in.elemBytes;  // one member's block
   GpuPlan p{};
   p.algo = Algo::OneShot;
-  const bool twoShot = in.collective == Collective::Allreduce &&
-                       (in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes && n > 2);
+  // Two-shot: allreduce as reduce-scatter then allgather; broadcast as scatter then allgather
+  // (the root sends each byte once instead of once per member: its NVLink egress bounds one-shot).
+  const bool twoShotKind = in.collective == Collective::Allreduce || in.collective == Collective::Broadcast;
+  const bool twoShot = twoShotKind && n > 2 &&
+                       (in.forced ? *in.forced != Algo::OneShot : block > kGpuTwoShotBytes);
   if (twoShot) p.algo = Algo::TwoShot;
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
   p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
@@ -195,7 +204,9 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   // small calls use one block (fewest signals), larger ones spread over the SMs. One SM moves and
   // reduces a 16 KiB share in about the time a round's signal takes, so medium calls finish in
   // one round on several channels rather than several rounds on one.
-  const std::size_t perChannelRound = p.algo == Algo::TwoShot ? p.chunkBytes * static_cast<std::size_t>(n) : p.chunkBytes;
+  // Two-shot moves a part per member (broadcast: per member but the root) in each pair of rounds.
+  const std::size_t parts = static_cast<std::size_t>(in.collective == Collective::Broadcast ? n - 1 : n);
+  const std::size_t perChannelRound = p.algo == Algo::TwoShot ? p.chunkBytes * parts : p.chunkBytes;
   const std::size_t share = p.ll ? p.chunkBytes : std::min(p.chunkBytes, kGpuChannelShareBytes);
   const std::size_t wanted = std::max<std::size_t>(ceilDiv(block, share), 1);
   p.channels = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(in.maxChannels)));

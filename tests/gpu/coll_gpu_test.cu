@@ -278,6 +278,11 @@ TEST(GpuColl, CopiesEveryCountAndRoot) {
         axon::broadcastOnStream(world, src.ptr, dst.ptr, count, t, root, stream);
         CUDA_OK(cudaStreamSynchronize(stream));
         EXPECT_VALUES(dst.read(), inputAt(root, i), "broadcast from " + std::to_string(root) + " " + what);
+        DeviceArray inPlace(t, count);  // the root's buffer is the source
+        inPlace.fill([&](std::size_t i) { return me() == root ? inputAt(root, i) : 0.0; });
+        axon::broadcastOnStream(world, inPlace.ptr, inPlace.ptr, count, t, root, stream);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        EXPECT_VALUES(inPlace.read(), inputAt(root, i), "in-place broadcast from " + std::to_string(root) + " " + what);
       }
       DeviceArray gathered(t, count * np()), a2aIn(t, count * np()), a2aOut(t, count * np());
       axon::allgatherOnStream(world, src.ptr, gathered.ptr, count, t, stream);

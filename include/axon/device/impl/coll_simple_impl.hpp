@@ -255,6 +255,48 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
   return ok;
 }
 
+// Two-shot broadcast: per pair of rounds, up to (n - 1) * chunk bytes in a part per member but
+// the root. Round A: the root pushes part j to member j. Round B: every other member copies its
+// part into dst and pushes it to the members but the root, then copies theirs in. The root's
+// NVLink egress carries each byte once (one-shot: once per member), the others' 1 - 2/n of it.
+// A member reads its round-A part during round B: the root rewrites that half only in round
+// A + 2, after every member signalled round B, that is, after the member's pushes.
+AXON_DEVICE_INLINE bool collRunBroadcastTwoShot(const CollHandle& h, const CollJob& job,
+                                                unsigned long long* r) {
+  const int n = h.size, me = h.myIndex, c = job.channel, root = job.record.root;
+  const SizeT len = job.hi - job.lo, per = h.chunkBytes * static_cast<SizeT>(n - 1);
+  auto index = [&](int j) { return j < root ? j : j - 1; };  // the part of member j (j != root)
+  for (SizeT off = 0;; off += per) {
+    const SizeT m = collMin(per, len - off), at = job.lo + off;
+    const SizeT p = collAlignUp((m + n - 2) / (n - 1), 16);
+    auto partLo = [&](int j) { return collMin(m, static_cast<SizeT>(index(j)) * p); };
+    auto partLen = [&](int j) { return collMin(m, static_cast<SizeT>(index(j) + 1) * p) - partLo(j); };
+    const int halfA = static_cast<int>(++*r & 1ull);
+    if (me == root) {
+      for (int j = 0; j < n; ++j) {
+        if (j != root) collCopy(collSlot(h, j, c, halfA, me), job.src + at + partLo(j), partLen(j));
+      }
+      collCopy(job.dst + at, job.src + at, m);
+    }
+    if (!collExchange(h, job, *r)) return false;
+    const int halfB = static_cast<int>(++*r & 1ull);
+    if (me != root) {
+      const char* mine = collSlot(h, me, c, halfA, root);
+      for (int j = 0; j < n; ++j) {
+        if (j != root && j != me) collCopy(collSlot(h, j, c, halfB, me), mine, partLen(me));
+      }
+      collCopy(job.dst + at + partLo(me), mine, partLen(me));
+    }
+    if (!collExchange(h, job, *r)) return false;
+    if (me != root) {
+      for (int k = 0; k < n; ++k) {
+        if (k != root && k != me) collCopy(job.dst + at + partLo(k), collSlot(h, me, c, halfB, k), partLen(k));
+      }
+    }
+    if (off + per >= len) return true;
+  }
+}
+
 // Barrier, broadcast, allgather and alltoall: copies of bytes (job.block and the range in bytes).
 AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& job) {
   const int n = h.size, me = h.myIndex, c = job.channel;
@@ -266,7 +308,10 @@ AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& jo
   const int root = job.record.root;
   bool ok = !collAborted(h);
   if (!ok && linearThreadIndex() == 0) collAdopt(h);  // a member stopped the team earlier
-  for (SizeT off = 0; ok; off += chunk) {
+  if (ok && kind == kCollBroadcast && job.record.algo == kAlgoTwoShot) {
+    ok = collRunBroadcastTwoShot(h, job, &r);
+  }
+  for (SizeT off = 0; ok && job.record.algo != kAlgoTwoShot; off += chunk) {
     const SizeT m = kind == kCollBarrier ? 0 : collMin(chunk, len - off);
     const SizeT at = job.lo + off;
     ++r;
