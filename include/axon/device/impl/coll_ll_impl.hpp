@@ -68,25 +68,22 @@ AXON_DEVICE_INLINE void llScatter(char* p, SizeT u, SizeT bytes, unsigned long l
 
 // The rest of a wait that the fast spin in llWait did not finish: polls with the abort, mismatch
 // and timeout checks of every wait. For a header unit it also recognizes a member that took the
-// Simple protocol in this round (it signalled its ready word instead): a different call.
+// Simple protocol in this round (it signalled its ready word with this round): a different call.
+// A ready word past this round is no mismatch: the member finished this LL round (it had every
+// message of it, this PE's included) and signalled a later Simple one. Its header, stored before
+// that release, is visible after the acquire; a member that took Simple in this round cannot get
+// past it, as this PE never signals it.
 inline AXON_DEVICE_NOINLINE bool llWaitSlow(const CollHandle& h, const CollJob& job,
                                             const LlUnit* p, unsigned flag, int from,
                                             unsigned long long r, bool header,
                                             unsigned long long* out) {
-  const unsigned long long start = globalTimerNs();
-  unsigned sleepNs = 32;
-  bool backoff = false;
-  for (unsigned polls = 1;; ++polls) {
+  for (PollPacer pace;;) {
     const LlUnit u = llLoad(p);
     if (u.f0 == flag && u.f1 == flag) {
       *out = llData(u);
       return true;
     }
-    if (backoff) {
-      __nanosleep(sleepNs);
-      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
-    }
-    if (polls % kTimerCheckPolls == 0) {
+    if (pace.next()) {
       if (collAborted(h)) {
         collAdopt(h);
         return false;
@@ -94,14 +91,19 @@ inline AXON_DEVICE_NOINLINE bool llWaitSlow(const CollHandle& h, const CollJob& 
       unsigned long long* ready = collReady(h, h.myIndex, job.channel, from);
       if (header && loadRelaxedSys(ready) >= r) {
         const unsigned long long seen = loadAcquireSys(ready);
-        const CollSlotRecord* rec =
-            collRecordAt(h, h.myIndex, job.channel, static_cast<int>(r & 1ull), from);
-        collMismatch(h, job, from, rec->call, r, seen);
-        return false;
+        const LlUnit again = llLoad(p);
+        if (again.f0 == flag && again.f1 == flag) {
+          *out = llData(again);
+          return true;
+        }
+        if (seen == r) {
+          const CollSlotRecord* rec =
+              collRecordAt(h, h.myIndex, job.channel, static_cast<int>(r & 1ull), from);
+          collMismatch(h, job, from, rec->call, r, seen);
+          return false;
+        }
       }
-      const unsigned long long elapsed = globalTimerNs() - start;
-      backoff = elapsed > kFreeSpinNs;
-      if (h.timeoutNs != 0 && elapsed > h.timeoutNs) {
+      if (pace.expired(h.timeoutNs)) {
         collTimeout(h, job, from, p, flag, u.f0 != flag ? u.f0 : u.f1);
         return false;
       }

@@ -19,20 +19,13 @@ namespace detail {
 inline AXON_DEVICE_NOINLINE bool collWait(const CollHandle& h, const CollJob& job, int from,
                                           unsigned long long r) {
   const unsigned long long* word = collReady(h, h.myIndex, job.channel, from);
-  const unsigned long long start = globalTimerNs();
-  unsigned sleepNs = 32;
-  bool backoff = false;
-  for (unsigned polls = 1;; ++polls) {
+  for (PollPacer pace;;) {
     const unsigned long long seen = loadRelaxedSys(word);
     if (seen >= r) {
       loadAcquireSys(word);
       return true;
     }
-    if (backoff) {
-      __nanosleep(sleepNs);
-      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
-    }
-    if (polls % kTimerCheckPolls == 0) {
+    if (pace.next()) {
       if (collAborted(h)) {
         collAdopt(h);
         return false;
@@ -43,9 +36,7 @@ inline AXON_DEVICE_NOINLINE bool collWait(const CollHandle& h, const CollJob& jo
         collMismatch(h, job, from, theirs, r, r);
         return false;
       }
-      const unsigned long long elapsed = globalTimerNs() - start;
-      backoff = elapsed > kFreeSpinNs;
-      if (h.timeoutNs != 0 && elapsed > h.timeoutNs) {
+      if (pace.expired(h.timeoutNs)) {
         collTimeout(h, job, from, word, r, seen);
         return false;
       }

@@ -22,6 +22,33 @@ constexpr unsigned long long kFreeSpinNs = 20000;  // polling without pause befo
 constexpr unsigned kMaxSleepNs = 1024;             // backoff cap
 constexpr unsigned kTimerCheckPolls = 64;          // polls between reads of the timer
 
+// The pace of a poll loop that did not succeed at once: it polls without pause for kFreeSpinNs,
+// then sleeps between polls with a backoff growing to kMaxSleepNs. Call next() after every poll
+// that did not succeed; it returns true every kTimerCheckPolls polls, with elapsedNs fresh: the
+// caller then checks its timeout and whatever else it checks rarely.
+struct PollPacer {
+  unsigned long long start = globalTimerNs();
+  unsigned long long elapsedNs = 0;
+  unsigned polls = 0;
+  unsigned sleepNs = 32;
+  bool backoff = false;
+
+  AXON_DEVICE_INLINE bool next() {
+    if (backoff) {
+      __nanosleep(sleepNs);
+      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
+    }
+    if (++polls % kTimerCheckPolls != 0) return false;
+    elapsedNs = globalTimerNs() - start;
+    backoff = elapsedNs > kFreeSpinNs;
+    return true;
+  }
+  // Past timeoutNs (AXON_TIMEOUT in nanoseconds; 0: never) as of the last checkpoint.
+  AXON_DEVICE_INLINE bool expired(unsigned long long timeoutNs) const {
+    return timeoutNs != 0 && elapsedNs > timeoutNs;
+  }
+};
+
 AXON_DEVICE_INLINE bool compareValues(unsigned long long seen, Cmp cmp, unsigned long long value) {
   switch (cmp) {
     case Cmp::Eq:
@@ -84,10 +111,7 @@ inline AXON_DEVICE_NOINLINE unsigned long long waitSlow(int myPe, const char* he
                                                         unsigned long long timeoutNs,
                                                         const unsigned long long* word, Cmp cmp,
                                                         unsigned long long value, WaitSite site) {
-  const unsigned long long start = globalTimerNs();
-  unsigned sleepNs = 32;
-  bool backoff = false;
-  for (unsigned polls = 1;; ++polls) {
+  for (PollPacer pace;;) {
     const unsigned long long seen = loadRelaxedSys(word);
     if (compareValues(seen, cmp, value)) {
       // Confirm with one acquire load (cheaper than a fence): it reads from the release that
@@ -95,16 +119,8 @@ inline AXON_DEVICE_NOINLINE unsigned long long waitSlow(int myPe, const char* he
       const unsigned long long acquired = loadAcquireSys(word);
       if (compareValues(acquired, cmp, value)) return acquired;
     }
-    if (backoff) {
-      __nanosleep(sleepNs);
-      if (sleepNs < kMaxSleepNs) sleepNs *= 2;
-    }
-    if (polls % kTimerCheckPolls == 0) {
-      const unsigned long long elapsed = globalTimerNs() - start;
-      backoff = elapsed > kFreeSpinNs;
-      if (timeoutNs != 0 && elapsed > timeoutNs) {
-        failWaitTimeout(myPe, heapBase, heapStride, word, cmp, value, seen, elapsed, site);
-      }
+    if (pace.next() && pace.expired(timeoutNs)) {
+      failWaitTimeout(myPe, heapBase, heapStride, word, cmp, value, seen, pace.elapsedNs, site);
     }
   }
 }
