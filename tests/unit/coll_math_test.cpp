@@ -281,10 +281,10 @@ TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
   const auto ring = plan(Collective::Allreduce, 8, 4, Algo::Ring);
   EXPECT_EQ(ring.algo, Algo::TwoShot);
   EXPECT_NE(ring.reason.find("host path only"), std::string::npos) << ring.reason;
-  // Broadcast: two-shot (scatter, then allgather) above 256 KiB on more than 2 GPUs, and for a
+  // Broadcast: two-shot (scatter, then allgather) above 512 KiB on more than 2 GPUs, and for a
   // forced chain (which runs on the host path only).
-  EXPECT_EQ(plan(Collective::Broadcast, 64 * 1024, 4).algo, Algo::OneShot);       // 256 KiB
-  EXPECT_EQ(plan(Collective::Broadcast, 64 * 1024 + 4, 4).algo, Algo::TwoShot);
+  EXPECT_EQ(plan(Collective::Broadcast, 128 * 1024, 4).algo, Algo::OneShot);      // 512 KiB
+  EXPECT_EQ(plan(Collective::Broadcast, 128 * 1024 + 4, 4).algo, Algo::TwoShot);
   EXPECT_EQ(plan(Collective::Broadcast, 1 << 20, 2).algo, Algo::OneShot);         // 2 GPUs
   EXPECT_EQ(plan(Collective::Broadcast, 1 << 22, 4).rounds, 2u * 6);  // 16 MiB: 16 channels x 1 MiB, 3 x 64K a pair
   const auto chain = plan(Collective::Broadcast, 8, 4, Algo::Chain);
