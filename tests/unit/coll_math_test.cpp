@@ -348,6 +348,9 @@ TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
     EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_LL_CHUNK", bad}}), Error) << bad;
   }
   EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_LL_MAX", "lots"}}), Error);
+  EXPECT_TRUE(d.collGpuPdl);  // overlapped launches unless turned off
+  EXPECT_FALSE(Env::fromVars({{"AXON_COLL_GPU_PDL", "0"}}).collGpuPdl);
+  EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_PDL", "maybe"}}), Error);
   for (const char* bad : {"1000", "2K", "x"}) {
     EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHUNK", bad}}), Error) << bad;
   }
