@@ -91,19 +91,21 @@ KernelFn kernelFor(const CollLaunch& l) {
                          static_cast<ad::ReduceOp>(l.record.op));
 }
 
-// Programmatic dependent launch needs compute capability 9.0 (the kernels' griddepcontrol
-// instructions are compiled for sm_90 and later only).
+// Programmatic dependent launch, only where the kernels this device runs were compiled for
+// compute_90 or later: their griddepcontrol.wait exists only there (ptx.hpp), and a kernel
+// launched with the attribute but without the wait could read what the stream's previous kernel
+// has not written yet (a build for sm_80 alone, running on an H100, must launch plainly).
 bool overlapSupported() {
-  static std::atomic<int> major[64];  // per device ordinal; 0 = not asked yet
+  static std::atomic<int> ptxVersion[64];  // per device ordinal; 0 = not asked yet
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-  int m = major[device].load(std::memory_order_relaxed);
-  if (m == 0) {
-    cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device);
-    if (m <= 0) m = -1;
-    major[device].store(m, std::memory_order_relaxed);
+  int v = ptxVersion[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    cudaFuncAttributes attr{};
+    v = cudaFuncGetAttributes(&attr, copyKernel) == cudaSuccess && attr.ptxVersion > 0 ? attr.ptxVersion : -1;
+    ptxVersion[device].store(v, std::memory_order_relaxed);
   }
-  return m >= 9;
+  return v >= 90;
 }
 
 }  // namespace
