@@ -249,7 +249,8 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
 // Two-shot broadcast: per pair of rounds, up to (n - 1) * chunk bytes in a part per member but
 // the root. Round A: the root pushes part j to member j. Round B: every other member copies its
 // part into dst and pushes it to the members but the root, then copies theirs in. The root's
-// NVLink egress carries each byte once (one-shot: once per member), the others' 1 - 2/n of it.
+// NVLink egress carries each byte once (one-shot: once per member), each other member's
+// (n - 2) / (n - 1) of them.
 // A member reads its round-A part during round B: the root rewrites that half only in round
 // A + 2, after every member signalled round B, that is, after the member's pushes.
 AXON_DEVICE_INLINE bool collRunBroadcastTwoShot(const CollHandle& h, const CollJob& job,
