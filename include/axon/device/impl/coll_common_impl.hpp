@@ -213,6 +213,14 @@ AXON_DEVICE_INLINE bool collAborted(const CollHandle& h) {
   return loadRelaxedSys(&collAbortArea(h, h.myIndex)->state) != 0ull;
 }
 
+// The start of every call on a channel: false when a member stopped the team's collectives
+// earlier (its report is then copied into this PE's, by thread 0).
+AXON_DEVICE_INLINE bool collStart(const CollHandle& h) {
+  const bool ok = !collAborted(h);
+  if (!ok && linearThreadIndex() == 0) collAdopt(h);
+  return ok;
+}
+
 AXON_DEVICE_INLINE bool collSameCall(const CollRecord& a, const CollRecord& b) {
   return a.collective == b.collective && a.dtype == b.dtype && a.op == b.op && a.algo == b.algo &&
          a.root == b.root && a.channels == b.channels && a.proto == b.proto && a.count == b.count;

@@ -242,8 +242,7 @@ AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job)
   const SizeT chunk = h.llChunkBytes / sizeof(T);
   const SizeT len = job.hi - job.lo;
   unsigned long long r = llLoadRounds(h, c);
-  bool ok = !collAborted(h);
-  if (!ok && rank == 0) collAdopt(h);  // a member stopped the team earlier
+  bool ok = collStart(h);
   for (SizeT off = 0; ok; off += chunk) {
     if (!(ok = llNextRound(h, job, &r))) break;
     const int half = static_cast<int>(r & 1ull);
@@ -308,7 +307,8 @@ AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job)
   return ok;
 }
 
-// Barrier, broadcast, allgather and alltoall: copies of bytes (job.block and the range in bytes).
+// Broadcast, allgather and alltoall: copies of bytes (job.block and the range in bytes). Barriers
+// never take LL (collUsesLl).
 AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
   const int n = h.size, me = h.myIndex, c = job.channel, root = job.record.root;
   const unsigned rank = linearThreadIndex(), size = blockThreadCount();
@@ -316,14 +316,13 @@ AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
   const SizeT chunk = h.llChunkBytes;
   const SizeT len = job.hi - job.lo;
   unsigned long long r = llLoadRounds(h, c);
-  bool ok = !collAborted(h);
-  if (!ok && rank == 0) collAdopt(h);  // a member stopped the team earlier
+  bool ok = collStart(h);
   for (SizeT off = 0; ok; off += chunk) {
     if (!(ok = llNextRound(h, job, &r))) break;
     const int half = static_cast<int>(r & 1ull);
     const unsigned flag = llFlag(r);
     const SizeT at = job.lo + off;
-    const SizeT bytes = kind == kCollBarrier ? 0 : collMin(chunk, len - off);
+    const SizeT bytes = collMin(chunk, len - off);
     const SizeT units = (bytes + 7) / 8;
     // Member k's part of a buffer of n blocks (allgather's dst, alltoall's src and dst).
     auto part = [&](int k) { return static_cast<SizeT>(k) * job.block + at; };
@@ -376,7 +375,7 @@ AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
       }
     }
     if (__syncthreads_or(failed)) ok = false;
-    if (!ok || kind == kCollBarrier || off + chunk >= len) break;
+    if (!ok || off + chunk >= len) break;
   }
   llStoreRounds(h, c, r);
   return ok;

@@ -183,8 +183,7 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
   const T* src = reinterpret_cast<const T*>(job.src);
   T* dst = reinterpret_cast<T*>(job.dst);
   const unsigned kind = job.record.collective;
-  bool ok = !collAborted(h);
-  if (!ok && linearThreadIndex() == 0) collAdopt(h);  // a member stopped the team earlier
+  bool ok = collStart(h);
   if (ok && kind == kCollAllreduce && job.record.algo == kAlgoTwoShot) {
     // Per pair of rounds, up to n * chunk elements: part j is reduced by member j (round A), then
     // every member's reduced part goes to every member (round B).
@@ -298,8 +297,7 @@ AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& jo
   const SizeT len = job.hi - job.lo;
   const unsigned kind = job.record.collective;
   const int root = job.record.root;
-  bool ok = !collAborted(h);
-  if (!ok && linearThreadIndex() == 0) collAdopt(h);  // a member stopped the team earlier
+  bool ok = collStart(h);
   if (ok && kind == kCollBroadcast && job.record.algo == kAlgoTwoShot) {
     ok = collRunBroadcastTwoShot(h, job, &r);
   }
