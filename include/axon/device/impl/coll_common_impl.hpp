@@ -213,10 +213,12 @@ AXON_DEVICE_INLINE bool collAborted(const CollHandle& h) {
   return loadRelaxedSys(&collAbortArea(h, h.myIndex)->state) != 0ull;
 }
 
-// The start of every call on a channel: false when a member stopped the team's collectives
-// earlier (its report is then copied into this PE's, by thread 0).
+// The start of every call on a channel, by the whole block: false in every thread when a member
+// stopped the team's collectives earlier (its report is then copied into this PE's, by thread 0).
+// One verdict for the block: a report landing while its threads read the abort area must not
+// send some of them into the rounds, whose barriers the others would then never reach.
 AXON_DEVICE_INLINE bool collStart(const CollHandle& h) {
-  const bool ok = !collAborted(h);
+  const bool ok = __syncthreads_or(collAborted(h) ? 1 : 0) == 0;
   if (!ok && linearThreadIndex() == 0) collAdopt(h);
   return ok;
 }
