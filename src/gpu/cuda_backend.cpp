@@ -8,6 +8,7 @@
 
 #include "core/log.hpp"
 #include "core/runtime.hpp"
+#include "gpu/copy_async.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "gpu/gpu_coll_workspace.hpp"
@@ -250,13 +251,18 @@ class CudaBackend final : public GpuBackend {
   void pinHost(void* p, std::size_t bytes) override {
     makeCurrent();
     CUresult r = cu_.cuMemHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+    // Split copies at its edges even where it failed: a copy may still cross into a pinned neighbour.
+    processPinnedRanges().add(p, bytes);
     if (r != CUDA_SUCCESS) {
       log(LogLevel::Warn, myPe_, "cannot pin " + std::to_string(bytes) + " bytes of the host heap for the GPU (" +
                                      cuResultText(r) + "); copies to it will be slower (check ulimit -l)");
     }
   }
 
-  void unpinHost(void* p) override { cu_.cuMemHostUnregister(p); }
+  void unpinHost(void* p) override {
+    cu_.cuMemHostUnregister(p);
+    processPinnedRanges().remove(p);
+  }
 
   void memsetLocal(void* p, int value, std::size_t bytes) override {
     makeCurrent();
@@ -273,15 +279,13 @@ class CudaBackend final : public GpuBackend {
   void copyLocalOnStream(void* dst, const void* src, std::size_t bytes, void* stream) override {
     if (bytes == 0) return;
     makeCurrent();
-    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
-                              static_cast<CUstream>(stream)),
+    cuCheck(copyAsync(cu_, dst, src, bytes, static_cast<CUstream>(stream)),
             "cuMemcpyAsync (collective on a team of one)");
   }
 
   void copyLocal(void* dst, const void* src, std::size_t bytes) override {
     makeCurrent();
-    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
-            "cuMemcpyAsync");
+    cuCheck(copyAsync(cu_, dst, src, bytes, stream_), "cuMemcpyAsync");
     cuCheck(cu_.cuStreamSynchronize(stream_), "cuMemcpyAsync");
   }
 
@@ -295,8 +299,7 @@ class CudaBackend final : public GpuBackend {
                              "put_on_stream to PE " + std::to_string(dst.pe) + " (staged)");
       return;
     }
-    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(mappedOrThrow(dst, "put_on_stream")),
-                              reinterpret_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(stream)),
+    cuCheck(copyAsync(cu_, mappedOrThrow(dst, "put_on_stream"), src, bytes, static_cast<CUstream>(stream)),
             "put_on_stream: cuMemcpyAsync");
   }
 
@@ -308,9 +311,7 @@ class CudaBackend final : public GpuBackend {
                              "get_on_stream from PE " + std::to_string(src.pe) + " (staged)");
       return;
     }
-    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
-                              reinterpret_cast<CUdeviceptr>(mappedOrThrow(src, "get_on_stream")), bytes,
-                              static_cast<CUstream>(stream)),
+    cuCheck(copyAsync(cu_, dst, mappedOrThrow(src, "get_on_stream"), bytes, static_cast<CUstream>(stream)),
             "get_on_stream: cuMemcpyAsync");
   }
 

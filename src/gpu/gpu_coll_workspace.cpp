@@ -10,6 +10,7 @@
 #include "core/log.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
+#include "gpu/copy_async.hpp"
 #include "gpu/gpu_heap.hpp"
 
 namespace axon::gpu {
@@ -52,8 +53,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
   void copy(void* dst, const void* src, std::size_t bytes) override {
     if (bytes == 0) return;
     makeCurrent();
-    cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
-            "cuMemcpyAsync (collective staging)");
+    cuCheck(copyAsync(cu_, dst, src, bytes, stream_), "cuMemcpyAsync (collective staging)");
     cuCheck(cu_.cuStreamSynchronize(stream_), "waiting for a collective's staging copy");
   }
 

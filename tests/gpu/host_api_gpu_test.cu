@@ -199,6 +199,41 @@ TEST(HostHeap, MallocHostIsPinnedAndReachableFromDeviceCopies) {
   axon::free(h);
 }
 
+TEST(HostHeap, CopiesBetweenGpuAndHostHeapCrossItsGrowths) {
+  // Each growth of the host heap is pinned as a registration of its own, and the driver rejects a
+  // copy that runs past the end of one: 20 MiB blocks with the default 16 MiB growth straddle them.
+  const std::size_t n = 20u << 20, count = n / sizeof(std::uint32_t);
+  std::vector<std::uint32_t*> blocks;
+  for (int i = 0; i < 3; ++i) blocks.push_back(static_cast<std::uint32_t*>(axon::mallocHost(n)));
+  auto* d = static_cast<std::uint32_t*>(axon::malloc(n));  // symmetric: the source of a get
+  std::uint32_t* back = nullptr;
+  CUDA_OK(cudaMalloc(&back, n));
+  std::vector<std::uint32_t> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::uint32_t>(i * 2654435761u + me());
+  fromHost(d, v);
+  const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  for (auto* b : blocks) {
+    axon::get(b, d, n, me());  // this GPU -> this PE's host heap
+    for (std::size_t i = 0; i < count; i += 4099) ASSERT_EQ(b[i], v[i]) << "element " << i;
+    ASSERT_EQ(b[count - 1], v[count - 1]);
+  }
+  axon::barrierAll();
+  for (auto* b : blocks) axon::put(b, d, n, right);  // this GPU -> the right PE's host heap
+  axon::barrierAll();
+  for (auto* b : blocks) {
+    axon::get(back, b, n, me());  // this PE's host heap -> this GPU
+    auto got = toHost(back, count);
+    for (std::size_t i = 0; i < count; i += 4099) {
+      ASSERT_EQ(got[i], static_cast<std::uint32_t>(i * 2654435761u + left)) << "element " << i;
+    }
+    ASSERT_EQ(got[count - 1], static_cast<std::uint32_t>((count - 1) * 2654435761u + left));
+  }
+  axon::barrierAll();
+  cudaFree(back);
+  axon::free(d);
+  for (auto* b : blocks) axon::free(b);
+}
+
 TEST(BadInput, DevicePointersOutsideTheHeap) {
   int* notSymmetric = nullptr;
   CUDA_OK(cudaMalloc(&notSymmetric, 256));

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "gpu/copy_async.hpp"
 #include "kernels/kernels.hpp"
 
 namespace axon::gpu {
@@ -23,7 +24,7 @@ void* CudaIpcTransport::target(const RemoteRef& ref, const char* api) const {
 }
 
 void CudaIpcTransport::enqueueCopy(void* dst, const void* src, std::size_t bytes, const char* api) {
-  cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
+  cuCheck(copyAsync(cu_, dst, src, bytes, stream_),
           std::string("axon: ") + api + ": cuMemcpyAsync of " + std::to_string(bytes) + " bytes");
   pending_ = true;
 }

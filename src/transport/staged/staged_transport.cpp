@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/runtime.hpp"
+#include "gpu/copy_async.hpp"
 #include "onesided/wait.hpp"
 
 namespace axon::staged {
@@ -66,9 +67,8 @@ void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t byt
       const std::uint64_t seq = base + issued + 1;
       claim(pe, slots, seq, "put");
       CUstream s = stream_;
-      gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
-                                     reinterpret_cast<CUdeviceptr>(static_cast<const char*>(src) + issued * chunk),
-                                     lengthOf(issued), s),
+      gpu::cuCheck(gpu::copyAsync(cu_, dataOf(channel, chunk_, seq % kStageSlots),
+                                  static_cast<const char*>(src) + issued * chunk, lengthOf(issued), s),
                    "staged put: copy to pinned host memory");
       gpu::cuCheck(cu_.cuEventRecord(events_[seq % kStageSlots], s), "staged put: cuEventRecord");
       ++issued;
@@ -114,9 +114,8 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
     const std::uint64_t seq = base + k + 1;
     awaitDone(pe, slots[seq % kStageSlots], seq, "get");
     CUstream s = stream_;
-    gpu::cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(static_cast<char*>(dst) + k * chunk),
-                                   reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, seq % kStageSlots)),
-                                   lengthOf(k), s),
+    gpu::cuCheck(gpu::copyAsync(cu_, static_cast<char*>(dst) + k * chunk, dataOf(channel, chunk_, seq % kStageSlots),
+                                lengthOf(k), s),
                  "staged get: copy from pinned host memory");
     gpu::cuCheck(cu_.cuStreamSynchronize(s), "staged get: waiting for the copy");
     if (requested < n) request(requested++);
