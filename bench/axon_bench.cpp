@@ -2,14 +2,17 @@
 // sweep of message sizes, between PE 0 and PE 1 (further PEs only take part in the barriers).
 //
 //   axon run -n 2 build/bench/axon_bench TEST [-m MIN:MAX | -b MIN -e MAX -f FACTOR] [-i ITERS]
-//                                              [-x WARMUP] [-d LOCAL REMOTE] [--no-validate]
+//                                              [-x WARMUP] [-d LOCAL REMOTE] [--no-validate] [--via-host]
 //
 // Tests (OSU micro-benchmark conventions, on put/get/put_signal instead of send/recv):
 //   latency         put_signal ping-pong; ONE-WAY latency = round trip / 2 (osu_latency)
 //   bw              windows of 64 put_nbi to PE 1, quiet, a signal, an ack per window (osu_bw)
 //   bibw            PE 0 and PE 1 both run the bw pattern at once; the sum is reported (osu_bibw)
 //   pingping        both PEs put_signal to each other at once and wait for the other's; time per
-//                   exchange and bytes sent by ONE PE / time
+//                   exchange and bytes sent by ONE PE / time. With --via-host (GPU buffers only),
+//                   GPU data staged by hand through host memory, as "CUDA-staged MPI" does: copy
+//                   the GPU source to a pinned host buffer, put_signal between host buffers, copy
+//                   what arrived to the GPU destination; the time covers all three
 //   put_lat/get_lat one blocking put (+ quiet) / get at a time
 //   put_bw/get_bw   windows of 64 put_nbi / get_nbi, then quiet
 //   put_signal_rtt  put_signal ping-pong, reported as the ROUND TRIP
@@ -89,6 +92,7 @@ struct Options {
   bool localDev = false, remoteDev = false;
   bool placementGiven = false;
   bool validate = true;
+  bool viaHost = false;  // pingping: stage GPU data through host memory by hand
   int settleMs = 200;
 };
 
@@ -138,6 +142,8 @@ Options parse(int argc, char** argv) {
       o.settleMs = static_cast<int>(parseCount(value(a), "--settle-ms", 0));
     } else if (a == "--no-validate") {
       o.validate = false;
+    } else if (a == "--via-host") {
+      o.viaHost = true;
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError{"unknown option " + a};
     } else if (o.test == nullptr) {
@@ -154,6 +160,10 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.test == nullptr) throw UsageError{"no test given (e.g. axon_bench latency)"};
+  if (o.viaHost && o.test->test != Test::PingPing) throw UsageError{"--via-host is an option of pingping only"};
+  if (o.viaHost && o.placementGiven && !(o.localDev && o.remoteDev)) {
+    throw UsageError{"--via-host stages GPU data through the host: it takes -d D D"};
+  }
   if (o.minBytes > o.maxBytes) {
     throw UsageError{"the smallest size (" + std::to_string(o.minBytes) + ") is larger than the largest (" +
                      std::to_string(o.maxBytes) + ")"};
@@ -196,6 +206,8 @@ struct Ctx {
   std::uint64_t* sig = nullptr;     // symmetric, host heap
   double* box = nullptr;            // symmetric, host heap: PE 1 reports numbers to PE 0 here
   std::uint64_t seq = 0;            // signal values: both PEs advance it identically
+  unsigned char* hostSend = nullptr;  // --via-host: pinned symmetric host buffers
+  unsigned char* hostRecv = nullptr;
 };
 
 // Symmetric signal words (each PE's copy is written by its peer).
@@ -315,8 +327,18 @@ double runPingPing(Ctx& c, std::size_t bytes, long iters, long warmup, Check& ch
       fill(c, c.local, c.opt.localDev, bytes, i, c.me);
       excluded += seconds(f0, Clock::now());
     }
-    axon::putSignal(c.remote, c.local, bytes, &c.sig[kExchFrom0 + c.me], c.seq, axon::SignalOp::Set, c.peer);
-    axon::signalWaitUntil(&c.sig[kExchFrom0 + c.peer], axon::Cmp::Ge, c.seq);
+    if (c.opt.viaHost) {
+      // By hand: GPU -> this host, host -> peer's host, then (once the peer's data is here)
+      // host -> GPU. The host buffers are pinned (axon::mallocHost); a get or put to this PE
+      // itself is a plain copy between its own GPU and host memory.
+      axon::get(c.hostSend, c.local, bytes, c.me);
+      axon::putSignal(c.hostRecv, c.hostSend, bytes, &c.sig[kExchFrom0 + c.me], c.seq, axon::SignalOp::Set, c.peer);
+      axon::signalWaitUntil(&c.sig[kExchFrom0 + c.peer], axon::Cmp::Ge, c.seq);
+      axon::put(c.remote, c.hostRecv, bytes, c.me);
+    } else {
+      axon::putSignal(c.remote, c.local, bytes, &c.sig[kExchFrom0 + c.me], c.seq, axon::SignalOp::Set, c.peer);
+      axon::signalWaitUntil(&c.sig[kExchFrom0 + c.peer], axon::Cmp::Ge, c.seq);
+    }
   }
   check = {true, c.peer};
   return seconds(t0, Clock::now()) - excluded;
@@ -532,6 +554,7 @@ void emitHeader(const Ctx& c, const std::vector<std::size_t>& sizes) {
                   ", \"remote\": " + jsonString(o.remoteDev ? "D" : "H") +
                   ", \"window\": " + std::to_string(c.test->windowed ? kWindow : 1) +
                   ", \"validate\": " + (o.validate ? "true" : "false") +
+                  ", \"via_host\": " + (o.viaHost ? "true" : "false") +
                   ", \"settle_ms\": " + std::to_string(o.settleMs) +
                   ", \"iters\": " + (o.iters > 0 ? std::to_string(o.iters) : "null") +
                   ", \"warmup\": " + (o.warmup >= 0 ? std::to_string(o.warmup) : "null") +
@@ -558,7 +581,7 @@ void emitRow(const Ctx& c, const Row& r) {
 int run(Options opt) {
   axon::init();
   // Without -d: GPU memory on both sides where the GPU backend is on, host memory otherwise.
-  if (!opt.placementGiven && axon::gpuEnabled()) opt.localDev = opt.remoteDev = true;
+  if (!opt.placementGiven && (axon::gpuEnabled() || opt.viaHost)) opt.localDev = opt.remoteDev = true;
   Ctx c;
   c.opt = opt;
   c.test = opt.test;
@@ -596,6 +619,10 @@ int run(Options opt) {
   }
   c.remote = static_cast<unsigned char*>(opt.remoteDev ? axon::malloc(cap) : axon::mallocHost(cap));
   if (opt.localDev || opt.remoteDev) c.staging.resize(cap);
+  if (opt.viaHost) {
+    c.hostSend = static_cast<unsigned char*>(axon::mallocHost(cap));
+    c.hostRecv = static_cast<unsigned char*>(axon::mallocHost(cap));
+  }
   c.sig = static_cast<std::uint64_t*>(axon::mallocHost(16 * sizeof(std::uint64_t)));
   c.box = static_cast<double*>(axon::mallocHost(8 * sizeof(double)));
   std::memset(c.sig, 0, 16 * sizeof(std::uint64_t));
@@ -617,6 +644,10 @@ int run(Options opt) {
 
   axon::free(c.box);
   axon::free(c.sig);
+  if (opt.viaHost) {
+    axon::free(c.hostRecv);
+    axon::free(c.hostSend);
+  }
   axon::free(c.remote);
   if (opt.localDev) axon::free(c.local);
   axon::finalize();

@@ -5,8 +5,8 @@
 //       [-b MIN -e MAX -f FACTOR | -m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TYPE] [-o OP] [-r ROOT]
 //       [-d D|H] [--no-validate] [--nccl LIBNCCL]
 //
-// With -d D the calls are the stream-ordered forms: `iters` calls enqueued back to back, then one
-// wait for the stream, as nccl-tests does. With --nccl, NCCL runs the same sizes on the same
+// With -d D (the default where the GPU backend is on) the calls are the stream-ordered forms:
+// `iters` calls enqueued back to back, then one wait for the stream, as nccl-tests does. With --nccl, NCCL runs the same sizes on the same
 // buffers and stream right after axon, in the same run; its rows carry "impl": "nccl".
 //
 // As in nccl-tests: size is the bytes of the largest buffer of a PE (allgather: the output;
@@ -43,6 +43,7 @@ struct CollOptions {
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
   bool device = false;
+  bool placementGiven = false;  // without -d: GPU buffers where the GPU backend is on
   bool validate = true;
   std::string nccl;  // libnccl to compare with ("" = none)
 };
@@ -91,6 +92,7 @@ CollOptions parseColl(int argc, char** argv) {
       std::string v = value();
       if (v != "D" && v != "H") throw UsageError{"-d takes D (GPU memory) or H (host memory) for the collectives, got '" + v + "'"};
       o.device = v == "D";
+      o.placementGiven = true;
     } else if (a == "--no-validate") o.validate = false;
     else if (a == "--nccl") o.nccl = value();
     else throw UsageError{"unknown option " + a};
@@ -254,10 +256,10 @@ Measured measure(const CollOptions& o, const Impl& impl, const Team& team, const
   // One validated call on fresh, exactly representable inputs.
   std::vector<char> in(s.src * e), out;
   const bool rootOnly = o.coll == Collective::Reduce;
-  for (std::size_t i = 0; i < s.src; ++i) {
-    const int from = o.coll == Collective::Broadcast ? o.root : me;
-    storeAt(o.type, in.data(), i, inputAt(o.op, from, i));
-  }
+  // Broadcast: only the root holds the data; the others hold zeros (no input is zero), so that an
+  // in-place call that delivers nothing is counted wrong.
+  const bool zeros = o.coll == Collective::Broadcast && me != o.root;
+  for (std::size_t i = 0; i < s.src; ++i) storeAt(o.type, in.data(), i, zeros ? 0.0 : inputAt(o.op, me, i));
   // GPU buffers are symmetric (axon::malloc): a put/get to this PE itself copies them.
   if (o.device) axon::put(const_cast<char*>(src), in.data(), in.size(), myPe());
   else std::memcpy(const_cast<char*>(src), in.data(), in.size());
@@ -316,6 +318,10 @@ int runCollectiveBench(int argc, char** argv) {
     if (me == 0) emitError("axon_bench", "-r " + std::to_string(o.root) + " is not a PE of " + std::to_string(n), true);
     axon::finalize();
     return 2;
+  }
+  if (!o.placementGiven) {
+    o.device = gpuEnabled();
+    if (!o.device) o.nccl.clear();  // nothing to compare on without GPUs (axon bench says so)
   }
   if (!o.nccl.empty() && !o.device) {
     if (me == 0) emitError("axon_bench", "--nccl compares on GPU buffers: add -d D", true);

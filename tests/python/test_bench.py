@@ -80,6 +80,8 @@ def test_size_label():
     (["allreduce", "--op", "mean"], "--op 'mean' is not one of sum, prod, min, max"),
     (["broadcast", "--root", "2"], "--root 2 is not one of the 2 PEs"),
     (["allgather", "-d", "H", "D"], "a collective's buffers are all in one place"),
+    (["latency", "--via-host"], "--via-host is an option of pingping only"),
+    (["pingping", "--via-host", "-d", "H", "H"], "--via-host stages GPU data through the host: it takes -d D D"),
     ([], "the following arguments are required: TEST"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
@@ -162,9 +164,14 @@ def test_compare_notes_without_and_with_gpu():
     notes = bench.compare_notes(peers, have_gpu=False)
     assert [n["note"] for n in notes] == ["NCCL: skipped, needs GPUs (libnccl.so found)",
                                           "NVSHMEM: skipped, needs GPUs (libnvshmem_host.so not found)"]
-    notes = bench.compare_notes(peers, have_gpu=True)
-    assert notes[0]["status"] == "not_run" and "only NCCL's collectives" in notes[0]["note"]
+    notes = bench.compare_notes(peers, have_gpu=True, test="latency")
+    assert notes[0]["status"] == "not_run" and "compared on allgather, allreduce" in notes[0]["note"]
     assert notes[1]["status"] == "skipped"
+    notes = bench.compare_notes(peers, have_gpu=True, test="allreduce", gpu_buffers=False)
+    assert notes[0]["note"] == "NCCL: not run, it is compared on GPU buffers (-d D D) only"
+    found = [{**peers[1], "found": True, "where": "/x/libnvshmem_host.so.3"}]
+    notes = bench.compare_notes(found, have_gpu=True, test="allreduce")
+    assert notes[0]["status"] == "not_run" and "does not drive it yet" in notes[0]["note"]
     notes = bench.compare_notes(peers, have_gpu=True, ran=frozenset({"NCCL"}))
     assert notes[0]["status"] == "run" and "/x/libnccl.so.2" in notes[0]["note"]
     detected = bench.detect_peers()
@@ -259,6 +266,58 @@ def test_collective_table_with_nccl_prints_both_and_the_ratio():
     lines = bench.table_lines("allreduce", header, rows, [{"impl": "nccl", "version": "2.28.3"}])
     assert any("(axon)" in x for x in lines) and any("(NCCL 2.28.3)" in x for x in lines)
     assert any(x.split() == ["8", "2.50x", "2.00x"] for x in lines), lines
+
+
+def test_collective_table_with_pytorch_shows_missing_forms_as_dashes():
+    header = {"pes": 4, "backend": "gpu", "placement": "D", "validate": True}
+    side = lambda t: {"time_us": t, "algbw_gbs": 1.0, "busbw_gbs": 1.5, "wrong": 0}
+    none = {"time_us": None, "algbw_gbs": None, "busbw_gbs": None, "wrong": None}
+    rows = [{"impl": "axon", "size": 64, "count": 16, "dtype": "float32", "redop": "sum", "root": 0,
+             "algorithm": "oneshot", "out_of_place": side(4.0), "in_place": side(5.0)},
+            {"impl": "pytorch-nccl", "size": 64, "count": 16, "dtype": "float32", "redop": "sum", "root": 0,
+             "algorithm": "pytorch-nccl", "out_of_place": none, "in_place": side(40.0)},
+            {"impl": "pytorch-symm-mem", "size": 64, "count": 16, "dtype": "float32", "redop": "sum",
+             "root": 0, "algorithm": "pytorch-symm-mem", "out_of_place": side(12.0), "in_place": side(20.0)}]
+    peers = [{"impl": "pytorch-nccl", "version": "torch 2.11, NCCL 2.28.3"}]
+    lines = bench.table_lines("allreduce", header, rows, peers)
+    assert any("(PyTorch NCCL (torch 2.11, NCCL 2.28.3))" in x for x in lines), lines
+    assert any("(PyTorch symmetric memory)" in x for x in lines)
+    torch_row = next(x for x in lines if "pytorch-nccl" in x)
+    assert torch_row.split()[6:10] == ["-", "-", "-", "-"]  # no out-of-place all_reduce in PyTorch
+    ratios = [x.split() for x in lines if x.split()[:1] == ["64"] and x.split()[-1].endswith("x")]
+    assert ratios == [["64", "-", "8.00x"], ["64", "3.00x", "4.00x"]]
+
+
+def test_point_to_point_table_with_a_peer_prints_its_rows_and_the_ratio():
+    header = {"pes": 2, "backend": "gpu", "placement": "D D", "validate": True}
+    rows = [{"size": 8, "time_us": 2.0, "bw_gbs": 0.004, "wrong": 0},
+            {"impl": "pytorch-nccl", "size": 8, "time_us": 30.0, "bw_gbs": 0.0003, "wrong": 0}]
+    lines = bench.table_lines("latency", header, rows, [{"impl": "pytorch-nccl", "version": "torch 2.11"}])
+    axon_rows = [x for x in lines if not x.startswith("#") and x.strip()]
+    assert axon_rows[0].split() == ["8", "2.00", "0"]
+    assert axon_rows[1].split() == ["8", "30.00", "15.00x"]
+    assert any(x.startswith("# PyTorch NCCL (torch 2.11): the same test") for x in lines)
+
+
+def test_torch_peer_command_carries_the_request():
+    args = bench.build_parser().parse_args(["allgather", "-m", "8:64", "-i", "7", "-x", "1", "--pes", "4",
+                                            "--dtype", "int32", "--op", "max", "--no-validate"])
+    req = bench.validate(args)
+    cmd = bench.torch_peer_command(req, [8, 64], 12345)
+    assert cmd[cmd.index("-n") + 1] == "4"
+    tail = cmd[cmd.index("axon.tools.torch_peer") + 1:]
+    assert tail == ["allgather", "--sizes", "8,64", "--port", "12345", "-i", "7", "-x", "1",
+                    "--dtype", "int32", "--op", "max", "--root", "0", "--no-validate"]
+    from axon.tools import torch_peer
+    parsed = torch_peer.parse(tail)
+    assert parsed.sizes == [8, 64] and parsed.iters == 7 and parsed.validate is False
+
+
+def test_via_host_reaches_the_driver_and_the_label():
+    req = bench.validate(bench.build_parser().parse_args(["pingping", "--via-host"]))
+    assert req.via_host and "--via-host" in req.driver_args()
+    doc = bench.bench_document(req, {"placement": "D D"}, [], ["cmd"], None)
+    assert doc["label"] == "axon pingping D D via host"
 
 
 @pytest.mark.parametrize("test", list(bench.COLLECTIVES))

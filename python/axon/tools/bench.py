@@ -188,6 +188,7 @@ class Request:
     op: str = "sum"
     root: int = 0
     nccl: str | None = None  # libnccl to run beside axon (collectives on GPU buffers, --compare)
+    via_host: bool = False   # pingping: GPU data staged through host memory by hand
 
     @property
     def collective(self) -> bool:
@@ -214,6 +215,8 @@ class Request:
             args += ["-d", *self.placement]
         if not self.validate:
             args.append("--no-validate")
+        if self.via_host:
+            args.append("--via-host")
         if self.nccl:
             args += ["--nccl", self.nccl]
         if self.settle_ms is not None and not self.collective:
@@ -259,7 +262,13 @@ def validate(args: argparse.Namespace) -> Request:
             raise UsageError(f"--op {op!r} is not one of {', '.join(OPS)}")
         if root >= pes:
             raise UsageError(f"--root {root} is not one of the {pes} PEs (--pes)")
-    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op, root)
+    via_host = bool(getattr(args, "via_host", False))
+    if via_host and test != "pingping":
+        raise UsageError("--via-host is an option of pingping only")
+    if via_host and placement not in (None, ("D", "D")):
+        raise UsageError("--via-host stages GPU data through the host: it takes -d D D")
+    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
+                   root, via_host=via_host)
 
 
 # --------------------------------------------------------------------------
@@ -301,11 +310,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", metavar="TYPE", help="collectives: element type (default float32)")
     parser.add_argument("--op", metavar="OP", help="collectives: sum, prod, min or max (default sum)")
     parser.add_argument("--root", metavar="PE", help="broadcast and reduce: the root (default 0)")
+    parser.add_argument("--via-host", action="store_true",
+                        help="pingping on GPU buffers staged through host memory by hand: copy to a "
+                             "pinned host buffer, exchange host buffers, copy to the GPU (the "
+                             "'CUDA-staged MPI' of the ping-ping reference)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON (see axon plot)")
     parser.add_argument("--compare", action="store_true",
-                        help="collectives on GPU buffers (-d D D): run NCCL on the same buffers in "
-                             "the same program and print the ratio; other tests and peers (PyTorch, "
-                             "NVSHMEM): say which this machine has")
+                        help="run the peers this machine has beside axon, on GPU buffers (-d D D), "
+                             "and print the ratios: NCCL on the same buffers in the same program "
+                             "(collectives), PyTorch (torch.distributed NCCL: collectives, latency, "
+                             "pingping; symmetric memory: allreduce) right after; say which peers "
+                             "are missing or not driven (NVSHMEM)")
     parser.set_defaults(handler=run_bench)
 
 
@@ -446,21 +461,39 @@ def detect_peers() -> list[dict]:
     ]
 
 
-def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = frozenset()) -> list[dict]:
-    """One note per peer: 'run' for the peers in `ran` (NCCL beside the collectives on GPU
-    buffers), else why not. The point-to-point tests, PyTorch and NVSHMEM are not compared yet."""
+#: What each peer is run on: (tests, how). PyTorch NCCL covers the point-to-point tests that
+#: NCCL's send/recv can express; NVSHMEM is detected but not driven yet.
+PEER_SCOPE = {
+    "NCCL": (frozenset(COLLECTIVES), "in the same program on the same buffers"),
+    "PyTorch NCCL": (frozenset(COLLECTIVES) | {"latency", "pingping"},
+                     "right after axon, through torch.distributed on the same GPUs and sizes"),
+}
+TORCH_TESTS = PEER_SCOPE["PyTorch NCCL"][0]
+
+
+def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = frozenset(),
+                  test: str | None = None, gpu_buffers: bool = True) -> list[dict]:
+    """One note per peer: 'run' for the peers in `ran`, else why not."""
     out = []
     for p in peers:
         state = f"{p['what']} {'found' if p['found'] else 'not found'}"
+        tests, how = PEER_SCOPE.get(p["peer"], (frozenset(), ""))
         if p["peer"] in ran:
-            status, note = "run", f"{p['peer']}: run in the same program on the same buffers ({p['where']})"
+            status, note = "run", f"{p['peer']}: run {how} ({p['where']})"
         elif not have_gpu:
             status, note = "skipped", f"{p['peer']}: skipped, needs GPUs ({state})"
         elif not p["found"]:
             status, note = "skipped", f"{p['peer']}: skipped ({state})"
+        elif not tests:
+            status, note = "not_run", (f"{p['peer']}: not run, axon bench does not drive it yet "
+                                       f"({state} at {p['where']})")
+        elif test is not None and test not in tests:
+            status, note = "not_run", (f"{p['peer']}: not run, it is compared on "
+                                       f"{', '.join(sorted(tests))} only ({state})")
+        elif not gpu_buffers:
+            status, note = "not_run", f"{p['peer']}: not run, it is compared on GPU buffers (-d D D) only"
         else:
-            status, note = "not_run", (f"{p['peer']}: not run, only NCCL's collectives on GPU buffers "
-                                       f"(-d D D) are compared so far ({state} at {p['where']})")
+            status, note = "not_run", f"{p['peer']}: not run ({state} at {p['where']})"
         out.append({**p, "status": status, "note": note})
     return out
 
@@ -479,6 +512,7 @@ class Outcome:
     stderr: list[str]
     other: list[str]
     peers: list[dict] = field(default_factory=list)  # comparison peers the driver ran
+    notes: list[dict] = field(default_factory=list)  # what a peer could not run, and why
 
 
 def _reader(stream, tag: str, q: queue.Queue) -> None:
@@ -547,7 +581,13 @@ class _Progress:
 def run_driver(driver: Path, req: Request, progress: bool,
                on_result: Callable[[dict], None] | None = None) -> Outcome:
     """Runs the driver through the launcher, reading its JSON lines as they come."""
-    cmd = launch_command(driver, req)
+    return run_launched(launch_command(driver, req), req, progress, on_result)
+
+
+def run_launched(cmd: list[str], req: Request, progress: bool,
+                 on_result: Callable[[dict], None] | None = None, what: str | None = None) -> Outcome:
+    """Runs `cmd` (a launcher command whose PE 0 prints JSON lines: header, result, peer, note,
+    error, done), reading the lines as they come and showing progress over req's sizes."""
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=_child_env())
@@ -559,7 +599,7 @@ def run_driver(driver: Path, req: Request, progress: bool,
     for t in threads:
         t.start()
     out = Outcome(None, [], None, 0, [], [])
-    bar = _Progress(progress, req.sizes(), req.test)
+    bar = _Progress(progress, req.sizes(), what or req.test)
     start = time.monotonic()
     open_streams = 2
     try:
@@ -596,6 +636,8 @@ def run_driver(driver: Path, req: Request, progress: bool,
                 out.error = record
             elif kind == "peer":
                 out.peers.append(record)
+            elif kind == "note":
+                out.notes.append(record)
             elif kind != "done":
                 out.other.append(line)
         out.returncode = proc.wait()
@@ -628,27 +670,47 @@ def _fmt(value: Any) -> str:
     return f"{v:.3g}"
 
 
+#: How the tables name each implementation a run can carry (the JSON's "impl").
+IMPL_NAMES = {"axon": "axon", "nccl": "NCCL", "pytorch-nccl": "PyTorch NCCL",
+              "pytorch-symm-mem": "PyTorch symmetric memory"}
+
+
+def _impl_title(impl: str, peers: list[dict] | None) -> str:
+    version = next((p.get("version") for p in peers or [] if p.get("impl") == impl), None)
+    name = IMPL_NAMES.get(impl, impl)
+    return f"{name} {version}" if impl == "nccl" and version else f"{name} ({version})" if version else name
+
+
+def _by_impl(results: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {"axon": []}
+    for r in results:
+        out.setdefault(r.get("impl", "axon"), []).append(r)
+    return out
+
+
+def _ratio(axon_us: Any, peer_us: Any) -> str:
+    return f"{peer_us / axon_us:.2f}x" if axon_us and peer_us else "-"
+
+
 def collective_table_lines(test: str, header: dict | None, results: list[dict],
                            peers: list[dict] | None = None) -> list[str]:
     """The nccl-tests table: out-of-place then in-place time, algbw, busbw and #wrong per size;
-    with NCCL beside axon, its table and the ratio of the two times per size."""
-    mine = [r for r in results if r.get("impl", "axon") == "axon"]
-    nccl = [r for r in results if r.get("impl") == "nccl"]
+    with peers beside axon (NCCL, PyTorch), a table for each and the ratio of the times."""
+    impls = _by_impl(results)
+    mine = impls.pop("axon")
     lines = _one_collective_table(test, header, mine, "axon")
-    if nccl:
-        version = next((p.get("version") for p in peers or [] if p.get("impl") == "nccl"), "?")
-        lines += [""] + _one_collective_table(test, header, nccl, f"NCCL {version}")
-        lines += ["", f"# axon vs NCCL, same run, same buffers: NCCL time / axon time (> 1: axon faster)",
+    for impl, rows in impls.items():
+        name = IMPL_NAMES.get(impl, impl)
+        lines += [""] + _one_collective_table(test, header, rows, _impl_title(impl, peers))
+        lines += ["", f"# axon vs {name}, same run, same sizes: {name} time / axon time (> 1: axon faster)",
                   "#" + "size (B)".rjust(11) + "out-of-place".rjust(14) + "in-place".rjust(11)]
-        by_size = {r.get("size"): r for r in nccl}
+        by_size = {r.get("size"): r for r in rows}
         for r in mine:
             n = by_size.get(r.get("size"))
-            if not n:
-                continue
-            def ratio(side: str) -> str:
-                a, b = r.get(side, {}).get("time_us"), n.get(side, {}).get("time_us")
-                return f"{b / a:.2f}x" if a and b else "-"
-            lines.append(f"{r.get('size'):>12}{ratio('out_of_place'):>14}{ratio('in_place'):>11}")
+            if n:
+                ratios = [_ratio(r.get(side, {}).get("time_us"), n.get(side, {}).get("time_us"))
+                          for side in ("out_of_place", "in_place")]
+                lines.append(f"{r.get('size'):>12}{ratios[0]:>14}{ratios[1]:>11}")
     return lines
 
 
@@ -675,7 +737,7 @@ def _one_collective_table(test: str, header: dict | None, results: list[dict], i
 
     for r in results:
         lines.append(f"{r.get('size', '?'):>12}{r.get('count', '?'):>13}{r.get('dtype', '?'):>10}"
-                     f"{r.get('redop', '?'):>7}{r.get('root', '?'):>6}{r.get('algorithm', '?'):>9}"
+                     f"{r.get('redop', '?'):>7}{r.get('root', '?'):>6}{' ' + str(r.get('algorithm', '?')):>9}"
                      f"      {side(r.get('out_of_place', {}))}      {side(r.get('in_place', {}))}")
     return lines
 
@@ -693,10 +755,13 @@ def table_lines(test: str, header: dict | None, results: list[dict],
     lines.append(
         f"# {h.get('pes', '?')} PEs (PE 0 and PE 1 measure), {backend} backend"
         + (f" ({why})" if backend == "host" and why else "")
-        + f", placement {h.get('placement', '?')} (local source, remote destination), "
+        + f", placement {h.get('placement', '?')} (local source, remote destination"
+        + ("; staged through host memory by hand" if h.get("via_host") else "") + "), "
         + f"validation {'on' if h.get('validate', True) else 'off'}")
     lines.append("# times in microseconds; GB/s = 1e9 bytes per second"
                  + (f"; limit: {h['limit_name']}" if h.get("limit_name") else ""))
+    impls = _by_impl(results)
+    results = impls.pop("axon")
     has_limit = any("limit" in r for r in results)
     main_field, main_head = spec.columns[-1] if spec.metric == "bandwidth" else spec.columns[0]
     heads = [head for _, head in spec.columns]
@@ -713,6 +778,17 @@ def table_lines(test: str, header: dict | None, results: list[dict],
         wrong = r.get("wrong")
         cells.append("-" if wrong is None else str(wrong))
         lines.append(str(r.get("size")).ljust(12) + "".join(c.rjust(w + 2) for c, w in zip(cells, widths)))
+    for impl, rows in impls.items():
+        name = IMPL_NAMES.get(impl, impl)
+        lines += ["", f"# {_impl_title(impl, peers)}: the same test, sizes and GPUs, same run",
+                  "# " + "Size".ljust(10) + "".join(x.rjust(w + 2) for x, w in zip(heads[:len(spec.columns)], widths))
+                  + f"{name + ' / axon time':>26}"]
+        by_size = {r.get("size"): r for r in results}
+        for r in rows:
+            cells = [_fmt(r.get(field)) for field, _ in spec.columns]
+            ratio = _ratio((by_size.get(r.get("size")) or {}).get("time_us"), r.get("time_us"))
+            lines.append(str(r.get("size")).ljust(12) + "".join(c.rjust(w + 2) for c, w in zip(cells, widths))
+                         + f"{ratio:>26}")
     return lines
 
 
@@ -728,7 +804,7 @@ def bench_document(req: Request, header: dict | None, results: list[dict], comma
         "schema": 1,
         "test": req.test,
         "impl": "axon",
-        "label": f"axon {req.test} {placement}",
+        "label": f"axon {req.test} {placement}" + (" via host" if req.via_host else ""),
         "metric": TESTS[req.test].metric,
         "time_label": h.get("time_label", TESTS[req.test].summary),
         "config": config,
@@ -753,7 +829,7 @@ def run_bench(args: argparse.Namespace) -> int:
         return 1
 
     ran: frozenset[str] = frozenset()
-    if args.compare and req.collective and req.placement == ("D", "D"):
+    if args.compare and req.collective and req.placement in (None, ("D", "D")):
         nccl = next((p for p in detect_peers() if p["peer"] == "NCCL"), None)
         if nccl and nccl["found"]:
             req.nccl = nccl["where"]
@@ -781,15 +857,29 @@ def run_bench(args: argparse.Namespace) -> int:
         _print_stderr_tail(outcome)
         return 1
 
+    have_gpu = (outcome.header or {}).get("backend") == "gpu"
+    gpu_buffers = (outcome.header or {}).get("placement") in ("D", "D D") and not req.via_host
+    if not outcome.peers:
+        ran = frozenset()
+    peers = detect_peers() if args.compare else []
+    torch = next((p for p in peers if p["peer"] == "PyTorch NCCL"), None)
+    if torch and torch["found"] and have_gpu and gpu_buffers and req.test in TORCH_TESTS \
+            and outcome.returncode == 0:
+        status = run_torch_peer(req, outcome, interactive)
+        if status == "run":
+            ran = ran | {"PyTorch NCCL"}
+        elif status:
+            torch["found_but_failed"] = status
     for line in table_lines(req.test, outcome.header, outcome.results, outcome.peers):
         print(line)
     compare = None
     if args.compare:
-        have_gpu = (outcome.header or {}).get("backend") == "gpu"
-        compare = compare_notes(detect_peers(), have_gpu, ran if outcome.peers else frozenset())
+        compare = compare_notes(peers, have_gpu, ran, req.test, gpu_buffers)
         print("# --compare: peers on this machine")
         for c in compare:
-            print(f"# {c['note']}")
+            print(f"# {c['note']}" + (f"; it failed: {c['found_but_failed']}" if c.get("found_but_failed") else ""))
+        for n in outcome.notes:
+            print(f"# {n.get('note')}")
     sys.stdout.flush()
     for line in outcome.other:
         print(line, file=sys.stderr)
@@ -804,7 +894,10 @@ def run_bench(args: argparse.Namespace) -> int:
             print(f"{_PROG}: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
             return 1
 
-    wrong = sum(r.get("wrong") or 0 for r in outcome.results)
+    wrong = sum(r.get("wrong") or 0 for r in outcome.results if r.get("impl", "axon") == "axon")
+    peer_wrong = sum(r.get("wrong") or 0 for r in outcome.results if r.get("impl", "axon") != "axon")
+    if peer_wrong:
+        print(f"{_PROG}: note: a comparison peer got {peer_wrong} wrong value(s) (see its #wrong)", file=sys.stderr)
     if outcome.returncode != 0 or (not req.collective and len(outcome.results) < len(req.sizes())):
         print(f"{_PROG}: the driver stopped early (exit status {outcome.returncode}):", file=sys.stderr)
         _print_stderr_tail(outcome)
@@ -814,6 +907,51 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"{_PROG}: {wrong} {what} arrived wrong (see #wrong)", file=sys.stderr)
         return 1
     return 0
+
+
+def torch_peer_command(req: Request, sizes: list[int], port: int) -> list[str]:
+    """The launcher command that runs axon.tools.torch_peer on req.pes PEs."""
+    cmd = [sys.executable, "-m", "axon", "run", "-n", str(req.pes), "--no-prefix",
+           sys.executable, "-m", "axon.tools.torch_peer", req.test,
+           "--sizes", ",".join(str(s) for s in sizes), "--port", str(port)]
+    if req.iters is not None:
+        cmd += ["-i", str(req.iters)]
+    if req.warmup is not None:
+        cmd += ["-x", str(req.warmup)]
+    if req.collective:
+        cmd += ["--dtype", req.dtype, "--op", req.op, "--root", str(req.root)]
+    if not req.validate:
+        cmd.append("--no-validate")
+    return cmd
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_torch_peer(req: Request, outcome: Outcome, progress: bool) -> str:
+    """Runs PyTorch on the sizes the driver ran and adds its rows, peers and notes to `outcome`.
+    Returns "run", or one line saying why it failed (axon's own results stand either way)."""
+    sizes = [r["size"] for r in outcome.results if r.get("impl", "axon") == "axon" and "size" in r]
+    if not req.collective:
+        sizes = list((outcome.header or {}).get("sizes") or req.sizes())
+    if not sizes:
+        return ""
+    cmd = torch_peer_command(req, sizes, _free_port())
+    try:
+        got = run_launched(cmd, req, progress, what=f"{req.test} (PyTorch)")
+    except (BenchError, OSError) as exc:
+        return str(exc)
+    outcome.results += got.results
+    outcome.peers += got.peers
+    outcome.notes += got.notes
+    if got.error is not None or got.returncode != 0:
+        why = (got.error or {}).get("message") or f"exit status {got.returncode}"
+        tail = [line for line in got.stderr if line.strip()][-3:]
+        return why + ("; " + " | ".join(tail) if tail and got.error is None else "")
+    return "run"
 
 
 def _print_stderr_tail(outcome: Outcome, skip_driver: bool = False, limit: int = 20) -> None:
