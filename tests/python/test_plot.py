@@ -95,6 +95,32 @@ def test_plot_gpu_bench_and_several_files(tmp_path, capsys):
     _assert_png(out)
 
 
+def test_join_makes_one_line_of_a_sweep_run_in_parts(tmp_path):
+    small, large = _bench_doc(), _bench_doc()
+    small["results"], large["results"] = small["results"][:3], large["results"][3:]
+    paths = []
+    for name, doc in (("small.json", small), ("large.json", large)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(doc))
+    series = [s for p in paths for s in plot.load_series(p)]
+    joined = plot.join_series(series)
+    data = [s for s in joined if s.label == "axon latency H H" and s.panel == plot.LATENCY]
+    assert len(data) == 1 and [x for x, _ in data[0].points] == [8, 64, 512, 4096, 32768, 1 << 20]
+    assert len(joined) == len(series) // 2
+    out = tmp_path / "fig.png"
+    assert plot.main([*map(str, paths), "-o", str(out), "--join", "--reference", "110:H100, per direction",
+                      "--reference", "250:A100"]) == 0
+    _assert_png(out)
+
+
+@pytest.mark.parametrize("ref", ["110", "x:label", "-3:label", "110:", "nan:label"])
+def test_bad_reference_is_a_usage_error(ref, tmp_path, capsys):
+    doc = tmp_path / "lat.json"
+    doc.write_text(json.dumps(_bench_doc()))
+    assert plot.main([str(doc), "-o", str(tmp_path / "f.png"), f"--reference={ref}"]) == plot.EXIT_USAGE
+    assert "GBPS:LABEL" in capsys.readouterr().err
+
+
 def test_add_subcommand_wires_the_handler(tmp_path):
     parser = argparse.ArgumentParser(prog="axon")
     sub = parser.add_subparsers(dest="subcommand")

@@ -198,11 +198,39 @@ def _size_ticks(sizes: list[int]) -> tuple[list[int], tuple[float, float]]:
     return ticks, (2.0 ** lo / 1.2, 2.0 ** hi * 1.2)
 
 
-def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = None) -> Path:
-    """Draws the files' series into a PNG at `output`; returns its path."""
+def join_series(series: list[Series]) -> list[Series]:
+    """Series of one label and style from several files become one line (a sweep run in parts)."""
+    out: dict[tuple[str, str, str], Series] = {}
+    for s in series:
+        key = (s.label, s.panel, s.style)
+        if key in out:
+            out[key].points = sorted(out[key].points + s.points)
+        else:
+            out[key] = Series(s.label, s.panel, list(s.points), s.style, f"joined:{s.label}")
+    return list(out.values())
+
+
+def parse_reference(text: str) -> tuple[float, str]:
+    """``--reference 110:LABEL`` -> (110.0, "LABEL"): a bandwidth from elsewhere, in GB/s."""
+    value, sep, label = text.partition(":")
+    try:
+        v = float(value)
+    except ValueError:
+        v = float("nan")
+    if not sep or not label.strip() or not (v > 0 and math.isfinite(v)):
+        raise PlotError(f"--reference {text!r}: give GBPS:LABEL, e.g. 110:'H100, per direction'", EXIT_USAGE)
+    return v, label.strip()
+
+
+def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = None, join: bool = False,
+         references: Sequence[tuple[float, str]] = ()) -> Path:
+    """Draws the files' series into a PNG at `output`; returns its path. `join`: one line per
+    label across files; `references`: (GB/s, label) drawn as dotted lines on the bandwidth panel."""
     series: list[Series] = []
     for p in paths:
         series += load_series(p)
+    if join:
+        series = join_series(series)
     Figure, FigureCanvasAgg, FuncFormatter, NullFormatter, NullLocator = _import_matplotlib()
 
     panels = [p for p in (LATENCY, BANDWIDTH) if any(s.panel == p for s in series)]
@@ -220,6 +248,10 @@ def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = No
             colour = colours.setdefault(s.group, palette[len(colours) % len(palette)])
             xs, ys = zip(*s.points)
             ax.plot(xs, ys, color=colour, label=s.label, **styles[s.style])
+        if panel == BANDWIDTH:
+            for k, (value, label) in enumerate(references):
+                ax.axhline(value, color=f"C{(len(colours) + k) % 10}", linestyle=":", linewidth=1.4,
+                           label=f"reference: {label}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ticks, xlim = _size_ticks([x for s in mine for x, _ in s.points])
@@ -228,7 +260,7 @@ def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = No
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_label(v)))
         ax.set_xlim(*xlim)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-        ys = [y for s in mine for _, y in s.points]
+        ys = [y for s in mine for _, y in s.points] + ([v for v, _ in references] if panel == BANDWIDTH else [])
         powers_of_ten = math.floor(math.log10(max(ys))) - math.ceil(math.log10(min(ys))) + 1
         # Less than two decades: label the minor ticks too, or the axis may have no label at all.
         ax.yaxis.set_minor_formatter(
@@ -264,6 +296,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE.json", help="results to plot")
     parser.add_argument("-o", "--output", required=True, metavar="FIG.png", help="the PNG to write")
     parser.add_argument("--title", help="figure title (default: the file names)")
+    parser.add_argument("--join", action="store_true",
+                        help="one line per label across the files (a sweep run in parts)")
+    parser.add_argument("--reference", action="append", default=[], metavar="GBPS:LABEL",
+                        help="a bandwidth from elsewhere (GB/s), drawn as a dotted line; repeatable")
     parser.set_defaults(handler=run_plot)
 
 
@@ -277,7 +313,8 @@ def add_subcommand(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 def run_plot(args: argparse.Namespace) -> int:
     """The handler of ``axon plot``; returns the exit code."""
     try:
-        out = plot(args.files, args.output, args.title)
+        refs = [parse_reference(r) for r in getattr(args, "reference", None) or []]
+        out = plot(args.files, args.output, args.title, getattr(args, "join", False), refs)
     except PlotError as exc:
         prefix = f"{_PROG}: error: " if exc.code == EXIT_USAGE else f"{_PROG}: "
         print(prefix + str(exc), file=sys.stderr)
