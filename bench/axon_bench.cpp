@@ -207,7 +207,8 @@ struct Ctx {
   double* box = nullptr;            // symmetric, host heap: PE 1 reports numbers to PE 0 here
   std::uint64_t seq = 0;            // signal values: both PEs advance it identically
   unsigned char* hostSend = nullptr;  // --via-host: pinned symmetric host buffers
-  unsigned char* hostRecv = nullptr;
+  unsigned char* hostRecv = nullptr;  // two halves, used by turns (see runPingPing)
+  std::size_t cap = 0;                // bytes of the largest size
 };
 
 // Symmetric signal words (each PE's copy is written by its peer).
@@ -330,11 +331,14 @@ double runPingPing(Ctx& c, std::size_t bytes, long iters, long warmup, Check& ch
     if (c.opt.viaHost) {
       // By hand: GPU -> this host, host -> peer's host, then (once the peer's data is here)
       // host -> GPU. The host buffers are pinned (axon::mallocHost); a get or put to this PE
-      // itself is a plain copy between its own GPU and host memory.
+      // itself is a plain copy between its own GPU and host memory. The receive buffer
+      // alternates between two halves: the peer may send exchange i+1 while this PE still copies
+      // exchange i to its GPU, but not i+2 (that needs this PE's signal of i+1).
+      unsigned char* inbox = c.hostRecv + (c.seq % 2) * c.cap;
       axon::get(c.hostSend, c.local, bytes, c.me);
-      axon::putSignal(c.hostRecv, c.hostSend, bytes, &c.sig[kExchFrom0 + c.me], c.seq, axon::SignalOp::Set, c.peer);
+      axon::putSignal(inbox, c.hostSend, bytes, &c.sig[kExchFrom0 + c.me], c.seq, axon::SignalOp::Set, c.peer);
       axon::signalWaitUntil(&c.sig[kExchFrom0 + c.peer], axon::Cmp::Ge, c.seq);
-      axon::put(c.remote, c.hostRecv, bytes, c.me);
+      axon::put(c.remote, inbox, bytes, c.me);
     } else {
       axon::putSignal(c.remote, c.local, bytes, &c.sig[kExchFrom0 + c.me], c.seq, axon::SignalOp::Set, c.peer);
       axon::signalWaitUntil(&c.sig[kExchFrom0 + c.peer], axon::Cmp::Ge, c.seq);
@@ -621,7 +625,8 @@ int run(Options opt) {
   if (opt.localDev || opt.remoteDev) c.staging.resize(cap);
   if (opt.viaHost) {
     c.hostSend = static_cast<unsigned char*>(axon::mallocHost(cap));
-    c.hostRecv = static_cast<unsigned char*>(axon::mallocHost(cap));
+    c.hostRecv = static_cast<unsigned char*>(axon::mallocHost(2 * cap));
+    c.cap = cap;
   }
   c.sig = static_cast<std::uint64_t*>(axon::mallocHost(16 * sizeof(std::uint64_t)));
   c.box = static_cast<double*>(axon::mallocHost(8 * sizeof(double)));

@@ -107,6 +107,12 @@ def test_join_makes_one_line_of_a_sweep_run_in_parts(tmp_path):
     data = [s for s in joined if s.label == "axon latency H H" and s.panel == plot.LATENCY]
     assert len(data) == 1 and [x for x, _ in data[0].points] == [8, 64, 512, 4096, 32768, 1 << 20]
     assert len(joined) == len(series) // 2
+    limit = next(s for s in joined if s.style == "limit" and s.panel == plot.LATENCY)
+    assert limit.group == data[0].group  # the limit keeps its line's colour
+    # A size in both files keeps the first file's value.
+    again = plot.join_series(series + [plot.Series("axon latency H H", plot.LATENCY, [(8, 99.0)], "data", "x")])
+    line = next(s for s in again if s.label == "axon latency H H" and s.panel == plot.LATENCY)
+    assert dict(line.points)[8] == pytest.approx(0.2 + 8 / 2e4)
     out = tmp_path / "fig.png"
     assert plot.main([*map(str, paths), "-o", str(out), "--join", "--reference", "110:H100, per direction",
                       "--reference", "250:A100"]) == 0

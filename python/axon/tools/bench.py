@@ -863,9 +863,9 @@ def run_bench(args: argparse.Namespace) -> int:
         ran = frozenset()
     peers = detect_peers() if args.compare else []
     torch = next((p for p in peers if p["peer"] == "PyTorch NCCL"), None)
-    if torch and torch["found"] and have_gpu and gpu_buffers and req.test in TORCH_TESTS \
-            and outcome.returncode == 0:
-        status = run_torch_peer(req, outcome, interactive)
+    if torch and torch["found"] and have_gpu and gpu_buffers and req.test in TORCH_TESTS:
+        status = run_torch_peer(req, outcome, interactive) if outcome.returncode == 0 else \
+            "not started: axon's own run failed"
         if status == "run":
             ran = ran | {"PyTorch NCCL"}
         elif status:
@@ -898,7 +898,8 @@ def run_bench(args: argparse.Namespace) -> int:
     peer_wrong = sum(r.get("wrong") or 0 for r in outcome.results if r.get("impl", "axon") != "axon")
     if peer_wrong:
         print(f"{_PROG}: note: a comparison peer got {peer_wrong} wrong value(s) (see its #wrong)", file=sys.stderr)
-    if outcome.returncode != 0 or (not req.collective and len(outcome.results) < len(req.sizes())):
+    ran_sizes = [r for r in outcome.results if r.get("impl", "axon") == "axon"]
+    if outcome.returncode != 0 or (not req.collective and len(ran_sizes) < len(req.sizes())):
         print(f"{_PROG}: the driver stopped early (exit status {outcome.returncode}):", file=sys.stderr)
         _print_stderr_tail(outcome)
         return 1
@@ -944,6 +945,8 @@ def run_torch_peer(req: Request, outcome: Outcome, progress: bool) -> str:
         got = run_launched(cmd, req, progress, what=f"{req.test} (PyTorch)")
     except (BenchError, OSError) as exc:
         return str(exc)
+    except KeyboardInterrupt:
+        return "interrupted"  # axon's results are still printed and written
     outcome.results += got.results
     outcome.peers += got.peers
     outcome.notes += got.notes

@@ -199,14 +199,19 @@ def _size_ticks(sizes: list[int]) -> tuple[list[int], tuple[float, float]]:
 
 
 def join_series(series: list[Series]) -> list[Series]:
-    """Series of one label and style from several files become one line (a sweep run in parts)."""
+    """Series of one label and style from several files become one line (a sweep run in parts).
+    A size present in several files keeps the first file's value; a limit keeps its line's colour."""
+    colour_of = {}  # original group -> the label of its first data series
+    for s in series:
+        if s.style == "data":
+            colour_of.setdefault(s.group, s.label)
     out: dict[tuple[str, str, str], Series] = {}
     for s in series:
         key = (s.label, s.panel, s.style)
-        if key in out:
-            out[key].points = sorted(out[key].points + s.points)
-        else:
-            out[key] = Series(s.label, s.panel, list(s.points), s.style, f"joined:{s.label}")
+        if key not in out:
+            out[key] = Series(s.label, s.panel, [], s.style, "joined:" + colour_of.get(s.group, s.label))
+        have = {x for x, _ in out[key].points}
+        out[key].points = sorted(out[key].points + [(x, y) for x, y in s.points if x not in have])
     return list(out.values())
 
 
@@ -231,6 +236,9 @@ def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = No
         series += load_series(p)
     if join:
         series = join_series(series)
+    if references and not any(s.panel == BANDWIDTH for s in series):
+        print(f"{_PROG}: note: --reference is a bandwidth and these files have no bandwidth panel",
+              file=sys.stderr)
     Figure, FigureCanvasAgg, FuncFormatter, NullFormatter, NullLocator = _import_matplotlib()
 
     panels = [p for p in (LATENCY, BANDWIDTH) if any(s.panel == p for s in series)]

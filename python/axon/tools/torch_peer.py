@@ -20,14 +20,18 @@ Implementations (the ``impl`` of each result line):
 
 Buffers are PyTorch's own tensors on the PE's GPU (symmetric memory for symm-mem), of the sizes
 axon's driver used. Timing follows bench/coll_bench.cpp: ``iters`` calls enqueued back to back,
-one synchronize, the slowest PE's average per call; sizes as nccl-tests count them. Validation
-uses the driver's exact small-integer inputs. Output: one JSON object per line on PE 0 (``peer``,
+one synchronize, the slowest PE's average per call; sizes as nccl-tests count them. The
+point-to-point tests are timed the same way: PyTorch queues its sends and receives on its stream
+(each waits for the one before on the GPU), so its host overhead is hidden where axon's driver
+waits on the host for every exchange; the comparison favours PyTorch. Validation uses the
+driver's exact small-integer inputs. Output: one JSON object per line on PE 0 (``peer``,
 ``result``, ``note``, ``done`` or ``error``), read by :mod:`axon.tools.bench`.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -79,10 +83,14 @@ class Peer:
         local = int(os.environ.get("AXON_LOCAL_RANK", self.rank))
         if not torch.cuda.is_available():
             raise RuntimeError("PyTorch sees no CUDA device")
-        self.device = torch.device("cuda", local % torch.cuda.device_count())
+        # axon's choice of GPU (AXON_DEVICE, else the local rank modulo the GPUs seen).
+        ordinal = int(os.environ.get("AXON_DEVICE") or local % torch.cuda.device_count())
+        self.device = torch.device("cuda", ordinal)
         torch.cuda.set_device(self.device)
+        # Bounded like every axon wait: a rank that fails cannot leave the others waiting for ever.
+        timeout = datetime.timedelta(seconds=float(os.environ.get("AXON_TIMEOUT") or 300))
         dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.port}", rank=self.rank,
-                                world_size=self.n, device_id=self.device)
+                                world_size=self.n, device_id=self.device, timeout=timeout)
         self.dtype = getattr(torch, args.dtype, None)
         if not isinstance(self.dtype, torch.dtype):
             raise ValueError(f"PyTorch has no dtype {args.dtype!r}")
@@ -303,15 +311,20 @@ def run(args: argparse.Namespace) -> int:
             for in_place in (False, True):
                 r = None
                 if (impl, in_place) not in failed:
+                    why = ""
                     try:
                         r = peer.collective(args.test, size, impl, in_place, iters, warmup)
-                    except (RuntimeError, TypeError, ValueError) as exc:
-                        # Every PE raises alike (the same arguments): this form stops here.
+                    except Exception as exc:  # noqa: BLE001 - a form PyTorch lacks or rejects
+                        why = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+                    # All PEs agree before going on (one may fail alone, e.g. out of memory); a
+                    # broken process group raises here, within the timeout, and ends the run.
+                    if peer.total(1 if why else 0):
                         failed.add((impl, in_place))
+                        r = None
                         if me == 0:
                             side = "in place" if in_place else "out of place"
                             emit({"type": "note", "impl": impl, "note": f"{impl} {side} stopped at "
-                                  f"{size} B: {(str(exc).splitlines() or [''])[0][:200]}"})
+                                  f"{size} B: {why or 'another PE failed'}"})
                 sides.append(_side(*(r or (None, None)), printed, factor))
             if all(s["time_us"] is None for s in sides):
                 continue

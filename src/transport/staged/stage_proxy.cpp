@@ -8,6 +8,7 @@
 #include "axon/error.hpp"
 #include "axon/onesided.hpp"
 #include "core/log.hpp"
+#include "gpu/copy_async.hpp"
 #include "kernels/kernels.hpp"
 
 namespace axon::staged {
@@ -94,9 +95,9 @@ bool StageProxy::serve(int pe, Sender& s) {
         freeEvents_.pop_back();
       }
       CUstream st = stream_;
-      auto data = reinterpret_cast<CUdeviceptr>(dataOf(channel, chunk_, index));
-      auto gpu = reinterpret_cast<CUdeviceptr>(target);
-      gpu::cuCheck(op == StageOp::Put ? cu_.cuMemcpyAsync(gpu, data, bytes, st) : cu_.cuMemcpyAsync(data, gpu, bytes, st),
+      void* data = dataOf(channel, chunk_, index);
+      gpu::cuCheck(op == StageOp::Put ? gpu::copyAsync(cu_, target, data, bytes, st)
+                                      : gpu::copyAsync(cu_, data, target, bytes, st),
                    "staged copy");
       gpu::cuCheck(cu_.cuEventRecord(e, st), "cuEventRecord");
       s.pending.push_back(Pending{seq, index, e});
