@@ -201,12 +201,14 @@ class Request:
             s *= self.factor
         return out
 
+    def iteration_args(self) -> list[str]:
+        """-i/-x as given (absent: each side's own defaults by size)."""
+        args = [] if self.iters is None else ["-i", str(self.iters)]
+        return args + ([] if self.warmup is None else ["-x", str(self.warmup)])
+
     def driver_args(self) -> list[str]:
-        args = [self.test, "-b", str(self.min_bytes), "-e", str(self.max_bytes), "-f", str(self.factor)]
-        if self.iters is not None:
-            args += ["-i", str(self.iters)]
-        if self.warmup is not None:
-            args += ["-x", str(self.warmup)]
+        args = [self.test, "-b", str(self.min_bytes), "-e", str(self.max_bytes), "-f", str(self.factor),
+                *self.iteration_args()]
         if self.collective:
             args += ["-t", self.dtype, "-o", self.op, "-r", str(self.root)]
             if self.placement is not None:
@@ -472,8 +474,10 @@ TORCH_TESTS = PEER_SCOPE["PyTorch NCCL"][0]
 
 
 def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = frozenset(),
-                  test: str | None = None, gpu_buffers: bool = True) -> list[dict]:
-    """One note per peer: 'run' for the peers in `ran`, else why not."""
+                  test: str | None = None, gpu_buffers: bool = True,
+                  failed: dict[str, str] | None = None) -> list[dict]:
+    """One note per peer: 'run' for the peers in `ran`, else why not; `failed`: peer -> why its
+    run failed, added to its note."""
     out = []
     for p in peers:
         state = f"{p['what']} {'found' if p['found'] else 'not found'}"
@@ -494,7 +498,8 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
             status, note = "not_run", f"{p['peer']}: not run, it is compared on GPU buffers (-d D D) only"
         else:
             status, note = "not_run", f"{p['peer']}: not run ({state} at {p['where']})"
-        out.append({**p, "status": status, "note": note})
+        why = (failed or {}).get(p["peer"])
+        out.append({**p, "status": status, "note": note + (f"; it failed: {why}" if why else "")})
     return out
 
 
@@ -829,8 +834,9 @@ def run_bench(args: argparse.Namespace) -> int:
         return 1
 
     ran: frozenset[str] = frozenset()
-    if args.compare and req.collective and req.placement in (None, ("D", "D")):
-        nccl = next((p for p in detect_peers() if p["peer"] == "NCCL"), None)
+    peers = {p["peer"]: p for p in detect_peers()} if args.compare else {}
+    if req.collective and req.placement in (None, ("D", "D")):
+        nccl = peers.get("NCCL")
         if nccl and nccl["found"]:
             req.nccl = nccl["where"]
             ran = frozenset({"NCCL"})
@@ -861,23 +867,23 @@ def run_bench(args: argparse.Namespace) -> int:
     gpu_buffers = (outcome.header or {}).get("placement") in ("D", "D D") and not req.via_host
     if not outcome.peers:
         ran = frozenset()
-    peers = detect_peers() if args.compare else []
-    torch = next((p for p in peers if p["peer"] == "PyTorch NCCL"), None)
+    failed: dict[str, str] = {}
+    torch = peers.get("PyTorch NCCL")
     if torch and torch["found"] and have_gpu and gpu_buffers and req.test in TORCH_TESTS:
         status = run_torch_peer(req, outcome, interactive) if outcome.returncode == 0 else \
             "not started: axon's own run failed"
         if status == "run":
             ran = ran | {"PyTorch NCCL"}
         elif status:
-            torch["found_but_failed"] = status
+            failed["PyTorch NCCL"] = status
     for line in table_lines(req.test, outcome.header, outcome.results, outcome.peers):
         print(line)
     compare = None
     if args.compare:
-        compare = compare_notes(peers, have_gpu, ran, req.test, gpu_buffers)
+        compare = compare_notes(list(peers.values()), have_gpu, ran, req.test, gpu_buffers, failed)
         print("# --compare: peers on this machine")
         for c in compare:
-            print(f"# {c['note']}" + (f"; it failed: {c['found_but_failed']}" if c.get("found_but_failed") else ""))
+            print(f"# {c['note']}")
         for n in outcome.notes:
             print(f"# {n.get('note')}")
     sys.stdout.flush()
@@ -894,12 +900,12 @@ def run_bench(args: argparse.Namespace) -> int:
             print(f"{_PROG}: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
             return 1
 
-    wrong = sum(r.get("wrong") or 0 for r in outcome.results if r.get("impl", "axon") == "axon")
-    peer_wrong = sum(r.get("wrong") or 0 for r in outcome.results if r.get("impl", "axon") != "axon")
+    mine = _by_impl(outcome.results).pop("axon")
+    wrong = sum(r.get("wrong") or 0 for r in mine)
+    peer_wrong = sum(r.get("wrong") or 0 for r in outcome.results) - wrong
     if peer_wrong:
         print(f"{_PROG}: note: a comparison peer got {peer_wrong} wrong value(s) (see its #wrong)", file=sys.stderr)
-    ran_sizes = [r for r in outcome.results if r.get("impl", "axon") == "axon"]
-    if outcome.returncode != 0 or (not req.collective and len(ran_sizes) < len(req.sizes())):
+    if outcome.returncode != 0 or (not req.collective and len(mine) < len(req.sizes())):
         print(f"{_PROG}: the driver stopped early (exit status {outcome.returncode}):", file=sys.stderr)
         _print_stderr_tail(outcome)
         return 1
@@ -914,11 +920,7 @@ def torch_peer_command(req: Request, sizes: list[int], port: int) -> list[str]:
     """The launcher command that runs axon.tools.torch_peer on req.pes PEs."""
     cmd = [sys.executable, "-m", "axon", "run", "-n", str(req.pes), "--no-prefix",
            sys.executable, "-m", "axon.tools.torch_peer", req.test,
-           "--sizes", ",".join(str(s) for s in sizes), "--port", str(port)]
-    if req.iters is not None:
-        cmd += ["-i", str(req.iters)]
-    if req.warmup is not None:
-        cmd += ["-x", str(req.warmup)]
+           "--sizes", ",".join(str(s) for s in sizes), "--port", str(port), *req.iteration_args()]
     if req.collective:
         cmd += ["--dtype", req.dtype, "--op", req.op, "--root", str(req.root)]
     if not req.validate:
@@ -935,8 +937,9 @@ def _free_port() -> int:
 def run_torch_peer(req: Request, outcome: Outcome, progress: bool) -> str:
     """Runs PyTorch on the sizes the driver ran and adds its rows, peers and notes to `outcome`.
     Returns "run", or one line saying why it failed (axon's own results stand either way)."""
-    sizes = [r["size"] for r in outcome.results if r.get("impl", "axon") == "axon" and "size" in r]
-    if not req.collective:
+    if req.collective:
+        sizes = [r["size"] for r in _by_impl(outcome.results)["axon"] if "size" in r]
+    else:
         sizes = list((outcome.header or {}).get("sizes") or req.sizes())
     if not sizes:
         return ""

@@ -237,8 +237,11 @@ class Peer:
         send = torch.empty(count, dtype=torch.uint8, device=self.device)
         recv = torch.zeros(count, dtype=torch.uint8, device=self.device)
         peer = 1 - me if me < 2 else None
-        pattern = (torch.arange(count, dtype=torch.int64) * 131 + size + me * 17) % 251
-        send.copy_(pattern.to(torch.uint8))
+
+        def pattern(sender: int):  # what `sender` sends at this size
+            return (torch.arange(count, dtype=torch.int64) * 131 + size + sender * 17) % 251
+
+        send.copy_(pattern(me).to(torch.uint8))
 
         def call() -> None:
             if peer is None:
@@ -257,8 +260,7 @@ class Peer:
         us = self.timed(call, iters, warmup)
         wrong = 0
         if self.args.validate and peer is not None:
-            want = ((torch.arange(count, dtype=torch.int64) * 131 + size + peer * 17) % 251)
-            wrong = int((recv.cpu().to(torch.int64) != want).sum().item())
+            wrong = int((recv.cpu().to(torch.int64) != pattern(peer)).sum().item())
         wrong = self.total(wrong)
         if test == "latency":
             us /= 2  # one way, as osu_latency
