@@ -8,6 +8,10 @@ JOBS   ?= $(shell nproc)
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" "pytest>=7" "cmake>=3.24" "ninja>=1.10" \
               "nvidia-ml-py>=12" "rich>=13" "matplotlib>=3.5"
 CMAKE_ARGS ?=
+# Where CUDA builds (nvcc found), the NVSHMEM wheel too: its headers and device library let the
+# build compile the NVSHMEM comparison peer of `axon bench --compare` (bench/nvshmem_peer.cu), so
+# that CI compiles it. The 3.4 series is the one the GPU machines carry.
+NVSHMEM_PKG := "nvidia-nvshmem-cu13>=3.4,<3.5"
 
 .PHONY: all venv build test unit-test mp-test py-test demo bench clean gpu-venv gpu-build gpu-test
 
@@ -17,6 +21,7 @@ $(VENV)/.ready: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet $(BUILD_DEPS)
+	if command -v nvcc >/dev/null 2>&1; then $(VPY) -m pip install --quiet $(NVSHMEM_PKG); fi
 	touch $@
 
 venv: $(VENV)/.ready

@@ -50,13 +50,12 @@
 
 #include "bench_cli.hpp"
 #include "coll_bench.hpp"
+#include "p2p_conventions.hpp"
 
 namespace {
 
 using namespace axon::bench;
 using Clock = std::chrono::steady_clock;
-constexpr int kWindow = 64;                   // messages per window (osu_bw's default)
-constexpr std::size_t kLargeMessage = 8192;   // OSU: above this, fewer iterations
 
 // ---------------------------------------------------------------------------------------------
 // Tests and options
@@ -173,26 +172,10 @@ Options parse(int argc, char** argv) {
 
 std::vector<std::size_t> sweep(const Options& o) { return sizeSweep(o.minBytes, o.maxBytes, o.factor); }
 
-long defaultIters(const TestInfo& t, std::size_t bytes) {
-  if (t.windowed) return bytes > kLargeMessage ? 20 : 100;
-  return bytes > kLargeMessage ? 1000 : 10000;
-}
-
-long defaultWarmup(const TestInfo& t, std::size_t bytes) {
-  if (t.windowed) return bytes > kLargeMessage ? 2 : 10;
-  return bytes > kLargeMessage ? 10 : 100;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Buffers, patterns, validation
 // ---------------------------------------------------------------------------------------------
 
-// The byte at `i` of the transfer that `sender` makes at iteration `iter` of size `bytes`.
-inline unsigned char patternByte(std::size_t i, std::size_t bytes, long iter, int sender) {
-  std::uint64_t x = i * 0x9E3779B1u + bytes * 131u + static_cast<std::uint64_t>(iter) * 31u +
-                    static_cast<std::uint64_t>(sender) * 17u + 1u;
-  return static_cast<unsigned char>(x ^ (x >> 11) ^ (x >> 23));
-}
 constexpr long kPoison = -7;  // the pattern a receiver clears its buffer with before each size
 
 struct Ctx {
@@ -438,8 +421,8 @@ struct Row {
 Row runSize(Ctx& c, std::size_t bytes) {
   const Options& o = c.opt;
   const Test t = c.test->test;
-  const long iters = o.iters > 0 ? o.iters : defaultIters(*c.test, bytes);
-  const long warmup = o.warmup >= 0 ? o.warmup : defaultWarmup(*c.test, bytes);
+  const long iters = o.iters > 0 ? o.iters : defaultIters(c.test->windowed, bytes);
+  const long warmup = o.warmup >= 0 ? o.warmup : defaultWarmup(c.test->windowed, bytes);
   const long lastIter = warmup + iters - 1;
 
   // Receivers clear what they will check; get tests: PE 1 holds the data PE 0 fetches.

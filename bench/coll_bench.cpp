@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "bench_cli.hpp"
-#include "coll/half.hpp"
 #include "bench_stream.hpp"
+#include "coll_values.hpp"
 #include "nccl_peer.hpp"
 
 namespace axon::bench {
@@ -48,24 +48,10 @@ struct CollOptions {
   std::string nccl;  // libnccl to compare with ("" = none)
 };
 
-// The enum value whose library name (dataTypeName, reduceOpName, collectiveName) is `text`.
-template <class Enum>
-Enum pick(const std::string& text, const char* what, int count, const char* (*name)(Enum) noexcept) {
-  std::string all;
-  for (int i = 0; i < count; ++i) {
-    const auto e = static_cast<Enum>(i);
-    if (text == name(e)) return e;
-    all += std::string(all.empty() ? "" : ", ") + name(e);
-  }
-  throw UsageError{std::string(what) + " '" + text + "' is not one of " + all};
-}
-
-constexpr int kTypes = 10, kOps = 4, kCollectives = 7;
-
 CollOptions parseColl(int argc, char** argv) {
   CollOptions o;
   std::vector<std::string> args(argv + 1, argv + argc);
-  o.coll = pick<Collective>(args.at(0), "test", kCollectives, collectiveName);
+  o.coll = pickByName<Collective>(args.at(0), "test", kCollectives, collectiveName);
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string {
@@ -85,8 +71,8 @@ CollOptions parseColl(int argc, char** argv) {
     else if (a == "-f" || a == "--stepfactor") o.factor = static_cast<std::size_t>(parseCount(value(), "-f", 2));
     else if (a == "-i" || a == "--iterations") o.iters = parseCount(value(), "-i", 1);
     else if (a == "-x" || a == "--warmup") o.warmup = parseCount(value(), "-x", 0);
-    else if (a == "-t" || a == "--dtype") o.type = pick<DataType>(value(), "-t", kTypes, dataTypeName);
-    else if (a == "-o" || a == "--op") o.op = pick<ReduceOp>(value(), "-o", kOps, reduceOpName);
+    else if (a == "-t" || a == "--dtype") o.type = pickByName<DataType>(value(), "-t", kTypes, dataTypeName);
+    else if (a == "-o" || a == "--op") o.op = pickByName<ReduceOp>(value(), "-o", kOps, reduceOpName);
     else if (a == "-r" || a == "--root") o.root = static_cast<int>(parseCount(value(), "-r", 0));
     else if (a == "-d" || a == "--placement") {
       std::string v = value();
@@ -99,77 +85,6 @@ CollOptions parseColl(int argc, char** argv) {
   }
   if (o.minBytes > o.maxBytes) throw UsageError{"the smallest size is larger than the largest"};
   return o;
-}
-
-double busFactor(Collective c, int n) {
-  switch (c) {
-    case Collective::Allreduce: return 2.0 * (n - 1) / n;
-    case Collective::Allgather: case Collective::ReduceScatter: case Collective::Alltoall: return double(n - 1) / n;
-    default: return 1.0;
-  }
-}
-
-// Exact inputs and expected values for validation: small integers, exact in every type.
-double inputAt(ReduceOp op, int pe, std::size_t i) {
-  if (op == ReduceOp::Prod) return (pe + i) % 2 == 0 ? 2.0 : 1.0;
-  return static_cast<double>((pe + 1) * static_cast<int>(i % 7 + 1));
-}
-double expectedAt(ReduceOp op, int n, std::size_t i) {
-  double acc = inputAt(op, 0, i);
-  for (int p = 1; p < n; ++p) {
-    double v = inputAt(op, p, i);
-    acc = op == ReduceOp::Sum ? acc + v : op == ReduceOp::Prod ? acc * v : op == ReduceOp::Min ? std::min(acc, v) : std::max(acc, v);
-  }
-  return acc;
-}
-
-void storeAt(DataType t, void* buf, std::size_t i, double v) {
-  char* p = static_cast<char*>(buf) + i * dataTypeSize(t);
-  auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
-  switch (t) {
-    case DataType::Int8: put(static_cast<std::int8_t>(v)); break;
-    case DataType::Uint8: put(static_cast<std::uint8_t>(v)); break;
-    case DataType::Int32: put(static_cast<std::int32_t>(v)); break;
-    case DataType::Uint32: put(static_cast<std::uint32_t>(v)); break;
-    case DataType::Int64: put(static_cast<std::int64_t>(v)); break;
-    case DataType::Uint64: put(static_cast<std::uint64_t>(v)); break;
-    case DataType::Float16: put(coll::floatToHalf(static_cast<float>(v))); break;
-    case DataType::BFloat16: put(coll::floatToBf16(static_cast<float>(v))); break;
-    case DataType::Float32: put(static_cast<float>(v)); break;
-    case DataType::Float64: put(v); break;
-  }
-}
-
-double loadAt(DataType t, const void* buf, std::size_t i) {
-  const char* p = static_cast<const char*>(buf) + i * dataTypeSize(t);
-  auto get = [&](auto x) { std::memcpy(&x, p, sizeof x); return static_cast<double>(x); };
-  switch (t) {
-    case DataType::Int8: return get(std::int8_t{});
-    case DataType::Uint8: return get(std::uint8_t{});
-    case DataType::Int32: return get(std::int32_t{});
-    case DataType::Uint32: return get(std::uint32_t{});
-    case DataType::Int64: return get(std::int64_t{});
-    case DataType::Uint64: return get(std::uint64_t{});
-    case DataType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return coll::halfToFloat(h); }
-    case DataType::BFloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return coll::bf16ToFloat(h); }
-    case DataType::Float32: return get(float{});
-    case DataType::Float64: return get(double{});
-  }
-  return 0;
-}
-
-// Element counts of one call for a size: {count argument, elements of src, elements of dst}.
-struct Shape {
-  std::size_t arg, src, dst, printed;
-};
-Shape shapeOf(Collective c, std::size_t bytes, std::size_t e, int n) {
-  const std::size_t total = bytes / e, block = total / static_cast<std::size_t>(n);
-  switch (c) {
-    case Collective::Allgather: return {block, block, block * n, block * n};
-    case Collective::ReduceScatter: return {block, block * n, block, block * n};
-    case Collective::Alltoall: return {block, block * n, block * n, block * n};
-    default: return {total, total, total, total};
-  }
 }
 
 class Buffers {
@@ -271,15 +186,7 @@ Measured measure(const CollOptions& o, const Impl& impl, const Team& team, const
   long wrong = 0;
   const std::size_t checked = rootOnly && me != o.root ? 0 : s.dst;  // reduce: only the root's dst
   for (std::size_t i = 0; i < checked; ++i) {
-    double want = 0;
-    switch (o.coll) {
-      case Collective::Broadcast: want = inputAt(o.op, o.root, i); break;
-      case Collective::Allgather: want = inputAt(o.op, static_cast<int>(i / s.arg), i % s.arg); break;
-      case Collective::ReduceScatter: want = expectedAt(o.op, n, me * s.arg + i); break;
-      case Collective::Alltoall: want = inputAt(o.op, static_cast<int>(i / s.arg), me * s.arg + i % s.arg); break;
-      default: want = expectedAt(o.op, n, i); break;
-    }
-    if (loadAt(o.type, out.data(), i) != want) ++wrong;
+    if (loadAt(o.type, out.data(), i) != wantedAt(o.coll, o.op, n, me, o.root, s.arg, i)) ++wrong;
   }
   long total = wrong;
   allreduce(team, &wrong, &total, 1, DataType::Int64, ReduceOp::Sum);

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -169,13 +170,34 @@ def test_compare_notes_without_and_with_gpu():
     assert notes[1]["status"] == "skipped"
     notes = bench.compare_notes(peers, have_gpu=True, test="allreduce", gpu_buffers=False)
     assert notes[0]["note"] == "NCCL: not run, it is compared on GPU buffers (-d D D) only"
-    found = [{**peers[1], "found": True, "where": "/x/libnvshmem_host.so.3"}]
-    notes = bench.compare_notes(found, have_gpu=True, test="allreduce")
-    assert notes[0]["status"] == "not_run" and "does not drive it yet" in notes[0]["note"]
+    built = [{**peers[1], "found": True, "where": "/x/libnvshmem_host.so.3", "runner": "/b/axon_nvshmem_peer"}]
+    notes = bench.compare_notes(built, have_gpu=True, test="reduce")
+    assert notes[0]["status"] == "not_run" and "compared on allgather, allreduce, alltoall, bibw" in notes[0]["note"]
+    assert " reduce," not in notes[0]["note"]  # NVSHMEM has no rooted reduce
+    notes = bench.compare_notes(built, have_gpu=True, ran=frozenset({"NVSHMEM"}), test="pingping")
+    assert notes[0]["status"] == "run" and "stream-ordered host API" in notes[0]["note"]
+    unbuilt = [{**built[0], "runner": None, "unavailable": "axon was built without axon_nvshmem_peer (x)"}]
+    notes = bench.compare_notes(unbuilt, have_gpu=True, test="allreduce")
+    assert notes[0]["status"] == "not_run"
+    assert notes[0]["note"].startswith("NVSHMEM: not run, axon was built without axon_nvshmem_peer (x)")
     notes = bench.compare_notes(peers, have_gpu=True, ran=frozenset({"NCCL"}))
     assert notes[0]["status"] == "run" and "/x/libnccl.so.2" in notes[0]["note"]
     detected = bench.detect_peers()
     assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM"]
+    nvshmem = detected[2]
+    assert ("unavailable" in nvshmem) == (nvshmem["found"] and nvshmem["runner"] is None)
+
+
+def test_detect_peers_says_why_nvshmem_cannot_run_without_its_program(monkeypatch):
+    monkeypatch.setattr(bench, "_pip_library", lambda package, pattern: f"/x/{package}/lib/lib.so.3")
+    monkeypatch.setattr(bench, "find_tool", lambda name: None)
+    nvshmem = bench.detect_peers()[2]
+    assert nvshmem["found"] and nvshmem["runner"] is None
+    assert "built without axon_nvshmem_peer" in nvshmem["unavailable"]
+    assert "NVSHMEM_HOME" in nvshmem["unavailable"]
+    monkeypatch.setattr(bench, "find_tool", lambda name: f"/b/{name}")
+    nvshmem = bench.detect_peers()[2]
+    assert nvshmem["runner"] == "/b/axon_nvshmem_peer" and "unavailable" not in nvshmem
 
 
 # --------------------------------------------------------------------------
@@ -313,6 +335,18 @@ def test_torch_peer_command_carries_the_request():
     assert parsed.sizes == [8, 64] and parsed.iters == 7 and parsed.validate is False
 
 
+def test_nvshmem_peer_command_carries_the_request():
+    args = bench.build_parser().parse_args(["reduce_scatter", "-m", "8:64", "-i", "7", "--pes", "4",
+                                            "--dtype", "bfloat16", "--op", "min"])
+    cmd = bench.nvshmem_peer_command(bench.validate(args), [8, 64], "/b/axon_nvshmem_peer")
+    assert cmd[cmd.index("-n") + 1] == "4"
+    assert cmd[cmd.index("/b/axon_nvshmem_peer") + 1:] == [
+        "reduce_scatter", "--sizes", "8,64", "-i", "7", "--dtype", "bfloat16", "--op", "min", "--root", "0"]
+    args = bench.build_parser().parse_args(["bibw", "-m", "1K", "--no-validate"])
+    cmd = bench.nvshmem_peer_command(bench.validate(args), [1, 2], "/b/p")
+    assert cmd[cmd.index("/b/p") + 1:] == ["bibw", "--sizes", "1,2", "--no-validate"]
+
+
 def test_via_host_reaches_the_driver_and_the_label():
     req = bench.validate(bench.build_parser().parse_args(["pingping", "--via-host"]))
     assert req.via_host and "--via-host" in req.driver_args()
@@ -344,3 +378,41 @@ def test_collectives_nccl_tests_format(test, tmp_path, capsys):
     rows = [x for x in lines if not x.startswith("#")]
     assert [int(x.split()[0]) for x in rows] == [r["size"] for r in doc["results"]]
     assert all(x.split()[-1] == "0" and x.split()[-5] == "0" for x in rows)  # #wrong, both sides
+
+
+_NVSHMEM_PEER = bench.find_tool(bench.NVSHMEM_PEER)
+needs_nvshmem_peer = pytest.mark.skipif(_NVSHMEM_PEER is None,
+                                        reason="axon_nvshmem_peer not built (NVSHMEM not found at build time)")
+
+
+def _lines(out: str) -> list[dict]:
+    return [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+
+
+@needs_nvshmem_peer
+@pytest.mark.parametrize("argv, message", [
+    ([], "no test given"),
+    (["reduce", "--sizes", "8"], "test 'reduce' is not one NVSHMEM is compared on"),
+    (["allreduce"], "--sizes needs at least one size"),
+    (["allreduce", "--sizes", "8,x"], "--sizes: 'x' is not a size"),
+    (["allreduce", "--sizes", "8", "--dtype", "complex"], "--dtype 'complex' is not one of int8"),
+    (["bw", "--sizes", "8", "--window", "3"], "unknown option --window"),
+])
+def test_nvshmem_peer_rejects_bad_requests_in_one_line(argv, message):
+    res = subprocess.run([str(_NVSHMEM_PEER), *argv], capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 2, res.stderr
+    (line,) = _lines(res.stdout)
+    assert line["type"] == "error" and line["usage"] is True and message in line["message"], line
+
+
+@needs_nvshmem_peer
+def test_nvshmem_peer_without_gpus_says_so_on_every_pe():
+    # The host backend stands for a machine without GPUs: the peer stops before NVSHMEM starts.
+    res = subprocess.run([sys.executable, "-m", "axon", "run", "-n", "2", "--no-prefix", str(_NVSHMEM_PEER),
+                          "allreduce", "--sizes", "8"], capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode != 0
+    (line,) = _lines(res.stdout)
+    assert line["type"] == "error" and line["usage"] is False
+    assert line["message"].startswith("NVSHMEM peer: it needs GPUs: ") and "AXON_BACKEND=host" in line["message"]

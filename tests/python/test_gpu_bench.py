@@ -1,7 +1,8 @@
-"""`axon bench` on GPU buffers: the hand-staged ping-ping and the PyTorch comparison peer.
+"""`axon bench` on GPU buffers: the hand-staged ping-ping and the PyTorch and NVSHMEM comparison peers.
 
-Marked `gpu` and skipped where the GPU backend cannot start; the PyTorch cases also need torch
-and two GPUs (NCCL puts one rank on each). Run them with `pytest -m gpu tests/python`.
+Marked `gpu` and skipped where the GPU backend cannot start; the peer cases also need two GPUs
+(NCCL and NVSHMEM put one PE on each) and torch, or axon_nvshmem_peer (built where NVSHMEM is
+found). Run them with `pytest -m gpu tests/python`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 
 import pytest
 
+from axon.tools import bench as _bench
 from test_gpu import _GPU_OK, _GPU_WHY_NOT
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _GPU_OK, reason=_GPU_WHY_NOT)]
@@ -80,3 +82,30 @@ def test_compare_pytorch_checks_what_it_received(tmp_path, test):
     rows = [r for r in doc["results"] if r.get("impl") == "pytorch-nccl"]
     assert [r["size"] for r in rows] == [r["size"] for r in doc["results"] if r.get("impl", "axon") == "axon"]
     assert rows and all(r["wrong"] == 0 and r["time_us"] > 0 for r in rows)
+
+
+needs_nvshmem = pytest.mark.skipif(_bench.find_tool(_bench.NVSHMEM_PEER) is None or _gpu_count() < 2,
+                                   reason="needs axon_nvshmem_peer (built where NVSHMEM is found) and two GPUs")
+
+
+@needs_nvshmem
+@pytest.mark.parametrize("test", ["allreduce", "broadcast", "allgather", "reduce_scatter", "alltoall",
+                                  "latency", "put_signal_rtt", "pingping", "bw", "bibw"])
+def test_compare_nvshmem_checks_what_it_received(tmp_path, test):
+    doc = bench(tmp_path, test, "-m", "64:64K", "-f", "32", "-i", "10", "-x", "2", "--compare")
+    rows = [r for r in doc["results"] if r.get("impl") == "nvshmem"]
+    mine = [r for r in doc["results"] if r.get("impl", "axon") == "axon"]
+    assert [r["size"] for r in rows] == [r["size"] for r in mine]
+    assert all(r["wrong"] == 0 and r["time_us"] > 0 for r in rows), rows
+    status = {c["peer"]: c["status"] for c in doc["compare"]}
+    assert status["NVSHMEM"] == "run", doc["compare"]
+    assert "axon vs NVSHMEM" in doc["stdout"] or "NVSHMEM / axon time" in doc["stdout"]
+
+
+@needs_nvshmem
+def test_compare_nvshmem_reduces_every_element_exactly_in_a_narrow_type(tmp_path):
+    doc = bench(tmp_path, "allreduce", "-m", "6:96K", "-f", "16", "-i", "5", "-x", "1", "--dtype", "bfloat16",
+                "--op", "max", "--compare")
+    rows = [r for r in doc["results"] if r.get("impl") == "nvshmem"]
+    assert rows and all(r["wrong"] == 0 and r["dtype"] == "bfloat16" and r["redop"] == "max" for r in rows)
+    assert all(r["in_place"]["time_us"] > 0 for r in rows)  # NVSHMEM reduces in place too

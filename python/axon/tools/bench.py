@@ -321,8 +321,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="run the peers this machine has beside axon, on GPU buffers (-d D D), "
                              "and print the ratios: NCCL on the same buffers in the same program "
                              "(collectives), PyTorch (torch.distributed NCCL: collectives, latency, "
-                             "pingping; symmetric memory: allreduce) right after; say which peers "
-                             "are missing or not driven (NVSHMEM)")
+                             "pingping; symmetric memory: allreduce) and NVSHMEM (its stream-ordered "
+                             "collectives but reduce; latency, put_signal_rtt, pingping, bw, bibw) "
+                             "right after; say which peers are missing, and why")
     parser.set_defaults(handler=run_bench)
 
 
@@ -363,12 +364,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --------------------------------------------------------------------------
 
 
-def _driver_candidates() -> list[Path]:
+def _tool_candidates(name: str) -> list[Path]:
     package = Path(__file__).resolve().parent.parent  # .../axon
-    found = [package / "bin" / "axon_bench"]           # installed with the wheel
-    found.append(package.parent.parent / "build" / "bench" / "axon_bench")  # source tree: python/axon
-    found.append(Path.cwd() / "build" / "bench" / "axon_bench")
+    found = [package / "bin" / name]                   # installed with the wheel
+    found.append(package.parent.parent / "build" / "bench" / name)  # source tree: python/axon
+    found.append(Path.cwd() / "build" / "bench" / name)
     return found
+
+
+def find_tool(name: str) -> Path | None:
+    """A program built with the benchmarks (next to the package, else in build/bench), or None."""
+    for path in _tool_candidates(name):
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def find_driver() -> Path:
@@ -379,12 +388,12 @@ def find_driver() -> Path:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise BenchError(f"AXON_BENCH_DRIVER={override} is not an executable file")
         return path
-    candidates = _driver_candidates()
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    raise BenchError("cannot find the benchmark driver axon_bench (looked at "
-                     + ", ".join(str(p) for p in candidates) + "); build it with 'make build'")
+    found = find_tool("axon_bench")
+    if found is None:
+        raise BenchError("cannot find the benchmark driver axon_bench (looked at "
+                         + ", ".join(str(p) for p in _tool_candidates("axon_bench"))
+                         + "); build it with 'make build'")
+    return found
 
 
 def _cpu_model() -> str:
@@ -450,27 +459,47 @@ def _find_spec(name: str) -> str | None:
     return (spec.origin or name) if spec else None
 
 
+#: The program that drives NVSHMEM (bench/nvshmem_peer.cu), built where NVSHMEM's headers and
+#: device library are found at build time.
+NVSHMEM_PEER = "axon_nvshmem_peer"
+
+
 def detect_peers() -> list[dict]:
-    """Which comparison peers this machine has: [{peer, found, where, what}], nothing loaded."""
+    """Which comparison peers this machine has: [{peer, found, where, what}], nothing loaded.
+    A peer that is found but cannot be driven carries "unavailable": why."""
     nccl = ctypes.util.find_library("nccl") or _pip_library("nccl", "libnccl.so*")
     torch = _find_spec("torch")
     nvshmem = (ctypes.util.find_library("nvshmem_host") or ctypes.util.find_library("nvshmem")
                or _pip_library("nvshmem", "libnvshmem_host.so*"))
-    return [
+    nvshmem_peer = find_tool(NVSHMEM_PEER)
+    # A peer program built against an NVSHMEM outside the library path finds it through its rpath.
+    nvshmem = nvshmem or (str(nvshmem_peer) if nvshmem_peer else None)
+    peers = [
         {"peer": "NCCL", "found": bool(nccl), "where": nccl, "what": "libnccl.so"},
         {"peer": "PyTorch NCCL", "found": bool(torch), "where": torch, "what": "torch"},
-        {"peer": "NVSHMEM", "found": bool(nvshmem), "where": nvshmem, "what": "libnvshmem_host.so"},
+        {"peer": "NVSHMEM", "found": bool(nvshmem), "where": nvshmem, "what": "libnvshmem_host.so",
+         "runner": str(nvshmem_peer) if nvshmem_peer else None},
     ]
+    if nvshmem and not nvshmem_peer:
+        peers[2]["unavailable"] = (f"axon was built without {NVSHMEM_PEER} (it needs NVSHMEM's headers and "
+                                   "libnvshmem_device.a at build time: set NVSHMEM_HOME or install "
+                                   "nvidia-nvshmem-cu13, then rebuild)")
+    return peers
 
 
 #: What each peer is run on: (tests, how). PyTorch NCCL covers the point-to-point tests that
-#: NCCL's send/recv can express; NVSHMEM is detected but not driven yet.
+#: NCCL's send/recv can express; NVSHMEM those its put/signal calls express, and every
+#: collective but the rooted reduce (it has none).
 PEER_SCOPE = {
     "NCCL": (frozenset(COLLECTIVES), "in the same program on the same buffers"),
     "PyTorch NCCL": (frozenset(COLLECTIVES) | {"latency", "pingping"},
                      "right after axon, through torch.distributed on the same GPUs and sizes"),
+    "NVSHMEM": ((frozenset(COLLECTIVES) - {"reduce"}) | {"latency", "put_signal_rtt", "pingping", "bw", "bibw"},
+                "right after axon, through its stream-ordered host API on its own symmetric heap, on the "
+                "same GPUs and sizes"),
 }
 TORCH_TESTS = PEER_SCOPE["PyTorch NCCL"][0]
+NVSHMEM_TESTS = PEER_SCOPE["NVSHMEM"][0]
 
 
 def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = frozenset(),
@@ -491,6 +520,8 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
         elif not tests:
             status, note = "not_run", (f"{p['peer']}: not run, axon bench does not drive it yet "
                                        f"({state} at {p['where']})")
+        elif p.get("unavailable"):
+            status, note = "not_run", f"{p['peer']}: not run, {p['unavailable']} ({state} at {p['where']})"
         elif test is not None and test not in tests:
             status, note = "not_run", (f"{p['peer']}: not run, it is compared on "
                                        f"{', '.join(sorted(tests))} only ({state})")
@@ -677,13 +708,15 @@ def _fmt(value: Any) -> str:
 
 #: How the tables name each implementation a run can carry (the JSON's "impl").
 IMPL_NAMES = {"axon": "axon", "nccl": "NCCL", "pytorch-nccl": "PyTorch NCCL",
-              "pytorch-symm-mem": "PyTorch symmetric memory"}
+              "pytorch-symm-mem": "PyTorch symmetric memory", "nvshmem": "NVSHMEM"}
 
 
 def _impl_title(impl: str, peers: list[dict] | None) -> str:
     version = next((p.get("version") for p in peers or [] if p.get("impl") == impl), None)
     name = IMPL_NAMES.get(impl, impl)
-    return f"{name} {version}" if impl == "nccl" and version else f"{name} ({version})" if version else name
+    if not version:
+        return name
+    return f"{name} {version}" if impl in ("nccl", "nvshmem") else f"{name} ({version})"
 
 
 def _by_impl(results: list[dict]) -> dict[str, list[dict]]:
@@ -868,14 +901,18 @@ def run_bench(args: argparse.Namespace) -> int:
     if not outcome.peers:
         ran = frozenset()
     failed: dict[str, str] = {}
-    torch = peers.get("PyTorch NCCL")
-    if torch and torch["found"] and have_gpu and gpu_buffers and req.test in TORCH_TESTS:
-        status = run_torch_peer(req, outcome, interactive) if outcome.returncode == 0 else \
+    # The peers that run as programs of their own, one after the other, after axon's run.
+    for name, tests in (("PyTorch NCCL", TORCH_TESTS), ("NVSHMEM", NVSHMEM_TESTS)):
+        p = peers.get(name)
+        if not (p and p["found"] and not p.get("unavailable") and have_gpu and gpu_buffers
+                and req.test in tests):
+            continue
+        status = run_peer(name, p, req, outcome, interactive) if outcome.returncode == 0 else \
             "not started: axon's own run failed"
         if status == "run":
-            ran = ran | {"PyTorch NCCL"}
+            ran = ran | {name}
         elif status:
-            failed["PyTorch NCCL"] = status
+            failed[name] = status
     for line in table_lines(req.test, outcome.header, outcome.results, outcome.peers):
         print(line)
     compare = None
@@ -934,18 +971,35 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_torch_peer(req: Request, outcome: Outcome, progress: bool) -> str:
-    """Runs PyTorch on the sizes the driver ran and adds its rows, peers and notes to `outcome`.
-    Returns "run", or one line saying why it failed (axon's own results stand either way)."""
+def nvshmem_peer_command(req: Request, sizes: list[int], runner: str) -> list[str]:
+    """The launcher command that runs axon_nvshmem_peer on req.pes PEs."""
+    cmd = [sys.executable, "-m", "axon", "run", "-n", str(req.pes), "--no-prefix", runner, req.test,
+           "--sizes", ",".join(str(s) for s in sizes), *req.iteration_args()]
+    if req.collective:
+        cmd += ["--dtype", req.dtype, "--op", req.op, "--root", str(req.root)]
+    if not req.validate:
+        cmd.append("--no-validate")
+    return cmd
+
+
+def peer_command(name: str, peer: dict, req: Request, sizes: list[int]) -> list[str]:
+    if name == "NVSHMEM":
+        return nvshmem_peer_command(req, sizes, peer["runner"])
+    return torch_peer_command(req, sizes, _free_port())
+
+
+def run_peer(name: str, peer: dict, req: Request, outcome: Outcome, progress: bool) -> str:
+    """Runs a peer program on the sizes the driver ran and adds its rows, peers and notes to
+    `outcome`. Returns "run", or one line saying why it failed (axon's own results stand either
+    way)."""
     if req.collective:
         sizes = [r["size"] for r in _by_impl(outcome.results)["axon"] if "size" in r]
     else:
         sizes = list((outcome.header or {}).get("sizes") or req.sizes())
     if not sizes:
         return ""
-    cmd = torch_peer_command(req, sizes, _free_port())
     try:
-        got = run_launched(cmd, req, progress, what=f"{req.test} (PyTorch)")
+        got = run_launched(peer_command(name, peer, req, sizes), req, progress, what=f"{req.test} ({name})")
     except (BenchError, OSError) as exc:
         return str(exc)
     except KeyboardInterrupt:
