@@ -176,8 +176,6 @@ std::vector<std::size_t> sweep(const Options& o) { return sizeSweep(o.minBytes, 
 // Buffers, patterns, validation
 // ---------------------------------------------------------------------------------------------
 
-constexpr long kPoison = -7;  // the pattern a receiver clears its buffer with before each size
-
 struct Ctx {
   Options opt;
   const TestInfo* test;

@@ -1,17 +1,16 @@
 // What the collective benchmarks of axon_bench and its comparison peers agree on (nccl-tests
 // conventions): the element counts of one call for a size, the bus-bandwidth factors, and the
-// exact small-integer inputs and expected results that validation checks, in every data type.
+// exact small-integer inputs and expected results that validation checks (stored and loaded in
+// every data type by coll/typed_value.hpp).
 #pragma once
 
 #include <axon/collectives.hpp>
 
 #include <algorithm>
-#include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "bench_cli.hpp"
-#include "coll/half.hpp"
+#include "coll/typed_value.hpp"
 
 namespace axon::bench {
 
@@ -51,40 +50,8 @@ inline double expectedAt(ReduceOp op, int n, std::size_t i) {
   return acc;
 }
 
-inline void storeAt(DataType t, void* buf, std::size_t i, double v) {
-  char* p = static_cast<char*>(buf) + i * dataTypeSize(t);
-  auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
-  switch (t) {
-    case DataType::Int8: put(static_cast<std::int8_t>(v)); break;
-    case DataType::Uint8: put(static_cast<std::uint8_t>(v)); break;
-    case DataType::Int32: put(static_cast<std::int32_t>(v)); break;
-    case DataType::Uint32: put(static_cast<std::uint32_t>(v)); break;
-    case DataType::Int64: put(static_cast<std::int64_t>(v)); break;
-    case DataType::Uint64: put(static_cast<std::uint64_t>(v)); break;
-    case DataType::Float16: put(coll::floatToHalf(static_cast<float>(v))); break;
-    case DataType::BFloat16: put(coll::floatToBf16(static_cast<float>(v))); break;
-    case DataType::Float32: put(static_cast<float>(v)); break;
-    case DataType::Float64: put(v); break;
-  }
-}
-
-inline double loadAt(DataType t, const void* buf, std::size_t i) {
-  const char* p = static_cast<const char*>(buf) + i * dataTypeSize(t);
-  auto get = [&](auto x) { std::memcpy(&x, p, sizeof x); return static_cast<double>(x); };
-  switch (t) {
-    case DataType::Int8: return get(std::int8_t{});
-    case DataType::Uint8: return get(std::uint8_t{});
-    case DataType::Int32: return get(std::int32_t{});
-    case DataType::Uint32: return get(std::uint32_t{});
-    case DataType::Int64: return get(std::int64_t{});
-    case DataType::Uint64: return get(std::uint64_t{});
-    case DataType::Float16: { std::uint16_t h; std::memcpy(&h, p, 2); return coll::halfToFloat(h); }
-    case DataType::BFloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return coll::bf16ToFloat(h); }
-    case DataType::Float32: return get(float{});
-    case DataType::Float64: return get(double{});
-  }
-  return 0;
-}
+using coll::loadAt;
+using coll::storeAt;
 
 // Element counts of one call for a size: {count argument, elements of src, elements of dst,
 // elements of the largest buffer (what size and count print)}.

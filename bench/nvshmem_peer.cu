@@ -58,7 +58,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kProgram = "axon_nvshmem_peer";
-constexpr long kPoison = -7;  // the pattern receivers clear their buffer with (as axon_bench)
 
 // A GPU wait that ran past AXON_TIMEOUT: the run cannot go on (the stream stays blocked).
 struct StuckError : std::runtime_error {
@@ -543,6 +542,7 @@ long runPointToPoint(const Options& o) {
   std::vector<unsigned char> host(cap);
   std::uint64_t* elapsed = reinterpret_cast<std::uint64_t*>(signals.get()) + kElapsed;  // the kernel's time
   const bool windowed = o.p2p->windowed;
+  const bool device = o.p2p->test == P2p::DevicePutSignalRtt;  // one kernel runs every iteration
   const std::string what = "NVSHMEM " + o.test;
   long wrongTotal = 0;
   barrierAll();
@@ -551,11 +551,12 @@ long runPointToPoint(const Options& o) {
     const long warmup = o.warmup >= 0 ? o.warmup : defaultWarmup(windowed, bytes);
     const long lastIter = warmup + iters - 1;
     double secs = 0;
-    const bool device = o.p2p->test == P2p::DevicePutSignalRtt;
     if (device) {
       // Every iteration carries the pattern of the last: the kernel runs them all at once.
-      if (measures && o.validate) fillPattern(c.local, bytes, lastIter, me, host);
-      if (measures && o.validate) fillPattern(c.remote, bytes, kPoison, me, host);
+      if (measures && o.validate) {
+        fillPattern(c.local, bytes, lastIter, me, host);
+        fillPattern(c.remote, bytes, kPoison, me, host);
+      }
       barrierAll();
       if (measures) {
         devicePingPong<<<1, 1, 0, c.stream>>>(c.remote, c.local, bytes, &c.sig[kPing], c.seq, warmup, iters,

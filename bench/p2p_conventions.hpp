@@ -22,6 +22,8 @@ inline long defaultWarmup(bool windowed, std::size_t bytes) {
   return bytes > kLargeMessage ? 10 : 100;
 }
 
+constexpr long kPoison = -7;  // the pattern a receiver clears its buffer with before each size
+
 // The byte at `i` of the transfer that `sender` makes at iteration `iter` of size `bytes`.
 inline unsigned char patternByte(std::size_t i, std::size_t bytes, long iter, int sender) {
   std::uint64_t x = i * 0x9E3779B1u + bytes * 131u + static_cast<std::uint64_t>(iter) * 31u +

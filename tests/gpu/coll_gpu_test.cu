@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/half.hpp"
+#include "coll/typed_value.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {
@@ -45,43 +45,8 @@ double reducedAt(ReduceOp op, std::size_t i) {
   return acc;
 }
 
-void storeAt(DataType t, void* buf, std::size_t i, double v) {
-  char* p = static_cast<char*>(buf) + i * axon::dataTypeSize(t);
-  auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
-  switch (t) {
-    case DataType::Int8: put(static_cast<std::int8_t>(v)); break;
-    case DataType::Uint8: put(static_cast<std::uint8_t>(v)); break;
-    case DataType::Int32: put(static_cast<std::int32_t>(v)); break;
-    case DataType::Uint32: put(static_cast<std::uint32_t>(v)); break;
-    case DataType::Int64: put(static_cast<std::int64_t>(v)); break;
-    case DataType::Uint64: put(static_cast<std::uint64_t>(v)); break;
-    case DataType::Float16: put(axon::coll::floatToHalf(static_cast<float>(v))); break;
-    case DataType::BFloat16: put(axon::coll::floatToBf16(static_cast<float>(v))); break;
-    case DataType::Float32: put(static_cast<float>(v)); break;
-    case DataType::Float64: put(v); break;
-  }
-}
-
-double loadAt(DataType t, const void* buf, std::size_t i) {
-  const char* p = static_cast<const char*>(buf) + i * axon::dataTypeSize(t);
-  auto get = [&](auto x) {
-    std::memcpy(&x, p, sizeof(x));
-    return x;
-  };
-  switch (t) {
-    case DataType::Int8: return get(std::int8_t{});
-    case DataType::Uint8: return get(std::uint8_t{});
-    case DataType::Int32: return get(std::int32_t{});
-    case DataType::Uint32: return get(std::uint32_t{});
-    case DataType::Int64: return static_cast<double>(get(std::int64_t{}));
-    case DataType::Uint64: return static_cast<double>(get(std::uint64_t{}));
-    case DataType::Float16: return axon::coll::halfToFloat(get(std::uint16_t{}));
-    case DataType::BFloat16: return axon::coll::bf16ToFloat(get(std::uint16_t{}));
-    case DataType::Float32: return get(float{});
-    case DataType::Float64: return get(double{});
-  }
-  return 0;
-}
+using axon::coll::loadAt;
+using axon::coll::storeAt;
 
 // A device buffer of `count` elements of `type`, filled from fn(i), readable back as doubles.
 struct DeviceArray {
