@@ -23,7 +23,9 @@ std::string describeCall(const device::CollRecord& r) {
   if (reduces(c)) s += std::string(", ") + reduceOpName(static_cast<ReduceOp>(r.op));
   if (rooted(c)) s += ", root " + std::to_string(r.root);
   s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) +
-       (r.proto == static_cast<unsigned>(device::CollProto::LL) ? " LL, " : ", ");
+       (r.proto == static_cast<unsigned>(device::CollProto::LL)       ? " LL, "
+        : r.proto == static_cast<unsigned>(device::CollProto::Direct) ? " direct, "
+                                                                      : ", ");
   s += r.channels == 0 ? std::string("device-callable") : std::to_string(r.channels) + " channel(s)";
   return s + ")";
 }
@@ -79,13 +81,23 @@ class DeviceBuffers {
   } back_;
 };
 
+// A Direct call's proposal: where src and dst are on the symmetric heap, if every member's heap
+// has them mapped here. The kernels compare every member's proposal and go direct only when the
+// offsets the collective needs agree (device::detail::collDirectAgrees); checkRequest already
+// refused every overlap of src and dst but the in-place forms, which the Direct kernels handle.
+void proposeOffsets(const GpuBackend& gpu, const detail::TeamState& team, const Request& q,
+                    std::pair<std::size_t, std::size_t> bytes, kernels::CollLaunch& launch) {
+  if (bytes.first) launch.srcOffset = gpu.symmetricOffset(q.src, bytes.first, team.members);
+  if (bytes.second) launch.dstOffset = gpu.symmetricOffset(q.dst, bytes.second, team.members);
+}
+
 }  // namespace
 
 GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members, bool withReason) {
   const std::string& forced = rt.env().algo[static_cast<int>(c)];
   return makeGpuPlan({c, count, dataTypeSize(type), members, rt.env().collGpuChannels, rt.env().collGpuChunk,
                       rt.env().collGpuLlMax, rt.env().collGpuLlChunk,
-                      forced.empty() ? std::nullopt : algoFromName(forced), withReason});
+                      forced.empty() ? std::nullopt : algoFromName(forced), withReason, rt.env().collGpuDirect});
 }
 
 void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* api) {
@@ -134,7 +146,9 @@ void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* strea
   launch.record.algo = static_cast<unsigned>(plan.algo);
   launch.record.root = rooted(q.collective) ? q.root : -1;
   launch.record.channels = static_cast<unsigned>(plan.channels);
-  launch.record.proto = static_cast<unsigned>(plan.ll ? device::CollProto::LL : device::CollProto::Simple);
+  launch.record.proto = static_cast<unsigned>(plan.ll       ? device::CollProto::LL
+                                              : plan.direct ? device::CollProto::Direct
+                                                            : device::CollProto::Simple);
   launch.record.count = q.count;
   launch.block = reduces(q.collective) ? q.count : q.count * elem;
   launch.threads = plan.threads;
@@ -142,12 +156,14 @@ void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* strea
   if (stream) {
     launch.src = q.src;
     launch.dst = q.dst;
+    if (plan.direct) proposeOffsets(gpu, team, q, bytes, launch);
     ws.enqueue(launch, stream);
     return;
   }
   DeviceBuffers staged(gpu, ws, q, bytes);
   launch.src = q.src;
   launch.dst = q.dst;
+  if (plan.direct) proposeOffsets(gpu, team, q, bytes, launch);
   ws.run(launch);
   throwIfGpuFailed(rt, team, api);
   staged.copyBack();

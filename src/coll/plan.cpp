@@ -81,6 +81,12 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
     return s + "; LL protocol (data and flag in each 8-byte word: no fences, half the bandwidth), as the block is at "
                "most AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
   }
+  if (p.direct) {
+    return s + "; Direct protocol where every GPU's buffers are at the same offsets of the symmetric heap "
+               "(axon::malloc): the kernels read and write the GPUs' buffers themselves between two rounds "
+               "of signals; Simple protocol for other buffers (the block is over AXON_COLL_GPU_LL_MAX = " +
+           bytesText(in.llMaxBytes) + (p.algo != Algo::OneShot ? ", and LL runs one-shot only)" : ")");
+  }
   if (p.algo != Algo::OneShot) return s + "; Simple protocol (LL runs one-shot only)";
   if (in.collective == Collective::Barrier) return s + "; Simple protocol (a barrier orders memory: LL does not)";
   if (in.llMaxBytes == 0) return s + "; Simple protocol (AXON_COLL_GPU_LL_MAX = 0 turns LL off)";
@@ -201,6 +207,7 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const bool twoShot = twoShotKind && n > 2 && (in.forced ? *in.forced != Algo::OneShot : block > twoShotAbove);
   if (twoShot) p.algo = Algo::TwoShot;
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
+  p.direct = !p.ll && in.directAllowed && in.collective != Collective::Barrier;
   p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
   if (in.wantReason) p.reason = gpuPlanReason(in, p, block);
   // A channel per 16 KiB of a member's block (LL: per LL chunk), up to the workspace's channels:

@@ -54,11 +54,14 @@ struct GpuPlanInput {
   std::size_t llChunkBytes; // AXON_COLL_GPU_LL_CHUNK
   std::optional<Algo> forced;
   bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
+  bool directAllowed = true;  // AXON_COLL_GPU_DIRECT
 };
 
 struct GpuPlan {
   Algo algo;             // OneShot or TwoShot
-  bool ll;               // the LL protocol (device::CollProto::LL), else Simple
+  bool ll;               // the LL protocol (device::CollProto::LL)
+  bool direct;           // else the Direct protocol (device::CollProto::Direct: Simple unless
+                         // every member's buffers are at the same symmetric-heap offsets)
   int channels;          // blocks of the kernel
   std::size_t chunkBytes;  // data bytes per round, channel and sender
   int threads;           // per block

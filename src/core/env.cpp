@@ -148,6 +148,7 @@ Env Env::fromVars(const EnvVars& vars) {
     }
   }
   if (auto v = lookup(vars, "AXON_COLL_GPU_PDL")) env.collGpuPdl = parseSwitch(*v, "AXON_COLL_GPU_PDL");
+  if (auto v = lookup(vars, "AXON_COLL_GPU_DIRECT")) env.collGpuDirect = parseSwitch(*v, "AXON_COLL_GPU_DIRECT");
   env.collGpuChannels = kDefaultCollGpuChannels;
   if (auto v = lookup(vars, "AXON_COLL_GPU_CHANNELS")) {
     char* end = nullptr;

@@ -34,6 +34,7 @@ struct Env {
   std::size_t collGpuLlMax = 0;   // AXON_COLL_GPU_LL_MAX: largest block (bytes) on the LL protocol
   std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
   bool collGpuPdl = true;         // AXON_COLL_GPU_PDL: launch collective kernels as programmatic dependents
+  bool collGpuDirect = true;      // AXON_COLL_GPU_DIRECT: Direct protocol for symmetric-heap buffers
   // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
   std::array<std::string, 7> algo;
 

@@ -237,6 +237,16 @@ class CudaBackend final : public GpuBackend {
     return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
   }
 
+  unsigned long long symmetricOffset(const void* p, std::size_t bytes, const std::vector<int>& pes) const override {
+    if (!p || !heap_->contains(p)) return device::kCollNoOffset;
+    const std::size_t offset = heap_->offsetOf(p);
+    if (bytes > heap_->capacity() - offset) return device::kCollNoOffset;
+    for (int pe : pes) {
+      if (heap_->mappedOf(pe) < offset + bytes) return device::kCollNoOffset;
+    }
+    return offset;
+  }
+
   std::uint64_t readWord(const std::uint64_t* p) override {
     makeCurrent();
     cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(scratch_) + 64, reinterpret_cast<CUdeviceptr>(p), 8,
@@ -358,7 +368,8 @@ class CudaBackend final : public GpuBackend {
                                                         std::string& whyNot) override {
     makeCurrent();
     const CollWorkspaceConfig config{rt.env().collGpuChannels, rt.env().collGpuChunk, rt.env().collGpuLlChunk,
-                                     rt.env().collGpuLlMax, timeoutNs_};
+                                     rt.env().collGpuLlMax, timeoutNs_, heap_->base(),
+                                     static_cast<long long>(heap_->capacity())};
     return createCollWorkspace(cu_, device_, ctx_, rt, team, config, whyNot);
   }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "axon/device/coll_types.hpp"
 #include "axon/device/types.hpp"
@@ -65,6 +66,10 @@ class GpuBackend {
   virtual bool stagedPathOn() const = 0;
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
+  // The GPU heap offset of [p, p + bytes) when every PE in `pes` has that range of its heap mapped
+  // for this GPU's loads and stores; device::kCollNoOffset otherwise.
+  virtual unsigned long long symmetricOffset(const void* p, std::size_t bytes,
+                                             const std::vector<int>& pes) const = 0;
   // An acquire read of a word of this PE's GPU heap, from the host.
   virtual std::uint64_t readWord(const std::uint64_t* p) = 0;
   // Pins a range of host memory (the host heap and its peers' mappings) for the GPU.

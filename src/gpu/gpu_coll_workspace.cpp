@@ -135,6 +135,8 @@ class CollWorkspace final : public GpuTeamWorkspace {
     handle_.llOffset = layout.ll;
     handle_.dataOffset = layout.data;
     handle_.timeoutNs = config.timeoutNs;
+    handle_.heapBase = config.heapBase;
+    handle_.heapStride = config.heapStride;
     handle_.error = report_;
   }
 

@@ -26,6 +26,8 @@ AXON_DEVICE_INLINE dd::CollJob channelJob(const ad::CollHandle& h, const CollLau
   job.dst = static_cast<char*>(l.dst);
   job.block = l.block;
   job.channel = static_cast<int>(blockIdx.x);
+  job.srcOffset = l.srcOffset;
+  job.dstOffset = l.dstOffset;
   ad::collChannelRange(l.block, static_cast<int>(l.record.channels), job.channel, unit, &job.lo,
                        &job.hi);
   return job;

@@ -14,6 +14,8 @@ struct CollLaunch {
   const void* src;
   void* dst;
   std::size_t block;          // one member's block: elements (reductions) or bytes (copies)
+  // Direct calls: the heap offsets of src and dst this PE proposes (device::kCollNoOffset: none).
+  unsigned long long srcOffset = device::kCollNoOffset, dstOffset = device::kCollNoOffset;
   int threads;                // per block: 1 to kMaxCollThreads, a multiple of 32
   bool overlapLaunch;         // programmatic dependent launch (AXON_COLL_GPU_PDL): the kernel may
                               // be scheduled while the stream's previous kernel still runs

@@ -48,17 +48,35 @@ double reducedAt(ReduceOp op, std::size_t i) {
 using axon::coll::loadAt;
 using axon::coll::storeAt;
 
+// Where a test buffer lives: cudaMalloc (Plain), or the symmetric GPU heap at the same offset on
+// every PE (Heap: the Direct protocol's case), or cases where the members' buffers do not allow it
+// (the calls then run as Simple): the heap on even PEs and cudaMalloc on odd ones, or the heap one
+// element further in on PE 0. Every kind but Plain allocates on the heap on every PE (collective).
+enum class Where { Plain, Heap, HeapOnEvenPes, HeapShiftedOnPe0 };
+
 // A device buffer of `count` elements of `type`, filled from fn(i), readable back as doubles.
 struct DeviceArray {
   DataType type;
   std::size_t count;
   void* ptr = nullptr;
-  DeviceArray(DataType t, std::size_t n) : type(t), count(n) {
-    cudaMalloc(&ptr, std::max<std::size_t>(n, 1) * axon::dataTypeSize(t));
-    cudaMemset(ptr, 0, std::max<std::size_t>(n, 1) * axon::dataTypeSize(t));
+  void* heap = nullptr;
+  void* plain = nullptr;
+  DeviceArray(DataType t, std::size_t n, Where where = Where::Plain) : type(t), count(n) {
+    const std::size_t e = axon::dataTypeSize(t), bytes = std::max<std::size_t>(n, 1) * e;
+    if (where != Where::Plain) heap = axon::malloc(bytes + e);
+    if (where == Where::Plain || (where == Where::HeapOnEvenPes && me() % 2 == 1)) {
+      cudaMalloc(&plain, bytes);
+      ptr = plain;
+    } else {
+      ptr = static_cast<char*>(heap) + (where == Where::HeapShiftedOnPe0 && me() == 0 ? e : 0);
+    }
+    cudaMemset(ptr, 0, bytes);
     cudaDeviceSynchronize();
   }
-  ~DeviceArray() { cudaFree(ptr); }
+  ~DeviceArray() {
+    if (plain) cudaFree(plain);
+    if (heap) axon::free(heap);
+  }
   DeviceArray(const DeviceArray&) = delete;
   template <class F>
   void fill(F fn) {
@@ -265,6 +283,83 @@ TEST(GpuColl, CopiesEveryCountAndRoot) {
       EXPECT_VALUES(inPlace.read(), inputAt(static_cast<int>(i / c), i % c), "in-place allgather " + what);
     }
   }
+}
+
+// Every collective but the barrier on buffers of `where`, at sizes past LL (the Direct protocol's
+// on symmetric buffers, Simple's otherwise), one-shot and two-shot, in place too, against exact
+// values.
+void checkEveryCollective(Where where, const std::string& place) {
+  const auto world = axon::Team::world();
+  Stream stream;
+  const int n = np();
+  for (DataType t : {DataType::Float32, DataType::BFloat16, DataType::Float64, DataType::Uint8}) {
+    for (std::size_t count : {std::size_t{40001}, std::size_t{600001}}) {
+      const std::string what = place + ", " + axon::dataTypeName(t) + " count " + std::to_string(count);
+      DeviceArray src(t, count, where), dst(t, count, where);
+      src.fill([](std::size_t i) { return inputAt(me(), i); });
+      axon::allreduceOnStream(world, src.ptr, dst.ptr, count, t, ReduceOp::Sum, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(dst.read(), reducedAt(ReduceOp::Sum, i), "allreduce " + what);
+      axon::allreduceOnStream(world, src.ptr, src.ptr, count, t, ReduceOp::Max, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(src.read(), reducedAt(ReduceOp::Max, i), "in-place allreduce " + what);
+
+      DeviceArray blocks(t, count * n, where), part(t, count, where);
+      blocks.fill([](std::size_t i) { return inputAt(me(), i); });
+      axon::reduceScatterOnStream(world, blocks.ptr, part.ptr, count, t, ReduceOp::Sum, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(part.read(), reducedAt(ReduceOp::Sum, me() * count + i), "reduce_scatter " + what);
+      axon::reduceScatterOnStream(world, blocks.ptr, blocks.at(me() * count), count, t, ReduceOp::Min, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      const auto mine = blocks.read();
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(mine[me() * count + i], reducedAt(ReduceOp::Min, me() * count + i)) << "in-place reduce_scatter " << what << " element " << i;
+      }
+
+      src.fill([](std::size_t i) { return inputAt(me(), i); });
+      for (int root = 0; root < n; ++root) {
+        dst.fill([](std::size_t) { return 0.0; });
+        axon::reduceOnStream(world, src.ptr, dst.ptr, count, t, ReduceOp::Max, root, stream);
+        axon::broadcastOnStream(world, src.ptr, part.ptr, count, t, root, stream);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        const std::string from = " root " + std::to_string(root) + " " + what;
+        if (me() == root) EXPECT_VALUES(dst.read(), reducedAt(ReduceOp::Max, i), "reduce to" + from);
+        else EXPECT_VALUES(dst.read(), 0.0, "reduce leaves non-roots alone," + from);
+        EXPECT_VALUES(part.read(), inputAt(root, i), "broadcast from" + from);
+        DeviceArray inPlace(t, count, where);
+        inPlace.fill([&](std::size_t i) { return me() == root ? inputAt(root, i) : 0.0; });
+        axon::broadcastOnStream(world, inPlace.ptr, inPlace.ptr, count, t, root, stream);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        EXPECT_VALUES(inPlace.read(), inputAt(root, i), "in-place broadcast from" + from);
+      }
+
+      DeviceArray gathered(t, count * n, where), exchanged(t, count * n, where);
+      axon::allgatherOnStream(world, src.ptr, gathered.ptr, count, t, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / count), i % count), "allgather " + what);
+      blocks.fill([](std::size_t i) { return inputAt(me(), i); });  // as before the in-place reduce_scatter
+      axon::alltoallOnStream(world, blocks.ptr, exchanged.ptr, count, t, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(exchanged.read(), inputAt(static_cast<int>(i / count), me() * count + i % count), "alltoall " + what);
+      gathered.fill([&](std::size_t i) { return i / count == static_cast<std::size_t>(me()) ? inputAt(me(), i % count) : 0.0; });
+      axon::allgatherOnStream(world, gathered.at(me() * count), gathered.ptr, count, t, stream);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      EXPECT_VALUES(gathered.read(), inputAt(static_cast<int>(i / count), i % count), "in-place allgather " + what);
+    }
+  }
+}
+
+TEST(GpuColl, DirectProtocolOnSymmetricBuffers) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  const auto e = axon::explain(Collective::Allreduce, axon::Team::world(), 1 << 20, DataType::Float32);
+  EXPECT_NE(e.reason.find("Direct protocol"), std::string::npos) << axon::toString(e);
+  checkEveryCollective(Where::Heap, "symmetric heap");
+}
+
+TEST(GpuColl, SimpleWhereTheMembersBuffersDisagree) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  checkEveryCollective(Where::HeapOnEvenPes, "heap on even PEs, cudaMalloc on odd");
+  checkEveryCollective(Where::HeapShiftedOnPe0, "heap, one element further on PE 0");
 }
 
 TEST(GpuColl, BlockingCallsTakeDeviceAndHostBuffers) {

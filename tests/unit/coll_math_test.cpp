@@ -259,6 +259,7 @@ TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
   EXPECT_EQ(l.data % 4096, 0u);
   EXPECT_EQ(l.total, l.data + 16ull * 2 * 4 * 64 * 1024);
   EXPECT_LE(sizeof(device::CollSlotRecord), device::kCollLine);
+  EXPECT_EQ(sizeof(device::CollSlotRecord), sizeof(device::CollRecord) + 24);  // round, two offsets
 }
 
 TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
@@ -319,6 +320,16 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(over.ll);
   EXPECT_EQ(over.chunkBytes, 64u * 1024);
   EXPECT_NE(over.reason.find("over AXON_COLL_GPU_LL_MAX"), std::string::npos) << over.reason;
+  // Over LL: the Direct protocol (Simple where the buffers are not symmetric), unless turned off.
+  EXPECT_TRUE(over.direct);
+  EXPECT_NE(over.reason.find("Direct protocol where every GPU's buffers"), std::string::npos) << over.reason;
+  EXPECT_FALSE(tiny.direct);
+  GpuPlanInput noDirect{Collective::Allreduce, 16 * 1024 + 1, 4, 4, 16, 64 * 1024, 64 * 1024, 8 * 1024,
+                        std::nullopt, true, false};
+  EXPECT_FALSE(makeGpuPlan(noDirect).direct);
+  EXPECT_EQ(makeGpuPlan(noDirect).channels, over.channels);  // the same plan otherwise
+  EXPECT_FALSE(plan(Collective::Barrier, 0, 4).direct);
+  EXPECT_TRUE(plan(Collective::Allreduce, 2, 4, Algo::TwoShot).direct);
   EXPECT_FALSE(plan(Collective::Allreduce, 2, 4, Algo::TwoShot).ll);  // LL runs one-shot only
   EXPECT_FALSE(plan(Collective::Barrier, 0, 4).ll);  // a barrier orders memory: always Simple
   EXPECT_NE(plan(Collective::Barrier, 0, 4).reason.find("orders memory"), std::string::npos);
@@ -351,6 +362,9 @@ TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   EXPECT_TRUE(d.collGpuPdl);  // overlapped launches unless turned off
   EXPECT_FALSE(Env::fromVars({{"AXON_COLL_GPU_PDL", "0"}}).collGpuPdl);
   EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_PDL", "maybe"}}), Error);
+  EXPECT_TRUE(d.collGpuDirect);  // the Direct protocol for symmetric buffers unless turned off
+  EXPECT_FALSE(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "0"}}).collGpuDirect);
+  EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "sometimes"}}), Error);
   for (const char* bad : {"1000", "2K", "x"}) {
     EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHUNK", bad}}), Error) << bad;
   }

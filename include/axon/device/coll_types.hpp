@@ -25,7 +25,14 @@ struct BFloat16 { unsigned short bits; };
 //   Simple: pushes into plain slots, then one release/acquire signal per member and round.
 //   LL ("low latency"): every 8-byte word carries 4 bytes of data and the round's 4-byte flag, so a
 //   receiver polls the data itself: no fence, no separate signal, half the bandwidth. Small calls.
-enum class CollProto : unsigned int { Simple = 0, LL = 1 };
+//   Direct: when every member's buffers are at the same offsets of the symmetric GPU heap, kernels
+//   read and write the members' buffers themselves between two rounds of signals (each byte
+//   crosses NVLink once, no slots, no rounds per chunk); otherwise the call runs as Simple. The
+//   members learn each other's offsets in the first round, so they always decide alike.
+enum class CollProto : unsigned int { Simple = 0, LL = 1, Direct = 2 };
+
+// A heap offset that says "not on the symmetric heap" (Direct proposals).
+constexpr unsigned long long kCollNoOffset = ~0ull;
 
 // What one call is: every member must make the same one. Same values as the host's enums;
 // `algo` as axon::coll::Algo; `channels` the blocks the call uses (0 for a device-callable call).
@@ -73,6 +80,8 @@ struct CollHandle {
   unsigned long long llChunkBytes;  // data bytes per channel, half and sender (LL)
   unsigned long long llSlotBytes;   // bytes of one LL slot: header words, then 2 x llChunkBytes
   unsigned long long llMaxBytes;    // device-callable calls of at most this many bytes take LL
+  char* heapBase;                   // this PE's symmetric GPU heap (Direct calls)
+  long long heapStride;             // bytes from world PE p's heap to p + 1's, as mapped here
   unsigned long long roundsOffset, readyOffset, recordsOffset, llOffset, dataOffset;
   unsigned long long timeoutNs;   // AXON_TIMEOUT: bound on every wait (0: forever)
   CollError* error;         // this PE's report for the team (pinned host memory)
@@ -96,10 +105,14 @@ constexpr unsigned long long kCollLlRecordUnits = sizeof(CollRecord) / 8;
 constexpr unsigned long long kCollLlHeaderUnits = 1 + kCollLlRecordUnits;
 static_assert(sizeof(CollRecord) % 8 == 0, "the LL header carries the record in 8-byte pieces");
 
+// What a member says to another in a round: its call, the round, and for the first round of a
+// Direct call the heap offsets of its src and dst (kCollNoOffset otherwise). One line.
 struct CollSlotRecord {
   CollRecord call;
   unsigned long long round;
+  unsigned long long srcOffset, dstOffset;
 };
+static_assert(sizeof(CollSlotRecord) <= kCollLine, "a slot record fits its line");
 
 struct CollLayout {
   unsigned long long rounds, ready, records, ll, llSlotBytes, data, total;

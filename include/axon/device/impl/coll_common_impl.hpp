@@ -19,6 +19,7 @@ enum CollKind : unsigned { kCollBarrier = 0, kCollBroadcast, kCollReduce, kCollA
 enum CollAlgo : unsigned { kAlgoLocal = 0, kAlgoOneShot, kAlgoTwoShot };
 constexpr unsigned kProtoSimple = static_cast<unsigned>(CollProto::Simple);
 constexpr unsigned kProtoLl = static_cast<unsigned>(CollProto::LL);
+constexpr unsigned kProtoDirect = static_cast<unsigned>(CollProto::Direct);
 
 // Device collectives run at block scope only.
 template <class Scope> struct IsBlock { static constexpr bool value = false; };
@@ -40,6 +41,9 @@ struct CollJob {
   SizeT block;  // elements of one member's block (count; in bytes for the copy collectives)
   SizeT lo, hi; // this channel's elements of each block
   int channel;
+  // Direct calls: the heap offsets of src and dst this PE proposes (kCollNoOffset: not on the
+  // heap, or not usable in place); see coll_direct_impl.hpp.
+  unsigned long long srcOffset, dstOffset;
 };
 
 AXON_DEVICE_INLINE SizeT collMin(SizeT a, SizeT b) { return a < b ? a : b; }

@@ -11,6 +11,9 @@
 //   LL (coll_ll_impl.hpp): data and the round's flag in the same 8-byte words of LL slot
 //     [channel][r % 2][me]; receivers poll the data itself. Half the bandwidth, no fences: the
 //     lowest latency, for small calls.
+//   Direct (coll_direct_impl.hpp): for buffers on the symmetric heap, two rounds of signals around
+//     loads and stores of the members' buffers themselves; as Simple when the buffers do not allow
+//     it. Larger calls.
 // Because every member sends to every other in every round, no member gets more than one round
 // ahead of any other; so when a member writes round r + 2 into half r % 2, every receiver has
 // sent round r + 1, that is, has finished consuming round r. Two halves, no acknowledgements.
@@ -21,6 +24,7 @@
 
 #include "axon/device/coll_types.hpp"
 #include "axon/device/impl/coll_common_impl.hpp"
+#include "axon/device/impl/coll_direct_impl.hpp"
 #include "axon/device/impl/coll_ll_impl.hpp"
 #include "axon/device/impl/coll_simple_impl.hpp"
 #include "axon/device/impl/reduce_impl.hpp"
@@ -31,12 +35,19 @@ namespace detail {
 
 template <class T, ReduceOp Op>
 AXON_DEVICE_INLINE bool collRunReduce(const CollHandle& h, const CollJob& job) {
-  return job.record.proto == kProtoLl ? collRunReduceLl<T, Op>(h, job)
-                                      : collRunReduceSimple<T, Op>(h, job);
+  switch (job.record.proto) {
+    case kProtoLl: return collRunReduceLl<T, Op>(h, job);
+    case kProtoDirect: return collRunReduceDirect<T, Op>(h, job);
+    default: return collRunReduceSimple<T, Op>(h, job);
+  }
 }
 
 AXON_DEVICE_INLINE bool collRunCopy(const CollHandle& h, const CollJob& job) {
-  return job.record.proto == kProtoLl ? collRunCopyLl(h, job) : collRunCopySimple(h, job);
+  switch (job.record.proto) {
+    case kProtoLl: return collRunCopyLl(h, job);
+    case kProtoDirect: return collRunCopyDirect(h, job);
+    default: return collRunCopySimple(h, job);
+  }
 }
 
 template <class T>
@@ -100,6 +111,8 @@ AXON_DEVICE_INLINE CollJob collDeviceJob(const CollHandle& h, unsigned kind, uns
   job.lo = 0;
   job.hi = len;
   job.channel = channel;
+  job.srcOffset = kCollNoOffset;
+  job.dstOffset = kCollNoOffset;
   return job;
 }
 

@@ -54,9 +54,33 @@ AXON_DEVICE_INLINE void collClearLl(const CollHandle& h, int c) {
   for (SizeT i = linearThreadIndex(); i < units; i += blockThreadCount()) first[i] = zero;
 }
 
+// What the first round of a Direct call tells (coll_direct_impl.hpp): whether every member's
+// buffers allow direct access, and the root's src offset.
+struct CollDirectVerdict {
+  bool direct;
+  unsigned long long rootSrc;
+};
+
+// Whether member `from`'s proposal (src and dst offsets) agrees with this PE's for a Direct call
+// of `job`: the offsets every member's part of the data needs equal and on the heap.
+AXON_DEVICE_INLINE bool collDirectAgrees(const CollJob& job, unsigned long long src,
+                                         unsigned long long dst) {
+  const unsigned kind = job.record.collective;
+  const bool sameSrc = kind == kCollAllreduce || kind == kCollReduce || kind == kCollReduceScatter;
+  const bool sameDst = kind == kCollAllreduce || kind == kCollBroadcast ||
+                       kind == kCollAllgather || kind == kCollAlltoall;
+  if (sameSrc && (job.srcOffset == kCollNoOffset || src != job.srcOffset)) return false;
+  if (sameDst && (job.dstOffset == kCollNoOffset || dst != job.dstOffset)) return false;
+  return true;
+}
+
 // Steps 2 and 3 of a round, by the whole block: the block's pushes are complete before any signal.
 // True in every thread when every member signalled the same call; false in every thread otherwise.
-AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, unsigned long long r) {
+// With `verdict` (the first round of a Direct call), each member also sends its heap offsets and
+// the block learns whether all of them agree (see collDirectAgrees).
+AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, unsigned long long r,
+                                     CollDirectVerdict* verdict = nullptr) {
+  __shared__ unsigned long long rootSrc;
   __syncthreads();
   if (llFlag(r) == 0) {
     collClearLl(h, job.channel);
@@ -64,7 +88,9 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
   }
   const unsigned rank = linearThreadIndex(), size = blockThreadCount();
   const int n = h.size, me = h.myIndex, c = job.channel, half = static_cast<int>(r & 1ull);
-  int failed = 0;
+  const unsigned long long srcOffset = verdict ? job.srcOffset : kCollNoOffset;
+  const unsigned long long dstOffset = verdict ? job.dstOffset : kCollNoOffset;
+  int failed = 0;  // bit 0: an error (reported); bit 1: the offsets disagree
   for (int j = static_cast<int>(rank); j < n; j += static_cast<int>(size)) {
     if (j == me) continue;
     // No fence: the release below is cumulative, so the block's pushes, which this thread has
@@ -72,23 +98,40 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
     CollSlotRecord* rec = collRecordAt(h, j, c, half, me);
     rec->call = job.record;
     rec->round = r;
+    rec->srcOffset = srcOffset;
+    rec->dstOffset = dstOffset;
     storeReleaseSys(collReady(h, j, c, me), r);
   }
   for (int j = static_cast<int>(rank); j < n; j += static_cast<int>(size)) {
-    if (j == me) continue;
+    if (j == me) {
+      if (verdict) {
+        if (!collDirectAgrees(job, srcOffset, dstOffset)) failed |= 2;
+        if (j == job.record.root) rootSrc = srcOffset;
+      }
+      continue;
+    }
     if (!collWait(h, job, j, r)) {
-      failed = 1;
+      failed |= 1;
       continue;
     }
     const CollSlotRecord* rec = collRecordAt(h, me, c, half, j);
     const CollRecord theirs = rec->call;
     if (!collSameCall(job.record, theirs) || rec->round != r) {
       collMismatch(h, job, j, theirs, r, rec->round);
-      failed = 1;
+      failed |= 1;
+    } else if (verdict) {
+      const unsigned long long src = rec->srcOffset;
+      if (!collDirectAgrees(job, src, rec->dstOffset)) failed |= 2;
+      if (j == job.record.root) rootSrc = src;
     }
   }
   // Carries the waiting threads' acquires to the whole block, and their verdict.
-  return __syncthreads_or(failed) == 0;
+  const bool bad = __syncthreads_or(failed & 1) != 0;
+  if (verdict) {
+    verdict->direct = __syncthreads_or(failed & 2) == 0 && !bad;
+    verdict->rootSrc = job.record.root >= 0 ? rootSrc : kCollNoOffset;
+  }
+  return !bad;
 }
 
 // ── Consuming ─────────────────────────────────────────────────────────────────────────────────
