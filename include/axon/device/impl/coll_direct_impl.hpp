@@ -177,10 +177,12 @@ AXON_DEVICE_INLINE bool collDirectClose(const CollHandle& h, const CollJob& job,
 }
 
 // Records the round of the opening exchange, for the Simple protocol to go on from.
+// The barrier comes after the store: the Simple protocol's threads all read the counter first.
 AXON_DEVICE_INLINE void collDirectFallBack(const CollHandle& h, const CollJob& job,
                                            unsigned long long r) {
   __syncthreads();
   if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, job.channel)) = r;
+  __syncthreads();
 }
 
 // Reduce, allreduce and reduce_scatter on elements of T.
