@@ -23,6 +23,21 @@ std::string bytesText(std::size_t b) {
   return std::to_string(b) + " B";
 }
 
+// Direct calls pay a second round of signals to save the slot copies and the per-chunk rounds,
+// which counts from a size that depends on the team. Measured (4 and 2 H200s, docs/performance.md):
+// on 4 GPUs Direct was faster from 512 KiB for allreduce (13.9 against 16.8 us), allgather (even
+// there, 14.0 against 16.2 us at 2 MiB) and two-shot broadcast (18.8 against 23.6 us at 2 MiB), but
+// one-shot broadcast was slower (13.2 against 10.7 us at 512 KiB: the root's writes gain nothing
+// over pushes into slots); on 2 GPUs Direct was slower up to 8 MiB (allreduce 36.9 against 35.8
+// us, allgather 11.2 against 9.8 us at 2 MiB) and faster from 32 MiB (allreduce 114 against 121 us,
+// allgather 59 against 68 us).
+constexpr std::size_t kGpuDirectTwoGpuBytes = 32u << 20;
+
+bool directPays(const GpuPlanInput& in, Algo algo, std::size_t block) {
+  if (in.collective == Collective::Broadcast && algo == Algo::OneShot) return false;
+  return in.members > 2 || block >= kGpuDirectTwoGpuBytes;
+}
+
 // The default choice on the host-shm path, with its reason.
 std::pair<Algo, std::string> choose(const PlanInput& in, std::size_t bytes) {
   const std::string size = bytesText(bytes) + " on " + std::to_string(in.members) + " PEs";
@@ -87,10 +102,18 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
                "of signals; Simple protocol for other buffers (the block is over AXON_COLL_GPU_LL_MAX = " +
            bytesText(in.llMaxBytes) + (p.algo != Algo::OneShot ? ", and LL runs one-shot only)" : ")");
   }
-  if (p.algo != Algo::OneShot) return s + "; Simple protocol (LL runs one-shot only)";
   if (in.collective == Collective::Barrier) return s + "; Simple protocol (a barrier orders memory: LL does not)";
-  if (in.llMaxBytes == 0) return s + "; Simple protocol (AXON_COLL_GPU_LL_MAX = 0 turns LL off)";
-  return s + "; Simple protocol (the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes) + ")";
+  std::string why = p.algo != Algo::OneShot ? "LL runs one-shot only"
+                    : in.llMaxBytes == 0    ? "AXON_COLL_GPU_LL_MAX = 0 turns LL off"
+                                            : "the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+  if (in.direct == DirectMode::Off) {
+    why += "; AXON_COLL_GPU_DIRECT = 0 turns Direct off";
+  } else if (in.collective == Collective::Broadcast && p.algo == Algo::OneShot) {
+    why += "; a one-shot broadcast is faster on Simple than on Direct";
+  } else {
+    why += "; on 2 GPUs Direct pays from " + bytesText(kGpuDirectTwoGpuBytes) + " (AXON_COLL_GPU_DIRECT=always for every size)";
+  }
+  return s + "; Simple protocol (" + why + ")";
 }
 
 }  // namespace
@@ -207,7 +230,8 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const bool twoShot = twoShotKind && n > 2 && (in.forced ? *in.forced != Algo::OneShot : block > twoShotAbove);
   if (twoShot) p.algo = Algo::TwoShot;
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
-  p.direct = !p.ll && in.directAllowed && in.collective != Collective::Barrier;
+  p.direct = !p.ll && in.collective != Collective::Barrier &&
+             (in.direct == DirectMode::Always || (in.direct == DirectMode::Auto && directPays(in, p.algo, block)));
   p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
   if (in.wantReason) p.reason = gpuPlanReason(in, p, block);
   // A channel per 16 KiB of a member's block (LL: per LL chunk), up to the workspace's channels:

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "axon/collectives.hpp"
+#include "core/env.hpp"
 
 namespace axon::coll {
 
@@ -54,7 +55,7 @@ struct GpuPlanInput {
   std::size_t llChunkBytes; // AXON_COLL_GPU_LL_CHUNK
   std::optional<Algo> forced;
   bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
-  bool directAllowed = true;  // AXON_COLL_GPU_DIRECT
+  DirectMode direct = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT
 };
 
 struct GpuPlan {

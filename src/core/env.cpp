@@ -148,7 +148,19 @@ Env Env::fromVars(const EnvVars& vars) {
     }
   }
   if (auto v = lookup(vars, "AXON_COLL_GPU_PDL")) env.collGpuPdl = parseSwitch(*v, "AXON_COLL_GPU_PDL");
-  if (auto v = lookup(vars, "AXON_COLL_GPU_DIRECT")) env.collGpuDirect = parseSwitch(*v, "AXON_COLL_GPU_DIRECT");
+  if (auto v = lookup(vars, "AXON_COLL_GPU_DIRECT")) {
+    if (*v == "always") {
+      env.collGpuDirect = DirectMode::Always;
+    } else if (*v == "auto") {
+      env.collGpuDirect = DirectMode::Auto;
+    } else {
+      try {
+        env.collGpuDirect = parseSwitch(*v, "AXON_COLL_GPU_DIRECT") ? DirectMode::Auto : DirectMode::Off;
+      } catch (const Error&) {
+        throw Error(ErrorCode::InvalidArgument, "AXON_COLL_GPU_DIRECT='" + *v + "' is not auto (or 1), always or 0");
+      }
+    }
+  }
   env.collGpuChannels = kDefaultCollGpuChannels;
   if (auto v = lookup(vars, "AXON_COLL_GPU_CHANNELS")) {
     char* end = nullptr;

@@ -15,6 +15,8 @@ namespace axon {
 using EnvVars = std::map<std::string, std::string>;
 
 enum class Backend { Auto, Host, Gpu };
+// AXON_COLL_GPU_DIRECT: when GPU collectives above LL may take the Direct protocol.
+enum class DirectMode { Off, Auto, Always };
 
 struct Env {
   LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
@@ -34,7 +36,7 @@ struct Env {
   std::size_t collGpuLlMax = 0;   // AXON_COLL_GPU_LL_MAX: largest block (bytes) on the LL protocol
   std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
   bool collGpuPdl = true;         // AXON_COLL_GPU_PDL: launch collective kernels as programmatic dependents
-  bool collGpuDirect = true;      // AXON_COLL_GPU_DIRECT: Direct protocol for symmetric-heap buffers
+  DirectMode collGpuDirect = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT: Direct protocol (symmetric buffers)
   // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
   std::array<std::string, 7> algo;
 

@@ -325,11 +325,25 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_NE(over.reason.find("Direct protocol where every GPU's buffers"), std::string::npos) << over.reason;
   EXPECT_FALSE(tiny.direct);
   GpuPlanInput noDirect{Collective::Allreduce, 16 * 1024 + 1, 4, 4, 16, 64 * 1024, 64 * 1024, 8 * 1024,
-                        std::nullopt, true, false};
+                        std::nullopt, true, DirectMode::Off};
   EXPECT_FALSE(makeGpuPlan(noDirect).direct);
   EXPECT_EQ(makeGpuPlan(noDirect).channels, over.channels);  // the same plan otherwise
+  EXPECT_NE(makeGpuPlan(noDirect).reason.find("AXON_COLL_GPU_DIRECT = 0"), std::string::npos);
   EXPECT_FALSE(plan(Collective::Barrier, 0, 4).direct);
   EXPECT_TRUE(plan(Collective::Allreduce, 2, 4, Algo::TwoShot).direct);
+  // Where Direct was measured slower: one-shot broadcast, and 2 GPUs below 32 MiB; `always` there too.
+  EXPECT_FALSE(plan(Collective::Broadcast, 64 * 1024, 4).direct);          // 256 KiB: one-shot
+  EXPECT_TRUE(plan(Collective::Broadcast, 1 << 20, 4).direct);             // 4 MiB: two-shot
+  EXPECT_FALSE(plan(Collective::Allgather, 1 << 20, 2).direct);            // 4 MiB on 2 GPUs
+  EXPECT_NE(plan(Collective::Allgather, 1 << 20, 2).reason.find("on 2 GPUs Direct pays from 32 MiB"),
+            std::string::npos) << plan(Collective::Allgather, 1 << 20, 2).reason;
+  EXPECT_TRUE(plan(Collective::Allgather, 8 << 20, 2).direct);             // 32 MiB on 2 GPUs
+  EXPECT_TRUE(plan(Collective::Allgather, 8 << 20, 3).direct);
+  GpuPlanInput always{Collective::Broadcast, 1 << 10, 4, 2, 16, 64 * 1024, 0, 8 * 1024, std::nullopt, true,
+                      DirectMode::Always};
+  EXPECT_TRUE(makeGpuPlan(always).direct);
+  always.collective = Collective::Barrier;
+  EXPECT_FALSE(makeGpuPlan(always).direct);
   EXPECT_FALSE(plan(Collective::Allreduce, 2, 4, Algo::TwoShot).ll);  // LL runs one-shot only
   EXPECT_FALSE(plan(Collective::Barrier, 0, 4).ll);  // a barrier orders memory: always Simple
   EXPECT_NE(plan(Collective::Barrier, 0, 4).reason.find("orders memory"), std::string::npos);
@@ -362,8 +376,10 @@ TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   EXPECT_TRUE(d.collGpuPdl);  // overlapped launches unless turned off
   EXPECT_FALSE(Env::fromVars({{"AXON_COLL_GPU_PDL", "0"}}).collGpuPdl);
   EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_PDL", "maybe"}}), Error);
-  EXPECT_TRUE(d.collGpuDirect);  // the Direct protocol for symmetric buffers unless turned off
-  EXPECT_FALSE(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "0"}}).collGpuDirect);
+  EXPECT_EQ(d.collGpuDirect, DirectMode::Auto);  // Direct for symmetric buffers where it pays
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "0"}}).collGpuDirect, DirectMode::Off);
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "1"}}).collGpuDirect, DirectMode::Auto);
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "always"}}).collGpuDirect, DirectMode::Always);
   EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_DIRECT", "sometimes"}}), Error);
   for (const char* bad : {"1000", "2K", "x"}) {
     EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHUNK", bad}}), Error) << bad;
