@@ -24,13 +24,14 @@ std::string bytesText(std::size_t b) {
 }
 
 // Direct calls pay a second round of signals to save the slot copies and the per-chunk rounds,
-// which counts from a size that depends on the team. Measured (4 and 2 H200s, docs/performance.md):
-// on 4 GPUs Direct was faster from 512 KiB for allreduce (13.9 against 16.8 us), allgather (even
-// there, 14.0 against 16.2 us at 2 MiB) and two-shot broadcast (18.8 against 23.6 us at 2 MiB), but
-// one-shot broadcast was slower (13.2 against 10.7 us at 512 KiB: the root's writes gain nothing
-// over pushes into slots); on 2 GPUs Direct was slower up to 8 MiB (allreduce 36.9 against 35.8
-// us, allgather 11.2 against 9.8 us at 2 MiB) and faster from 32 MiB (allreduce 114 against 121 us,
-// allgather 59 against 68 us).
+// which counts from a size that depends on the team. Measured (docs/performance.md):
+// - 4 H200s: Direct was faster from 512 KiB for allreduce (13.9 against 16.8 us at 512 KiB) and
+//   two-shot broadcast (18.8 against 23.6 us at 2 MiB), even with Simple for allgather at 512 KiB
+//   and faster above (14.0 against 16.2 us at 2 MiB); one-shot broadcast was slower (13.2 against
+//   10.7 us at 512 KiB: the root's stores gain nothing over pushes into slots).
+// - 2 H200s: Direct was slower up to 8 MiB (allreduce 36.9 against 35.8 us at 8 MiB, allgather
+//   11.2 against 9.8 us at 2 MiB) and faster from 32 MiB (allreduce 114 against 121 us, allgather
+//   59 against 68 us).
 constexpr std::size_t kGpuDirectTwoGpuBytes = 32u << 20;
 
 bool directPays(const GpuPlanInput& in, Algo algo, std::size_t block) {
