@@ -240,6 +240,29 @@ TEST(GpuCollMath, ChannelSharesCoverTheBlockInAlignedPieces) {
   }
 }
 
+TEST(GpuCollMath, DirectPartsCoverTheRangeInAlignedPieces) {
+  // The parts of a channel's range that Direct calls split among members (allreduce: n parts;
+  // two-shot broadcast: n - 1): in order, disjoint, covering it, each but the last whole units.
+  for (std::size_t len : {0ul, 1ul, 3ul, 15ul, 16ul, 17ul, 1000ul, 4096ul, 100003ul}) {
+    for (int parts : {1, 2, 3, 4, 7, 8}) {
+      for (std::size_t unit : {1ul, 4ul, 16ul}) {
+        std::size_t next = 0;
+        for (int k = 0; k < parts; ++k) {
+          device::SizeT lo = 0, hi = 0;
+          device::collPartRange(len, parts, k, unit, &lo, &hi);
+          ASSERT_EQ(lo, next) << "len " << len << " parts " << parts << " unit " << unit << " part " << k;
+          ASSERT_LE(lo, hi);
+          ASSERT_LE(hi, len);
+          if (hi < len) EXPECT_EQ((hi - lo) % unit, 0u);
+          if (lo < hi) EXPECT_EQ(lo % unit, 0u);  // empty parts sit at the end
+          next = hi;
+        }
+        EXPECT_EQ(next, len) << "len " << len << " parts " << parts << " unit " << unit;
+      }
+    }
+  }
+}
+
 TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
   const auto l = device::collLayout(4, 16, 64 * 1024, 8 * 1024);
   EXPECT_GE(l.rounds, sizeof(device::CollError));

@@ -167,5 +167,16 @@ AXON_HOST_DEVICE_INLINE void collChannelRange(SizeT len, int channels, int c, Si
   *hi = e < len ? e : len;
 }
 
+// Part `index` [lo, hi) of `parts` parts of `len` elements: each a whole number of `unit`s but the
+// last, so that parts start 16-byte aligned when the range does (Direct calls: the part each
+// member reduces, or reads from the root). Host-testable.
+AXON_HOST_DEVICE_INLINE void collPartRange(SizeT len, int parts, int index, SizeT unit, SizeT* lo,
+                                           SizeT* hi) {
+  const SizeT p = collAlignUp((len + static_cast<SizeT>(parts) - 1) / static_cast<SizeT>(parts), unit);
+  const SizeT l = static_cast<SizeT>(index) * p;
+  *lo = l < len ? l : len;
+  *hi = len - *lo < p ? len : *lo + p;
+}
+
 }  // namespace device
 }  // namespace axon

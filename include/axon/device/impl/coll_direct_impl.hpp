@@ -150,14 +150,6 @@ AXON_DEVICE_INLINE void collCopyToAll(char* dst0, long long dstStride, int dsts,
   }
 }
 
-// [lo, hi) of part `index` of `parts` parts of len, each a whole number of `unit`s but the last.
-AXON_DEVICE_INLINE void collPart(SizeT len, int parts, int index, SizeT unit, SizeT* lo,
-                                 SizeT* hi) {
-  const SizeT p = collAlignUp((len + parts - 1) / parts, unit);
-  *lo = collMin(len, static_cast<SizeT>(index) * p);
-  *hi = collMin(len, *lo + p);
-}
-
 // The first round of a Direct call: false when it failed (reported); else *direct says whether the
 // members' buffers allow direct access. `*r` is the channel's round, advanced.
 AXON_DEVICE_INLINE bool collDirectOpen(const CollHandle& h, const CollJob& job,
@@ -202,7 +194,7 @@ AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& 
     const unsigned kind = job.record.collective;
     if (kind == kCollAllreduce) {
       SizeT lo, hi;
-      collPart(len, n, me, sizeof(T) >= 16 ? 1 : 16 / sizeof(T), &lo, &hi);
+      collPartRange(len, n, me, sizeof(T) >= 16 ? 1 : 16 / sizeof(T), &lo, &hi);
       collReduceDirect<T, Op>(collHeapAt(h, 0, job.dstOffset) + (job.lo + lo) * e, ms, n,
                               collHeapAt(h, 0, job.srcOffset) + (job.lo + lo) * e, ms, n, hi - lo);
     } else if (kind == kCollReduceScatter) {
@@ -239,7 +231,7 @@ AXON_DEVICE_INLINE bool collRunCopyDirect(const CollHandle& h, const CollJob& jo
           collCopy(job.dst + job.lo, job.src + job.lo, len);
         } else {
           SizeT lo, hi;
-          collPart(len, n - 1, me < root ? me : me - 1, 16, &lo, &hi);
+          collPartRange(len, n - 1, me < root ? me : me - 1, 16, &lo, &hi);
           collCopyToAll(dst0 + lo, ms, n, root, collHeapAt(h, root, verdict.rootSrc) + job.lo + lo,
                         hi - lo);
         }
