@@ -57,6 +57,15 @@ AXON_DEVICE_INLINE unsigned long long* collRounds(const CollHandle& h, int c) {
   return reinterpret_cast<unsigned long long*>(collMember(h, h.myIndex) + h.roundsOffset +
                                                static_cast<SizeT>(c) * kCollLine);
 }
+// The rounds this PE completed on channel c, read by every thread at a call's start; stored back
+// by thread 0 once the whole block is done with the call (every protocol counts on one counter).
+AXON_DEVICE_INLINE unsigned long long collLoadRounds(const CollHandle& h, int c) {
+  return *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c));
+}
+AXON_DEVICE_INLINE void collStoreRounds(const CollHandle& h, int c, unsigned long long r) {
+  __syncthreads();
+  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c)) = r;
+}
 AXON_DEVICE_INLINE unsigned long long* collReady(const CollHandle& h, int m, int c, int from) {
   const SizeT line = static_cast<SizeT>(c) * h.size + from;
   return reinterpret_cast<unsigned long long*>(collMember(h, m) + h.readyOffset + line * kCollLine);

@@ -150,43 +150,37 @@ AXON_DEVICE_INLINE void collCopyToAll(char* dst0, long long dstStride, int dsts,
   }
 }
 
-// The first round of a Direct call: false when it failed (reported); else *direct says whether the
-// members' buffers allow direct access. `*r` is the channel's round, advanced.
+// The first round of a Direct call, from the channel's round counter (*r, advanced). False when
+// it failed (reported). When the members' buffers do not allow direct access (verdict->direct
+// false), the counter is stored for the Simple protocol to go on from: the barrier after the
+// store comes before its threads read the counter.
 AXON_DEVICE_INLINE bool collDirectOpen(const CollHandle& h, const CollJob& job,
                                        unsigned long long* r, CollDirectVerdict* verdict) {
-  if (!collStart(h)) return false;
-  return collExchange(h, job, ++*r, verdict);
+  *r = collLoadRounds(h, job.channel);
+  verdict->direct = false;
+  if (!collStart(h) || !collExchange(h, job, ++*r, verdict)) return false;
+  if (!verdict->direct) {
+    collStoreRounds(h, job.channel, *r);
+    __syncthreads();
+  }
+  return true;
 }
 
-// Ends a Direct call's rounds: the closing round when the call went direct, then the channel's
-// round counter.
+// Ends a Direct call: the closing round when the call went direct, then the channel's counter.
 AXON_DEVICE_INLINE bool collDirectClose(const CollHandle& h, const CollJob& job,
                                         unsigned long long r, bool ok) {
   if (ok) ok = collExchange(h, job, ++r);
-  __syncthreads();
-  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, job.channel)) = r;
+  collStoreRounds(h, job.channel, r);
   return ok;
-}
-
-// Records the round of the opening exchange, for the Simple protocol to go on from.
-// The barrier comes after the store: the Simple protocol's threads all read the counter first.
-AXON_DEVICE_INLINE void collDirectFallBack(const CollHandle& h, const CollJob& job,
-                                           unsigned long long r) {
-  __syncthreads();
-  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, job.channel)) = r;
-  __syncthreads();
 }
 
 // Reduce, allreduce and reduce_scatter on elements of T.
 template <class T, ReduceOp Op>
 AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& job) {
-  unsigned long long r = *reinterpret_cast<volatile unsigned long long*>(collRounds(h, job.channel));
+  unsigned long long r;
   CollDirectVerdict verdict;
-  bool ok = collDirectOpen(h, job, &r, &verdict);
-  if (ok && !verdict.direct) {
-    collDirectFallBack(h, job, r);
-    return collRunReduceSimple<T, Op>(h, job);
-  }
+  const bool ok = collDirectOpen(h, job, &r, &verdict);
+  if (ok && !verdict.direct) return collRunReduceSimple<T, Op>(h, job);
   if (ok) {
     const int n = h.size, me = h.myIndex;
     const long long ms = collHeapMemberStride(h);
@@ -211,13 +205,10 @@ AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& 
 
 // Broadcast, allgather and alltoall (job.block and the range in bytes).
 AXON_DEVICE_INLINE bool collRunCopyDirect(const CollHandle& h, const CollJob& job) {
-  unsigned long long r = *reinterpret_cast<volatile unsigned long long*>(collRounds(h, job.channel));
+  unsigned long long r;
   CollDirectVerdict verdict;
-  bool ok = collDirectOpen(h, job, &r, &verdict);
-  if (ok && !verdict.direct) {
-    collDirectFallBack(h, job, r);
-    return collRunCopySimple(h, job);
-  }
+  const bool ok = collDirectOpen(h, job, &r, &verdict);
+  if (ok && !verdict.direct) return collRunCopySimple(h, job);
   if (ok) {
     const int n = h.size, me = h.myIndex, root = job.record.root;
     const long long ms = collHeapMemberStride(h);

@@ -221,14 +221,6 @@ AXON_DEVICE_INLINE bool llNextRound(const CollHandle& h, const CollJob& job,
   return true;
 }
 
-AXON_DEVICE_INLINE unsigned long long llLoadRounds(const CollHandle& h, int c) {
-  return *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c));
-}
-AXON_DEVICE_INLINE void llStoreRounds(const CollHandle& h, int c, unsigned long long r) {
-  __syncthreads();
-  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c)) = r;
-}
-
 // ── The collectives, LL protocol ──────────────────────────────────────────────────────────────
 
 // Reduce, allreduce (one-shot) and reduce_scatter on elements of T.
@@ -241,7 +233,7 @@ AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job)
   const unsigned kind = job.record.collective;
   const SizeT chunk = h.llChunkBytes / sizeof(T);
   const SizeT len = job.hi - job.lo;
-  unsigned long long r = llLoadRounds(h, c);
+  unsigned long long r = collLoadRounds(h, c);
   bool ok = collStart(h);
   for (SizeT off = 0; ok; off += chunk) {
     if (!(ok = llNextRound(h, job, &r))) break;
@@ -303,7 +295,7 @@ AXON_DEVICE_INLINE bool collRunReduceLl(const CollHandle& h, const CollJob& job)
     if (__syncthreads_or(failed)) ok = false;
     if (!ok || off + chunk >= len) break;
   }
-  llStoreRounds(h, c, r);
+  collStoreRounds(h, c, r);
   return ok;
 }
 
@@ -315,7 +307,7 @@ AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
   const unsigned kind = job.record.collective;
   const SizeT chunk = h.llChunkBytes;
   const SizeT len = job.hi - job.lo;
-  unsigned long long r = llLoadRounds(h, c);
+  unsigned long long r = collLoadRounds(h, c);
   bool ok = collStart(h);
   for (SizeT off = 0; ok; off += chunk) {
     if (!(ok = llNextRound(h, job, &r))) break;
@@ -377,7 +369,7 @@ AXON_DEVICE_INLINE bool collRunCopyLl(const CollHandle& h, const CollJob& job) {
     if (__syncthreads_or(failed)) ok = false;
     if (!ok || off + chunk >= len) break;
   }
-  llStoreRounds(h, c, r);
+  collStoreRounds(h, c, r);
   return ok;
 }
 

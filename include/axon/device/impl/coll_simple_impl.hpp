@@ -218,8 +218,7 @@ AXON_DEVICE_INLINE void collCopy(void* dst, const void* src, SizeT bytes) {
 template <class T, ReduceOp Op>
 AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& job) {
   const int n = h.size, me = h.myIndex, c = job.channel;
-  unsigned long long* roundsWord = collRounds(h, c);
-  unsigned long long r = *reinterpret_cast<volatile unsigned long long*>(roundsWord);
+  unsigned long long r = collLoadRounds(h, c);
   const SizeT chunk = h.chunkBytes / sizeof(T);
   const SizeT len = job.hi - job.lo;
   const SizeT stride = h.chunkBytes;  // between consecutive senders' slots
@@ -283,8 +282,7 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
       if (off + chunk >= len) break;
     }
   }
-  __syncthreads();
-  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(roundsWord) = r;
+  collStoreRounds(h, c, r);
   return ok;
 }
 
@@ -334,8 +332,7 @@ AXON_DEVICE_INLINE bool collRunBroadcastTwoShot(const CollHandle& h, const CollJ
 // Barrier, broadcast, allgather and alltoall: copies of bytes (job.block and the range in bytes).
 AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& job) {
   const int n = h.size, me = h.myIndex, c = job.channel;
-  unsigned long long* roundsWord = collRounds(h, c);
-  unsigned long long r = *reinterpret_cast<volatile unsigned long long*>(roundsWord);
+  unsigned long long r = collLoadRounds(h, c);
   const SizeT chunk = h.chunkBytes;
   const SizeT len = job.hi - job.lo;
   const unsigned kind = job.record.collective;
@@ -376,8 +373,7 @@ AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& jo
     }
     if (kind == kCollBarrier || off + chunk >= len) break;
   }
-  __syncthreads();
-  if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(roundsWord) = r;
+  collStoreRounds(h, c, r);
   return ok;
 }
 
