@@ -226,16 +226,18 @@ void StoreServer::handleFrame(Conn& c, std::string_view body) {
 }
 
 bool StoreServer::tryAnswer(const PendingGet& g) {
-  if (!goneRanks_.empty()) {
+  // Keys that are all there answer the get even after a PE left: a rendezvous whose last key the
+  // departed PE set before it exited is complete, and its slower members must still see it.
+  bool complete = true;
+  for (const auto& k : g.keys) complete = complete && kv_.count(k) != 0;
+  if (!complete && goneRanks_.empty()) return false;
+  if (!complete) {
     std::string who;
     for (int r : goneRanks_) who += (who.empty() ? "" : ", ") + std::to_string(r);
     wire::Writer out(g.id, static_cast<std::uint8_t>(wire::Status::PeerGone));
     out.str("PE " + who + " disconnected from the store without finalize (exited or crashed)");
     reply(g.fd, out.frame());
     return true;
-  }
-  for (const auto& k : g.keys) {
-    if (!kv_.count(k)) return false;
   }
   wire::Writer out(g.id, 0);
   out.u32(static_cast<std::uint32_t>(g.keys.size()));

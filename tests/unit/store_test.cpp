@@ -179,6 +179,19 @@ TEST_F(StoreLoopback, RankThatLeavesWithoutGoodbyeFailsPendingGetsWithPeerDead) 
   EXPECT_LT(secondsSince(start), 2.0);
 }
 
+TEST_F(StoreLoopback, KeysSetBeforeARankLeftStillAnswerGets) {
+  // A rank that finished a rendezvous and exited at once (a PE that fails right after init) must
+  // not fail a slower member of that rendezvous: its keys are there.
+  connectBoth();
+  rank1->set("round0/1", "one");
+  rank1.reset();  // without bye()
+  // A get of a key nobody will set fails (bounded by the client's timeout): the server has seen
+  // rank 1 leave.
+  EXPECT_TRUE(contains(errorMessageOf([&] { rank0->get({"never"}, "barrier"); }, ErrorCode::PeerDead), "PE 1"));
+  EXPECT_EQ(rank0->get({"round0/1"}, "rendezvous"), Strings{"one"});
+  rank0->bye();
+}
+
 TEST_F(StoreLoopback, ShutdownWaitsBoundedForMissingGoodbyes) {
   connectBoth();
   rank0->bye();
