@@ -9,7 +9,8 @@
 //   pingpong_variants  (reference) raw round trips with the flag after a release store, an
 //             acq_rel fence, a full system fence, or alone
 //   stream    put_on_stream bandwidth, one way and both ways, against cudaMemcpyPeerAsync
-//   device    device put at block scope over all SMs, against the copy engine (one way)
+//   device    device put and get at block scope over all SMs, against the copy engine one way;
+//             and put both ways at once, against the copy engine both ways
 //   host      blocking 8 B put latency, against cudaMemcpyAsync + cudaStreamSynchronize
 //   staged    blocking put through the staged path (run with AXON_P2P=0), against copying by
 //             hand GPU -> host -> other GPU with cudaMemcpy, through pageable and pinned memory
@@ -90,7 +91,6 @@ struct Record {
   std::string config = "";
 };
 std::vector<Record> g_records;
-std::string g_deviceConfig;
 
 void report(const Record& r) {
   g_records.push_back(r);
@@ -254,12 +254,53 @@ __global__ void countWrong(const unsigned* p, std::size_t n, unsigned seed, u64*
   if (bad) atomicAdd(wrong, bad);
 }
 
-__global__ void devicePut(dev::Context ctx, char* dst, const char* src, std::size_t bytes, int peer) {
-  // Block b moves one contiguous slice (16-byte aligned) with all its threads.
-  std::size_t slice = (bytes / gridDim.x + 15) / 16 * 16;
-  std::size_t begin = slice * blockIdx.x < bytes ? slice * blockIdx.x : bytes;
-  std::size_t end = begin + slice < bytes ? begin + slice : bytes;
-  if (end > begin) dev::put<dev::Block>(ctx, dst + begin, src + begin, end - begin, peer);
+// Put (or get, kGet) of `bytes` between this PE's `local` and `peer`'s `remote` by every block of
+// the grid, each at block scope. chunk 0: block b moves one contiguous slice. Otherwise block b
+// moves chunks b, b + grid, b + 2 grid, ...: the grid sweeps the buffer together, so the pages it
+// touches at once stay few however large the buffer (measured faster from 256 MiB on).
+template <int kThreads, bool kGet>
+__global__ void __launch_bounds__(kThreads)
+    deviceMove(dev::Context ctx, char* remote, char* local, std::size_t bytes, int peer, std::size_t chunk) {
+  auto move = [&](std::size_t begin, std::size_t end) {
+    if (kGet) {
+      dev::get<dev::Block>(ctx, local + begin, remote + begin, end - begin, peer);
+    } else {
+      dev::put<dev::Block>(ctx, remote + begin, local + begin, end - begin, peer);
+    }
+  };
+  if (chunk == 0) {
+    std::size_t slice = (bytes / gridDim.x + 15) / 16 * 16;
+    std::size_t begin = slice * blockIdx.x < bytes ? slice * blockIdx.x : bytes;
+    std::size_t end = begin + slice < bytes ? begin + slice : bytes;
+    if (end > begin) move(begin, end);
+    return;
+  }
+  for (std::size_t begin = chunk * blockIdx.x; begin < bytes; begin += chunk * gridDim.x) {
+    move(begin, begin + chunk < bytes ? begin + chunk : bytes);
+  }
+}
+
+// One grid shape of deviceMove.
+struct MoveShape {
+  int blocks, threads;
+  std::size_t chunk;
+  std::string name() const {
+    return std::to_string(blocks) + " blocks x " + std::to_string(threads) + " threads, " +
+           (chunk ? std::to_string(chunk >> 10) + " KiB chunks interleaved" : "one slice per block");
+  }
+};
+
+void launchMove(const MoveShape& m, bool get, cudaStream_t s, dev::Context ctx, char* remote, char* local,
+                std::size_t bytes, int peer) {
+  const dim3 grid(m.blocks);
+  if (m.threads == 1024) {
+    if (get) deviceMove<1024, true><<<grid, 1024, 0, s>>>(ctx, remote, local, bytes, peer, m.chunk);
+    else deviceMove<1024, false><<<grid, 1024, 0, s>>>(ctx, remote, local, bytes, peer, m.chunk);
+  } else {
+    if (get) deviceMove<512, true><<<grid, 512, 0, s>>>(ctx, remote, local, bytes, peer, m.chunk);
+    else deviceMove<512, false><<<grid, 512, 0, s>>>(ctx, remote, local, bytes, peer, m.chunk);
+  }
+  CHECK(cudaGetLastError());  // a shape that does not launch must not time as infinitely fast
 }
 
 long long wrongIn(const void* p, std::size_t bytes, unsigned seed) {
@@ -379,30 +420,69 @@ void benchBandwidth(const Options& o, int me, bool stream, bool device) {
       CHECK(cudaMemset(dst, 0, bytes));
       CHECK(cudaDeviceSynchronize());  // the memset must end before PE 0 writes
       axon::barrierAll();
-      // Grid shapes tried in this run; the best is reported (named in the JSON as "config").
-      double t = 1e30;
       auto ctx = axon::deviceContext();
+      // Grid shapes tried in this run, each printed; the best is reported (named in the JSON as
+      // "config") and used for the run both ways. 1 or 2 blocks per SM; and 32 or 64 blocks, to
+      // show what part of the SMs it takes to fill NVLink (a collective call runs 64 by default).
+      std::vector<MoveShape> shapes;
+      for (std::size_t chunk : {std::size_t{0}, std::size_t{64} << 10, std::size_t{512} << 10}) {
+        for (int blocks : {sms, 2 * sms}) {
+          for (int threads : {512, 1024}) shapes.push_back({blocks, threads, chunk});
+        }
+      }
+      for (int blocks : {32, 64}) shapes.push_back({blocks, 512, std::size_t{64} << 10});
+      char* got = nullptr;
+      CHECK(cudaMalloc(&got, bytes));
+      auto* shared = static_cast<double*>(axon::mallocHost(6 * sizeof(double)));
+      double tPut = 1e30, tGet = 1e30;
+      MoveShape bestPut{}, bestGet{};
       if (me == 0) {
-        for (int blocksPerSm : {1, 2, 4}) {
-          for (int threads : {512, 1024}) {
-            double ti = timed(s, reps, [&] { devicePut<<<sms * blocksPerSm, threads, 0, s>>>(ctx, dst, src, bytes, 1); });
-            if (ti < t) {
-              t = ti;
-              g_deviceConfig = std::to_string(blocksPerSm) + " blocks/SM x " + std::to_string(threads) + " threads";
+        for (bool get : {false, true}) {
+          for (const MoveShape& m : shapes) {
+            char* local = get ? got : src;
+            double ti = timed(s, reps, [&] { launchMove(m, get, s, ctx, dst, local, bytes, 1); });
+            std::printf("# device %s %zu B, %s: %.1f GB/s\n", get ? "get" : "put", bytes, m.name().c_str(), gb / ti);
+            double& best = get ? tGet : tPut;
+            if (ti < best) {
+              best = ti;
+              (get ? bestGet : bestPut) = m;
             }
           }
         }
       }
       axon::barrierAll();
-      auto* shared = static_cast<double*>(axon::mallocHost(sizeof(double)));
-      if (me == 1) axon::p(shared, static_cast<double>(wrongIn(dst, bytes, seed - 1000u)), 0);
+      // PE 1 checks what PE 0 put; PE 0 checks what it got back from PE 1's copy of it.
+      if (me == 1) axon::p(&shared[0], static_cast<double>(wrongIn(dst, bytes, seed - 1000u)), 0);
+      long long wrongGet = me == 0 ? wrongIn(got, bytes, seed) : 0;
+      // Both ways: PE 0 and PE 1 put to each other at once, with PE 0's best shape; the slower
+      // one counts.
+      if (me == 0) {
+        axon::p(&shared[3], static_cast<double>(bestPut.blocks), 1);
+        axon::p(&shared[4], static_cast<double>(bestPut.threads), 1);
+        axon::p(&shared[5], static_cast<double>(bestPut.chunk), 1);
+      }
+      axon::barrierAll();
+      if (me == 1) {
+        bestPut = {static_cast<int>(shared[3]), static_cast<int>(shared[4]), static_cast<std::size_t>(shared[5])};
+      }
+      double both = 0;
+      if (me <= 1) both = timed(s, reps, [&] { launchMove(bestPut, false, s, ctx, dst, src, bytes, peer); });
+      if (me == 1) axon::p(&shared[1], both, 0);
+      axon::barrierAll();
+      if (me == 1) axon::p(&shared[2], static_cast<double>(wrongIn(dst, bytes, seed - 1000u)), 0);
       axon::barrierAll();
       if (me == 0) {
-        report({"device_put_block", "GB/s", bytes, gb / t, gb / ceOne, "copy engine (1 way)", static_cast<long long>(*shared),
-                g_deviceConfig});
+        const long long wrongBoth = wrongIn(dst, bytes, seed + 1000u) + static_cast<long long>(shared[2]);
+        report({"device_put_block", "GB/s", bytes, gb / tPut, gb / ceOne, "copy engine (1 way)",
+                static_cast<long long>(shared[0]), bestPut.name()});
+        report({"device_get_block", "GB/s", bytes, gb / tGet, gb / ceOne, "copy engine (1 way)", wrongGet,
+                bestGet.name()});
+        report({"device_put_block_2way", "GB/s", bytes, 2 * gb / std::max(both, shared[1]), 2 * gb / ceBoth,
+                "copy engine x2", wrongBoth, bestPut.name()});
       }
       axon::barrierAll();
       axon::free(shared);
+      cudaFree(got);
     }
     if (me == 0) {
       cudaFree(peerBuf);

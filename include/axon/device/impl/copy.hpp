@@ -3,12 +3,14 @@
 //
 // Bandwidth over NVLink comes from the number of bytes in flight: each thread first loads
 // kCopyUnroll 16-byte vectors, then stores them (spelled out: the compiler cannot prove that source
-// and destination do not overlap, so it would not hoist the loads above the stores itself). With 4,
-// a block of 512 threads keeps 32 KiB of loads outstanding. Measured on two H200s over NVLink
-// (512 MiB, one put<Block> per block over 132 blocks): 370 GB/s, 93.5% of the copy engine's 396;
-// unrolling 2 or 8, 256 to 1024 threads, more blocks, streaming cache hints and Hopper's bulk
-// copies (TMA) through shared memory all land between 91% and 94%: the limit is the SMs' path to
-// NVLink, not this loop. 4 keeps a put<Block> at 32-48 registers, so kernels of 1024 threads fit.
+// and destination do not overlap, so it would not hoist the loads above the stores itself). With 8,
+// a block of 512 threads keeps 64 KiB of loads outstanding. Measured on two H200s over NVLink
+// (gpu_bench --tests device, 64 MiB to 1 GiB, the grid sweeping the buffer in 64-512 KiB chunks):
+// put<Block> 364-372 GB/s, 93.6-93.9% of the copy engine; get<Block> 94.4-94.5%; puts both ways
+// at once 93.8-93.9%. Unrolling 2 or 4, 256 to 1024 threads, 1 to 4 blocks per SM, streaming
+// cache hints and Hopper's bulk copies (TMA) through shared memory all landed between 91% and 94%:
+// the limit is the SMs' path to NVLink, not this loop. Kernels of 1024 threads need
+// __launch_bounds__(1024) (64 registers a thread); with it they move as much as 512.
 //
 // Vectors need source and destination to share an alignment: when both are 16-byte aligned
 // relative to each other (addresses equal modulo 16), a head of at most 15 bytes brings the
