@@ -278,6 +278,26 @@ def test_compare_skips_every_peer_without_gpu(tmp_path, capsys):
     assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3
 
 
+def test_peers_selects_the_compare_peers(tmp_path, capsys):
+    assert bench.parse_peers(None) is None
+    assert bench.parse_peers("nccl, NVSHMEM") == frozenset({"NCCL", "NVSHMEM"})
+    assert bench.parse_peers("pytorch") == frozenset({"PyTorch NCCL"})
+    for bad in ("mpi", "nccl,,x", ","):
+        assert bench.main(["bw", "-m", "8:8", "--peers", bad]) == bench.EXIT_USAGE
+        assert "--peers takes a comma-separated list of nccl, pytorch, nvshmem" in capsys.readouterr().err
+    # --peers implies --compare; the peers left out say so, the others as without --peers.
+    out = tmp_path / "bw.json"
+    rc = bench.main(["bw", "-m", "8:8", "-i", "5", "-x", "1", "--peers", "nccl", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    lines = captured.out.splitlines()
+    assert any(x.startswith("# NCCL: skipped, needs GPUs") for x in lines), captured.out
+    for peer in ("PyTorch NCCL", "NVSHMEM"):
+        assert any(x.startswith(f"# {peer}: not run, not in --peers (") for x in lines), captured.out
+    doc = json.loads(out.read_text())
+    assert [c["status"] for c in doc["compare"]] == ["skipped", "not_run", "not_run"]
+
+
 def test_collective_table_with_nccl_prints_both_and_the_ratio():
     header = {"pes": 2, "backend": "gpu", "placement": "D", "validate": True}
     side = lambda t: {"time_us": t, "algbw_gbs": 1.0, "busbw_gbs": 1.0, "wrong": 0}

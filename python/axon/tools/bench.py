@@ -189,6 +189,7 @@ class Request:
     root: int = 0
     nccl: str | None = None  # libnccl to run beside axon (collectives on GPU buffers, --compare)
     via_host: bool = False   # pingping: GPU data staged through host memory by hand
+    peers: frozenset[str] | None = None  # --peers: the --compare peers to run (None: all found)
 
     @property
     def collective(self) -> bool:
@@ -270,7 +271,23 @@ def validate(args: argparse.Namespace) -> Request:
     if via_host and placement not in (None, ("D", "D")):
         raise UsageError("--via-host stages GPU data through the host: it takes -d D D")
     return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
-                   root, via_host=via_host)
+                   root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)))
+
+
+#: --peers names, as typed, and the peers they select.
+PEER_NAMES = {"nccl": "NCCL", "pytorch": "PyTorch NCCL", "nvshmem": "NVSHMEM"}
+
+
+def parse_peers(text: str | None) -> frozenset[str] | None:
+    """--peers nccl,nvshmem -> the peers' names; None when the option is absent."""
+    if text is None:
+        return None
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in PEER_NAMES]
+    if unknown or not names:
+        raise UsageError(f"--peers takes a comma-separated list of {', '.join(PEER_NAMES)}; "
+                         f"got {text!r}")
+    return frozenset(PEER_NAMES[t] for t in names)
 
 
 # --------------------------------------------------------------------------
@@ -324,6 +341,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                              "pingping; symmetric memory: allreduce) and NVSHMEM (its stream-ordered "
                              "collectives but reduce; latency, put_signal_rtt, pingping, bw, bibw) "
                              "right after; say which peers are missing, and why")
+    parser.add_argument("--peers", metavar="LIST",
+                        help="--compare with these peers only: a comma-separated list of nccl, "
+                             "pytorch and nvshmem (each peer program adds its own start and run "
+                             "time: on 4 GPUs, tens of seconds)")
     parser.set_defaults(handler=run_bench)
 
 
@@ -513,6 +534,8 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
         tests, how = PEER_SCOPE.get(p["peer"], (frozenset(), ""))
         if p["peer"] in ran:
             status, note = "run", f"{p['peer']}: run {how} ({p['where']})"
+        elif p.get("deselected"):
+            status, note = "not_run", f"{p['peer']}: not run, not in --peers ({state})"
         elif not have_gpu:
             status, note = "skipped", f"{p['peer']}: skipped, needs GPUs ({state})"
         elif not p["found"]:
@@ -867,10 +890,14 @@ def run_bench(args: argparse.Namespace) -> int:
         return 1
 
     ran: frozenset[str] = frozenset()
-    peers = {p["peer"]: p for p in detect_peers()} if args.compare else {}
+    compare_wanted = args.compare or req.peers is not None
+    peers = {p["peer"]: p for p in detect_peers()} if compare_wanted else {}
+    for name, p in peers.items():
+        if req.peers is not None and name not in req.peers:
+            p["deselected"] = True
     if req.collective and req.placement in (None, ("D", "D")):
         nccl = peers.get("NCCL")
-        if nccl and nccl["found"]:
+        if nccl and nccl["found"] and not nccl.get("deselected"):
             req.nccl = nccl["where"]
             ran = frozenset({"NCCL"})
     interactive = sys.stdout.isatty() and sys.stderr.isatty()
@@ -904,8 +931,8 @@ def run_bench(args: argparse.Namespace) -> int:
     # The peers that run as programs of their own, one after the other, after axon's run.
     for name, tests in (("PyTorch NCCL", TORCH_TESTS), ("NVSHMEM", NVSHMEM_TESTS)):
         p = peers.get(name)
-        if not (p and p["found"] and not p.get("unavailable") and have_gpu and gpu_buffers
-                and req.test in tests):
+        if not (p and p["found"] and not p.get("unavailable") and not p.get("deselected") and have_gpu
+                and gpu_buffers and req.test in tests):
             continue
         status = run_peer(name, p, req, outcome, interactive) if outcome.returncode == 0 else \
             "not started: axon's own run failed"
@@ -916,7 +943,7 @@ def run_bench(args: argparse.Namespace) -> int:
     for line in table_lines(req.test, outcome.header, outcome.results, outcome.peers):
         print(line)
     compare = None
-    if args.compare:
+    if compare_wanted:
         compare = compare_notes(list(peers.values()), have_gpu, ran, req.test, gpu_buffers, failed)
         print("# --compare: peers on this machine")
         for c in compare:
