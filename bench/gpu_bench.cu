@@ -256,8 +256,8 @@ __global__ void countWrong(const unsigned* p, std::size_t n, unsigned seed, u64*
 
 // Put (or get, kGet) of `bytes` between this PE's `local` and `peer`'s `remote` by every block of
 // the grid, each at block scope. chunk 0: block b moves one contiguous slice. Otherwise block b
-// moves chunks b, b + grid, b + 2 grid, ...: the grid sweeps the buffer together, so the pages it
-// touches at once stay few however large the buffer (measured faster from 256 MiB on).
+// moves chunks b, b + grid, b + 2 grid, ...: the grid sweeps the buffer together (measured faster
+// from 256 MiB on, likely because the pages it touches at once stay few).
 template <int kThreads, bool kGet>
 __global__ void __launch_bounds__(kThreads)
     deviceMove(dev::Context ctx, char* remote, char* local, std::size_t bytes, int peer, std::size_t chunk) {
