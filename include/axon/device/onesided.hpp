@@ -69,8 +69,8 @@ AXON_HOST_DEVICE_INLINE bool isReachable(const Context& ctx, int pe);
 // `dest` on PE `pe`. 16-byte vectors when src and dest agree modulo 16 (narrower words otherwise).
 // Bulk data over all SMs: give each block chunks b, b + gridDim.x, ... of 64-512 KiB rather than
 // one contiguous slice (on two H200s, 1 GiB: 372 against 349 GB/s, likely because the grid then
-// touches fewer pages at once), and declare __launch_bounds__ in kernels of 1024 threads (a Block copy keeps
-// 8 vectors per thread in flight; without the bound the kernel may not launch).
+// touches fewer pages at once), and declare __launch_bounds__ in kernels of 1024 threads (a
+// Block copy keeps 8 vectors per thread in flight; without the bound the kernel may not launch).
 template <class Scope = Thread>
 AXON_DEVICE_INLINE void put(const Context& ctx, void* dest, const void* src, SizeT bytes, int pe);
 
