@@ -60,7 +60,7 @@ TEST(DeviceHeadersNvrtc, AllCallsCompileToPtxWithCxx17) {
   for (const char* instruction :
        {"ld.acquire.sys.global.u64", "st.release.sys.global.u64", "red.release.sys.global.add.u64",
         "ld.relaxed.sys.global.b32", "ld.relaxed.sys.global.b64", "st.relaxed.sys.global.b32",
-        "st.relaxed.sys.global.b64", "%globaltimer", "nanosleep", "atom.global.sys.add.u32",
+        "st.relaxed.sys.global.b64", "fence.acquire.sys", "%globaltimer", "nanosleep", "atom.global.sys.add.u32",
         "atom.global.sys.add.u64", "atom.global.sys.cas.b64", "atom.global.sys.exch.b32",
         ".v4.u32", "bar.sync", "bar.warp.sync", "shfl.sync", "vprintf", "trap"}) {
     EXPECT_NE(c.ptx.find(instruction), std::string::npos) << "no " << instruction << " in the PTX";

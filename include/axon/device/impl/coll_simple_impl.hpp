@@ -22,7 +22,7 @@ inline AXON_DEVICE_NOINLINE bool collWait(const CollHandle& h, const CollJob& jo
   for (PollPacer pace;;) {
     const unsigned long long seen = loadRelaxedSys(word);
     if (seen >= r) {
-      loadAcquireSys(word);
+      acquireAfterRelaxedLoad(word);
       return true;
     }
     if (pace.next()) {

@@ -122,6 +122,34 @@ AXON_DEVICE_INLINE void copyCooperative(void* dest, const void* src, SizeT bytes
   const char* s = static_cast<const char*>(src);
   const unsigned long long da = reinterpret_cast<unsigned long long>(d);
   const unsigned long long sa = reinterpret_cast<unsigned long long>(s);
+  // One naturally aligned word of 1, 2, 4, 8 or 16 bytes (a value, a flag, a small put_signal) in
+  // one load and one store: the head/body/tail arithmetic below costs a lone thread more than the
+  // copy itself, about 0.14 us per put on an H200 (a device put_signal ping-pong of 8 B: 3.40
+  // against 3.66 us per round trip, measured side by side).
+  // (bytes & (bytes - 1)) is zero only for a power of two, and (da | sa) & (bytes - 1) only when
+  // both pointers are aligned to it.
+  if (bytes != 0 && bytes <= 16 && ((bytes | da | sa) & (bytes - 1)) == 0) {
+    if (rank == 0) {
+      switch (bytes) {
+        case 16:
+          copyOne<uint4>(d, s);
+          break;
+        case 8:
+          copyOne<unsigned long long>(d, s);
+          break;
+        case 4:
+          copyOne<unsigned int>(d, s);
+          break;
+        case 2:
+          copyOne<unsigned short>(d, s);
+          break;
+        default:
+          *d = *s;
+          break;
+      }
+    }
+    return;
+  }
   // Relative alignment: the lowest set bit of the address difference, capped at 16.
   const unsigned x = static_cast<unsigned>((da ^ sa) | 16u);
   const unsigned rel = x & (~x + 1u);

@@ -26,6 +26,34 @@ AXON_DEVICE_INLINE unsigned long long loadAcquireSys(const unsigned long long* p
   return v;
 }
 
+// fence.acquire needs sm_90 and PTX ISA 8.6 (CUDA 12.8 and later; NVRTC defines the same version
+// macros as nvcc).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+#define AXON_DEVICE_HAS_ACQUIRE_FENCE 1
+#else
+#define AXON_DEVICE_HAS_ACQUIRE_FENCE 0
+#endif
+
+#if AXON_DEVICE_HAS_ACQUIRE_FENCE
+// Acquire fence at system scope: after a relaxed (strong) load at system scope, the pair is an
+// acquire of the value that load read (the PTX memory model's acquire pattern). On Hopper it costs
+// an L1 invalidation, not a second trip to memory as an acquire load of the same word does.
+AXON_DEVICE_INLINE void fenceAcquireSys() { asm volatile("fence.acquire.sys;" ::: "memory"); }
+#endif
+
+// Makes a relaxed load of *p at system scope that just read a value an acquire of it, for words
+// that only grow (round counters): the acquire fence where there is one, otherwise an acquire load
+// of the same word, which reads that value or a later one.
+AXON_DEVICE_INLINE void acquireAfterRelaxedLoad(const unsigned long long* p) {
+#if AXON_DEVICE_HAS_ACQUIRE_FENCE
+  (void)p;
+  fenceAcquireSys();
+#else
+  (void)loadAcquireSys(p);
+#endif
+}
+
 // Release store at system scope: whoever observes the value with an acquire (at system scope) also
 // observes every store this thread made before it, and every store it has observed (cumulativity).
 AXON_DEVICE_INLINE void storeReleaseSys(unsigned long long* p, unsigned long long v) {
