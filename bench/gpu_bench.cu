@@ -5,7 +5,8 @@
 //                                       [--iters N] [--min-bw 64M] [--max-bw 1G]
 //
 //   pingpong  device put_signal ping-pong (8 B, thread scope), round trip, against raw
-//             store + flag ping-pongs through the same mappings (release flag, and unordered)
+//             store + flag ping-pongs through the same mappings (release flag with and without
+//             the waiter's acquire, and unordered), each the median of 8 signal addresses
 //   pingpong_variants  (reference) raw round trips with the flag after a release store, an
 //             acq_rel fence, a full system fence, or alone
 //   stream    put_on_stream bandwidth, one way and both ways, against cudaMemcpyPeerAsync
@@ -124,12 +125,28 @@ __global__ void axonPingPong(dev::Context ctx, u64* data, const u64* src, u64* s
   *elapsedNs = globalTimer() - t0;
 }
 
-// The limits: store the data through the peer mapping, then the flag; spin on our own flag with
-// volatile loads. `Ordered`: the flag is a release store at system scope, the cheapest store that
-// guarantees the data is visible first. Unordered: two plain volatile stores, which the memory
-// model does not order (the wire's floor, not a correct protocol).
-// How the flag follows the data, for the limit and for reference runs (--tests pingpong_variants).
-enum class RawFlag { Release, Unordered, FlagOnly, FenceAcqRel, FenceSc };
+// The limits: store the data through the peer mapping, then the flag; spin on our own flag.
+//   ReleaseAcquire  the flag is a release store at system scope and the waiter makes the load that
+//                   saw it an acquire: the cheapest protocol that guarantees a waiter sees the data
+//                   (what put_signal + signal_wait_until promise);
+//   Release         the same without the waiter's acquire (enough for this loop, which reads no
+//                   data after the wait; a program that reads the data needs the acquire);
+//   Unordered       two plain volatile stores, which the memory model does not order (the wire's
+//                   floor, not a correct protocol).
+// For reference runs (--tests pingpong_variants): the flag after an acq_rel fence, after a full
+// system fence, or alone.
+enum class RawFlag { ReleaseAcquire, Release, Unordered, FlagOnly, FenceAcqRel, FenceSc };
+
+template <RawFlag Mode>
+__device__ __forceinline__ void rawWait(volatile u64* mySig, u64 i) {
+  if (Mode == RawFlag::ReleaseAcquire) {
+    const u64* word = const_cast<const u64*>(mySig);
+    while (dev::detail::loadRelaxedSys(word) < i) {}
+    dev::detail::acquireAfterRelaxedLoad(word);
+  } else {
+    while (*mySig < i) {}
+  }
+}
 
 template <RawFlag Mode>
 __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64* peerSig, volatile u64* mySig,
@@ -137,9 +154,9 @@ __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64
   u64 t0 = 0;
   for (int i = 1; i <= warmup + iters; ++i) {
     if (i == warmup + 1) t0 = globalTimer();
-    if (!initiator) while (*mySig < static_cast<u64>(i)) {}
+    if (!initiator) rawWait<Mode>(mySig, static_cast<u64>(i));
     if (Mode != RawFlag::FlagOnly) *peerData = *src;
-    if (Mode == RawFlag::Release) {
+    if (Mode == RawFlag::Release || Mode == RawFlag::ReleaseAcquire) {
       asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(const_cast<u64*>(peerSig))),
                    "l"(static_cast<u64>(i)) : "memory");
     } else {
@@ -147,23 +164,37 @@ __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64
       if (Mode == RawFlag::FenceSc) __threadfence_system();
       *peerSig = static_cast<u64>(i);
     }
-    if (initiator) while (*mySig < static_cast<u64>(i)) {}
+    if (initiator) rawWait<Mode>(mySig, static_cast<u64>(i));
   }
   *elapsedNs = globalTimer() - t0;
 }
 
-template <RawFlag Mode>
-double rawRtt(int me, u64* data, u64* sig, const u64* src, int warmup, int iters, u64* elapsed) {
-  const int peer = 1 - me;
+// A ping-pong between PE 0 and 1: data and signal words in the symmetric heap, the time of one
+// round trip in microseconds (PE 0's clock). Zeroes both words on both PEs first.
+template <class Launch>
+double pingPongRtt(int me, u64* data, u64* sig, int iters, u64* elapsed, Launch launch) {
+  CHECK(cudaMemset(data, 0, 8));
+  CHECK(cudaMemset(sig, 0, 8));
+  CHECK(cudaDeviceSynchronize());
+  axon::barrierAll();
   if (me <= 1) {
-    rawPingPong<Mode><<<1, 1>>>(static_cast<u64*>(axon::ptr(data, peer)), src, static_cast<u64*>(axon::ptr(sig, peer)),
-                                sig, warmup, iters, me == 0, elapsed);
+    launch();
+    CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
   }
   axon::barrierAll();
   u64 ns = 0;
   CHECK(cudaMemcpy(&ns, elapsed, 8, cudaMemcpyDeviceToHost));
   return ns / 1e3 / iters;
+}
+
+template <RawFlag Mode>
+double rawRtt(int me, u64* data, u64* sig, const u64* src, int warmup, int iters, u64* elapsed) {
+  const int peer = 1 - me;
+  return pingPongRtt(me, data, sig, iters, elapsed, [&] {
+    rawPingPong<Mode><<<1, 1>>>(static_cast<u64*>(axon::ptr(data, peer)), src, static_cast<u64*>(axon::ptr(sig, peer)),
+                                sig, warmup, iters, me == 0, elapsed);
+  });
 }
 
 void benchPingPongVariants(const Options& o, int me) {
@@ -173,8 +204,6 @@ void benchPingPongVariants(const Options& o, int me) {
   CHECK(cudaMalloc(&src, 8));
   CHECK(cudaMalloc(&elapsed, 8));
   CHECK(cudaMemset(src, 7, 8));
-  CHECK(cudaDeviceSynchronize());
-  axon::barrierAll();
   double unordered = rawRtt<RawFlag::Unordered>(me, &data[0], &sigs[0], src, 200, o.iters, elapsed);
   double flagOnly = rawRtt<RawFlag::FlagOnly>(me, &data[1], &sigs[1], src, 200, o.iters, elapsed);
   double release = rawRtt<RawFlag::Release>(me, &data[2], &sigs[2], src, 200, o.iters, elapsed);
@@ -193,48 +222,77 @@ void benchPingPongVariants(const Options& o, int me) {
   axon::free(data);
 }
 
+// The round trip depends on where the signal word lies, not only on the protocol: on two H200s
+// an unordered ping-pong took 1.22 or 1.52 us (sometimes 1.33) with nothing changed but the
+// word's offset, most likely the L2 partition holding its line, seen from the polling SM. So
+// every protocol runs at the same kPlacements addresses, kPlacementStep apart, and each reports
+// its median; the config column gives the range.
+constexpr int kPlacements = 8;
+constexpr std::size_t kPlacementStep = 4096;
+
+struct RttSpread {
+  double median = 0, min = 0, max = 0;
+};
+
+RttSpread spread(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  RttSpread r;
+  r.min = v.front();
+  r.max = v.back();
+  const std::size_t n = v.size();
+  r.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return r;
+}
+
 void benchPingPong(const Options& o, int me) {
-  auto* data = static_cast<u64*>(axon::calloc(2, 8));
-  auto* sigs = static_cast<u64*>(axon::calloc(3, 8));  // [0] axon, [1] raw ordered, [2] raw unordered
+  auto* region = static_cast<u64*>(axon::calloc(kPlacements * kPlacementStep / 8, 8));
   u64 *src, *elapsed;
   CHECK(cudaMalloc(&src, 8));
-  CHECK(cudaMalloc(&elapsed, 24));
-  u64 pattern = 0x0123456789abcdefull + me;
+  CHECK(cudaMalloc(&elapsed, 8));
+  const u64 pattern = 0x0123456789abcdefull + me;
   CHECK(cudaMemcpy(src, &pattern, 8, cudaMemcpyHostToDevice));
   const int peer = 1 - me, warmup = 200;
   auto ctx = axon::deviceContext();
-  if (me <= 1) {
-    axonPingPong<<<1, 1>>>(ctx, data, src, &sigs[0], peer, warmup, o.iters, me == 0, elapsed);
-    CHECK(cudaDeviceSynchronize());
+  std::vector<double> axonUs, acquireUs, releaseUs, unorderedUs;
+  long long wrong = 0;
+  // What PE 0 must find in its data word after a protocol that writes PE 1's pattern.
+  auto countWrong = [&](const u64* data) {
+    u64 got = 0;
+    CHECK(cudaMemcpy(&got, data, 8, cudaMemcpyDeviceToHost));
+    if (me == 0 && got != 0x0123456789abcdefull + 1) ++wrong;
+  };
+  for (int p = 0; p < kPlacements; ++p) {
+    u64* data = region + p * kPlacementStep / 8;
+    u64* sig = data + 8;  // the next 64-byte line of the same page
+    axonUs.push_back(pingPongRtt(me, data, sig, o.iters, elapsed, [&] {
+      axonPingPong<<<1, 1>>>(ctx, data, src, sig, peer, warmup, o.iters, me == 0, elapsed);
+    }));
+    countWrong(data);
+    acquireUs.push_back(rawRtt<RawFlag::ReleaseAcquire>(me, data, sig, src, warmup, o.iters, elapsed));
+    countWrong(data);
+    releaseUs.push_back(rawRtt<RawFlag::Release>(me, data, sig, src, warmup, o.iters, elapsed));
+    countWrong(data);
+    unorderedUs.push_back(rawRtt<RawFlag::Unordered>(me, data, sig, src, warmup, o.iters, elapsed));
+    countWrong(data);
   }
-  axon::barrierAll();
-  if (me <= 1) {
-    rawPingPong<RawFlag::Release><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
-                                static_cast<u64*>(axon::ptr(&sigs[1], peer)), &sigs[1], warmup, o.iters, me == 0,
-                                elapsed + 1);
-    CHECK(cudaDeviceSynchronize());
-  }
-  axon::barrierAll();
-  if (me <= 1) {
-    rawPingPong<RawFlag::Unordered><<<1, 1>>>(static_cast<u64*>(axon::ptr(&data[1], peer)), src,
-                                 static_cast<u64*>(axon::ptr(&sigs[2], peer)), &sigs[2], warmup, o.iters, me == 0,
-                                 elapsed + 2);
-    CHECK(cudaDeviceSynchronize());
-  }
-  axon::barrierAll();
   if (me == 0) {
-    u64 ns[3], got[2];
-    CHECK(cudaMemcpy(ns, elapsed, 24, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(got, data, 16, cudaMemcpyDeviceToHost));
-    long long wrong = (got[0] != 0x0123456789abcdefull + 1) + (got[1] != 0x0123456789abcdefull + 1);
-    report({"pingpong_rtt", "us", 8, ns[0] / 1e3 / o.iters, ns[1] / 1e3 / o.iters, "raw store+release flag", wrong});
-    report({"pingpong_rtt", "us", 8, ns[0] / 1e3 / o.iters, ns[2] / 1e3 / o.iters, "raw stores, unordered", wrong});
+    const RttSpread a = spread(axonUs);
+    auto row = [&](const std::vector<double>& baseline, const char* name) {
+      const RttSpread b = spread(baseline);
+      char config[160];
+      std::snprintf(config, sizeof config,
+                    "median of %d signal addresses; axon %.3f-%.3f, baseline %.3f-%.3f", kPlacements, a.min, a.max,
+                    b.min, b.max);
+      report({"pingpong_rtt", "us", 8, a.median, b.median, name, wrong, config});
+    };
+    row(acquireUs, "raw release flag + acquire");
+    row(releaseUs, "raw store+release flag");
+    row(unorderedUs, "raw stores, unordered");
   }
   cudaFree(src);
   cudaFree(elapsed);
   axon::barrierAll();
-  axon::free(sigs);
-  axon::free(data);
+  axon::free(region);
 }
 
 // ---------------------------------------------------------------------------------------------
