@@ -253,8 +253,12 @@ TEST(GpuCollMath, DirectPartsCoverTheRangeInAlignedPieces) {
           ASSERT_EQ(lo, next) << "len " << len << " parts " << parts << " unit " << unit << " part " << k;
           ASSERT_LE(lo, hi);
           ASSERT_LE(hi, len);
-          if (hi < len) EXPECT_EQ((hi - lo) % unit, 0u);
-          if (lo < hi) EXPECT_EQ(lo % unit, 0u);  // empty parts sit at the end
+          if (hi < len) {
+            EXPECT_EQ((hi - lo) % unit, 0u);
+          }
+          if (lo < hi) {
+            EXPECT_EQ(lo % unit, 0u);  // empty parts sit at the end
+          }
           next = hi;
         }
         EXPECT_EQ(next, len) << "len " << len << " parts " << parts << " unit " << unit;
