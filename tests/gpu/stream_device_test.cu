@@ -4,6 +4,8 @@
 #include <axon/device/device.hpp>
 
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "gpu_test_util.hpp"
 
@@ -208,6 +210,75 @@ void deviceRing(int round) {
 TEST(Device, PutSignalThreadScope) { deviceRing<dev::Thread>(1); }
 TEST(Device, PutSignalWarpScope) { deviceRing<dev::Warp>(2); }
 TEST(Device, PutSignalBlockScope) { deviceRing<dev::Block>(3); }
+
+// Small puts at every alignment: each size from 0 to kSmallMax bytes, from every source offset
+// and to every destination offset in 0..15, into its own 64-byte cell of the right neighbour's
+// buffer. That covers the one-word path (1, 2, 4, 8 or 16 naturally aligned bytes), heads and
+// tails in 8-, 4-, 2- and 1-byte pieces, the 16-byte body, and the word-by-word copies of
+// pointers that agree only modulo 8, 4, 2 or 1. Bytes outside [offset, offset + size) of a cell
+// must keep the fill value.
+constexpr int kSmallMax = 40;
+constexpr int kSmallOffsets = 16;
+constexpr std::size_t kSmallCell = 64;
+constexpr std::size_t kSmallCells = (kSmallMax + 1) * kSmallOffsets * kSmallOffsets;
+constexpr unsigned char kSmallFill = 0xEE;
+
+__host__ __device__ unsigned char smallPattern(std::size_t i) { return static_cast<unsigned char>(i * 7 + 3); }
+
+template <class Scope>
+__global__ void smallPutsKernel(dev::Context ctx, unsigned char* cells, const unsigned char* src, int to) {
+  const bool caller = std::is_same_v<Scope, dev::Thread> ? threadIdx.x == 0
+                      : std::is_same_v<Scope, dev::Warp> ? threadIdx.x < 32
+                                                         : true;
+  if (!caller) return;
+  for (std::size_t cell = 0; cell < kSmallCells; ++cell) {
+    const std::size_t size = cell / (kSmallOffsets * kSmallOffsets);
+    const std::size_t from = cell / kSmallOffsets % kSmallOffsets, at = cell % kSmallOffsets;
+    dev::put<Scope>(ctx, cells + cell * kSmallCell + at, src + from, size, to);
+  }
+  dev::quiet(ctx);
+}
+
+template <class Scope>
+void smallPuts() {
+  auto* cells = static_cast<unsigned char*>(axon::malloc(kSmallCells * kSmallCell));
+  CUDA_OK(cudaMemset(cells, kSmallFill, kSmallCells * kSmallCell));
+  std::vector<unsigned char> pattern(kSmallCell);
+  for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = smallPattern(i);
+  unsigned char* src;
+  CUDA_OK(cudaMalloc(&src, pattern.size()));
+  CUDA_OK(cudaMemcpy(src, pattern.data(), pattern.size(), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());
+  axon::barrierAll();
+  smallPutsKernel<Scope><<<1, 128>>>(axon::deviceContext(), cells, src, rightOf(me()));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  axon::barrierAll();
+  const auto got = toHost(cells, kSmallCells * kSmallCell);
+  int reported = 0;
+  for (std::size_t cell = 0; cell < kSmallCells && reported < 5; ++cell) {
+    const std::size_t size = cell / (kSmallOffsets * kSmallOffsets);
+    const std::size_t from = cell / kSmallOffsets % kSmallOffsets, at = cell % kSmallOffsets;
+    for (std::size_t b = 0; b < kSmallCell; ++b) {
+      const bool written = b >= at && b < at + size;
+      const unsigned char expected = written ? smallPattern(from + b - at) : kSmallFill;
+      if (got[cell * kSmallCell + b] != expected) {
+        ADD_FAILURE() << "put of " << size << " B from source offset " << from << " to destination offset " << at
+                      << ": byte " << b << " of the cell is " << int(got[cell * kSmallCell + b]) << ", expected "
+                      << int(expected);
+        ++reported;
+        break;
+      }
+    }
+  }
+  axon::barrierAll();
+  cudaFree(src);
+  axon::free(cells);
+}
+
+TEST(Device, SmallPutsAtEveryAlignmentThreadScope) { smallPuts<dev::Thread>(); }
+TEST(Device, SmallPutsAtEveryAlignmentWarpScope) { smallPuts<dev::Warp>(); }
+TEST(Device, SmallPutsAtEveryAlignmentBlockScope) { smallPuts<dev::Block>(); }
 
 __global__ void getAndAtomicsKernel(dev::Context ctx, const long long* values, long long* got,
                                     unsigned long long* counter, int* flag) {

@@ -2,12 +2,12 @@
 //
 // One relaxed load first, inline, for the case where the value is already there. Otherwise the
 // loop, out of line: it polls with relaxed system-scope loads (cheaper than acquire loads) and,
-// once the value is there, makes that load an acquire (acquireSatisfied). For the first kFreeSpinNs it polls
-// without pause (the latency path: a signal from a peer GPU takes about half a microsecond);
-// after that it sleeps between polls with a backoff growing to about a microsecond, so that
-// waiting threads leave the memory system and the SM to the threads doing work. Every
-// kTimerCheckPolls polls it reads the global timer; past ctx.timeoutNs (AXON_TIMEOUT; 0 waits
-// forever) it prints what it waited for and traps.
+// once the value is there, makes that load an acquire (acquireSatisfied). For the first
+// kFreeSpinNs it polls without pause (the latency path: a signal from a peer GPU takes about half
+// a microsecond); after that it sleeps between polls with a backoff growing to about a
+// microsecond, so that waiting threads leave the memory system and the SM to the threads doing
+// work. Every kTimerCheckPolls polls it reads the global timer; past ctx.timeoutNs (AXON_TIMEOUT;
+// 0 waits forever) it prints what it waited for and traps.
 #pragma once
 
 #include "axon/device/impl/diagnostics.hpp"
@@ -72,9 +72,9 @@ AXON_DEVICE_INLINE bool compareValues(unsigned long long seen, Cmp cmp, unsigned
 // fence (sm_90), the fence makes the load an acquire of the value it read: always true, no second
 // load. This matters on the latency path: the second load cost about 0.15 us per wait on H200s
 // (a device ping-pong of store, release flag and wait: 3.67-3.68 us per round trip with the load,
-// 3.36-3.39 with the fence, measured side by side). Otherwise one
-// acquire load of the word, whose value must satisfy the comparison again (an Eq/Ne word that moved
-// on is waited for again); *seen becomes that value.
+// 3.36-3.39 with the fence, measured side by side). Otherwise one acquire load of the word, whose
+// value must satisfy the comparison again (an Eq/Ne word that moved on is waited for again);
+// *seen becomes that value.
 AXON_DEVICE_INLINE bool acquireSatisfied(const unsigned long long* word, Cmp cmp,
                                          unsigned long long value, unsigned long long* seen) {
 #if AXON_DEVICE_HAS_ACQUIRE_FENCE
