@@ -263,7 +263,7 @@ void benchPingPong(const Options& o, int me) {
   };
   for (int p = 0; p < kPlacements; ++p) {
     u64* data = region + p * kPlacementStep / 8;
-    u64* sig = data + 8;  // the next 64-byte line of the same page
+    u64* sig = data + 8;  // 64 bytes on, in the same page
     axonUs.push_back(pingPongRtt(me, data, sig, o.iters, elapsed, [&] {
       axonPingPong<<<1, 1>>>(ctx, data, src, sig, peer, warmup, o.iters, me == 0, elapsed);
     }));
