@@ -137,24 +137,36 @@ __global__ void axonPingPong(dev::Context ctx, u64* data, const u64* src, u64* s
 // system fence, or alone.
 enum class RawFlag { ReleaseAcquire, Release, Unordered, FlagOnly, FenceAcqRel, FenceSc };
 
+// Spins until our flag reaches i. Bounded like axon's waits: every 4096 polls it reads the clock
+// (the first reading starts the count, so a flag already on its way costs no clock read), and past
+// timeoutNs (AXON_TIMEOUT; 0: never) it says what it waited for and traps.
 template <RawFlag Mode>
-__device__ __forceinline__ void rawWait(volatile u64* mySig, u64 i) {
-  if (Mode == RawFlag::ReleaseAcquire) {
-    const u64* word = const_cast<const u64*>(mySig);
-    while (dev::detail::loadRelaxedSys(word) < i) {}
-    dev::detail::acquireAfterRelaxedLoad(word);
-  } else {
-    while (*mySig < i) {}
+__device__ __forceinline__ void rawWait(volatile u64* mySig, u64 i, int me, u64 timeoutNs) {
+  const u64* word = const_cast<const u64*>(mySig);
+  u64 start = 0;
+  for (unsigned polls = 1;; ++polls) {
+    const u64 seen = Mode == RawFlag::ReleaseAcquire ? dev::detail::loadRelaxedSys(word) : *mySig;
+    if (seen >= i) break;
+    if (polls % 4096 != 0) continue;
+    const u64 now = globalTimer();
+    if (start == 0) {
+      start = now;
+    } else if (timeoutNs != 0 && now - start > timeoutNs) {
+      printf("gpu_bench: PE %d: raw ping-pong waited past AXON_TIMEOUT for its flag at %p: expected >= %llu, "
+             "seen %llu\n", me, static_cast<const void*>(word), i, seen);
+      __trap();
+    }
   }
+  if (Mode == RawFlag::ReleaseAcquire) dev::detail::acquireAfterRelaxedLoad(word);
 }
 
 template <RawFlag Mode>
 __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64* peerSig, volatile u64* mySig,
-                            int warmup, int iters, bool initiator, u64* elapsedNs) {
+                            int warmup, int iters, bool initiator, u64* elapsedNs, int me, u64 timeoutNs) {
   u64 t0 = 0;
   for (int i = 1; i <= warmup + iters; ++i) {
     if (i == warmup + 1) t0 = globalTimer();
-    if (!initiator) rawWait<Mode>(mySig, static_cast<u64>(i));
+    if (!initiator) rawWait<Mode>(mySig, static_cast<u64>(i), me, timeoutNs);
     if (Mode != RawFlag::FlagOnly) *peerData = *src;
     if (Mode == RawFlag::Release || Mode == RawFlag::ReleaseAcquire) {
       asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(const_cast<u64*>(peerSig))),
@@ -164,7 +176,7 @@ __global__ void rawPingPong(volatile u64* peerData, const u64* src, volatile u64
       if (Mode == RawFlag::FenceSc) __threadfence_system();
       *peerSig = static_cast<u64>(i);
     }
-    if (initiator) rawWait<Mode>(mySig, static_cast<u64>(i));
+    if (initiator) rawWait<Mode>(mySig, static_cast<u64>(i), me, timeoutNs);
   }
   *elapsedNs = globalTimer() - t0;
 }
@@ -193,7 +205,7 @@ double rawRtt(int me, u64* data, u64* sig, const u64* src, int warmup, int iters
   const int peer = 1 - me;
   return pingPongRtt(me, data, sig, iters, elapsed, [&] {
     rawPingPong<Mode><<<1, 1>>>(static_cast<u64*>(axon::ptr(data, peer)), src, static_cast<u64*>(axon::ptr(sig, peer)),
-                                sig, warmup, iters, me == 0, elapsed);
+                                sig, warmup, iters, me == 0, elapsed, me, axon::deviceContext().timeoutNs);
   });
 }
 
@@ -257,9 +269,10 @@ void benchPingPong(const Options& o, int me) {
   long long wrong = 0;
   // What PE 0 must find in its data word after a protocol that writes PE 1's pattern.
   auto countWrong = [&](const u64* data) {
+    if (me != 0) return;
     u64 got = 0;
     CHECK(cudaMemcpy(&got, data, 8, cudaMemcpyDeviceToHost));
-    if (me == 0 && got != 0x0123456789abcdefull + 1) ++wrong;
+    if (got != 0x0123456789abcdefull + 1) ++wrong;
   };
   for (int p = 0; p < kPlacements; ++p) {
     u64* data = region + p * kPlacementStep / 8;

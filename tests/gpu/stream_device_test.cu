@@ -225,6 +225,14 @@ constexpr unsigned char kSmallFill = 0xEE;
 
 __host__ __device__ unsigned char smallPattern(std::size_t i) { return static_cast<unsigned char>(i * 7 + 3); }
 
+// The put of cell `cell`: `size` bytes from source offset `from` to destination offset `at`.
+struct SmallPut {
+  std::size_t size, from, at;
+};
+__host__ __device__ SmallPut smallPut(std::size_t cell) {
+  return {cell / (kSmallOffsets * kSmallOffsets), cell / kSmallOffsets % kSmallOffsets, cell % kSmallOffsets};
+}
+
 template <class Scope>
 __global__ void smallPutsKernel(dev::Context ctx, unsigned char* cells, const unsigned char* src, int to) {
   const bool caller = std::is_same_v<Scope, dev::Thread> ? threadIdx.x == 0
@@ -232,9 +240,8 @@ __global__ void smallPutsKernel(dev::Context ctx, unsigned char* cells, const un
                                                          : true;
   if (!caller) return;
   for (std::size_t cell = 0; cell < kSmallCells; ++cell) {
-    const std::size_t size = cell / (kSmallOffsets * kSmallOffsets);
-    const std::size_t from = cell / kSmallOffsets % kSmallOffsets, at = cell % kSmallOffsets;
-    dev::put<Scope>(ctx, cells + cell * kSmallCell + at, src + from, size, to);
+    const SmallPut c = smallPut(cell);
+    dev::put<Scope>(ctx, cells + cell * kSmallCell + c.at, src + c.from, c.size, to);
   }
   dev::quiet(ctx);
 }
@@ -257,13 +264,12 @@ void smallPuts() {
   const auto got = toHost(cells, kSmallCells * kSmallCell);
   int reported = 0;
   for (std::size_t cell = 0; cell < kSmallCells && reported < 5; ++cell) {
-    const std::size_t size = cell / (kSmallOffsets * kSmallOffsets);
-    const std::size_t from = cell / kSmallOffsets % kSmallOffsets, at = cell % kSmallOffsets;
+    const SmallPut c = smallPut(cell);
     for (std::size_t b = 0; b < kSmallCell; ++b) {
-      const bool written = b >= at && b < at + size;
-      const unsigned char expected = written ? smallPattern(from + b - at) : kSmallFill;
+      const bool written = b >= c.at && b < c.at + c.size;
+      const unsigned char expected = written ? smallPattern(c.from + b - c.at) : kSmallFill;
       if (got[cell * kSmallCell + b] != expected) {
-        ADD_FAILURE() << "put of " << size << " B from source offset " << from << " to destination offset " << at
+        ADD_FAILURE() << "put of " << c.size << " B from source offset " << c.from << " to destination offset " << c.at
                       << ": byte " << b << " of the cell is " << int(got[cell * kSmallCell + b]) << ", expected "
                       << int(expected);
         ++reported;

@@ -64,6 +64,27 @@ AXON_DEVICE_INLINE void copyOne(char* d, const char* s) {
   *reinterpret_cast<W*>(d) = *reinterpret_cast<const W*>(s);
 }
 
+// One piece of w bytes (16, 8, 4, 2 or 1) in one load and one store; d and s aligned to w.
+AXON_DEVICE_INLINE void copyPiece(char* d, const char* s, SizeT w) {
+  switch (w) {
+    case 16:
+      copyOne<uint4>(d, s);
+      break;
+    case 8:
+      copyOne<unsigned long long>(d, s);
+      break;
+    case 4:
+      copyOne<unsigned int>(d, s);
+      break;
+    case 2:
+      copyOne<unsigned short>(d, s);
+      break;
+    default:
+      *d = *s;
+      break;
+  }
+}
+
 // Fewer than 16 bytes (a head or a tail) in the widest pieces that the destination's alignment at
 // each point and the pair's relative alignment `rel` (1, 2, 4, 8 or 16) allow; piece k goes to
 // the thread of rank k % size. At most 15 pieces, usually at most 4.
@@ -78,22 +99,7 @@ AXON_DEVICE_INLINE void copyPieces(char* d, const char* s, SizeT n, unsigned rel
                        : ((a & 3u) == 0 && left >= 4) ? 4u
                        : ((a & 1u) == 0 && left >= 2) ? 2u
                                                       : 1u;
-    if (k % size == rank) {
-      switch (w) {
-        case 8:
-          copyOne<unsigned long long>(d + o, s + o);
-          break;
-        case 4:
-          copyOne<unsigned int>(d + o, s + o);
-          break;
-        case 2:
-          copyOne<unsigned short>(d + o, s + o);
-          break;
-        default:
-          *(d + o) = *(s + o);
-          break;
-      }
-    }
+    if (k % size == rank) copyPiece(d + o, s + o, w);
     o += w;
   }
 }
@@ -129,25 +135,7 @@ AXON_DEVICE_INLINE void copyCooperative(void* dest, const void* src, SizeT bytes
   // (bytes & (bytes - 1)) is zero only for a power of two, and (da | sa) & (bytes - 1) only when
   // both pointers are aligned to it.
   if (bytes != 0 && bytes <= 16 && ((bytes | da | sa) & (bytes - 1)) == 0) {
-    if (rank == 0) {
-      switch (bytes) {
-        case 16:
-          copyOne<uint4>(d, s);
-          break;
-        case 8:
-          copyOne<unsigned long long>(d, s);
-          break;
-        case 4:
-          copyOne<unsigned int>(d, s);
-          break;
-        case 2:
-          copyOne<unsigned short>(d, s);
-          break;
-        default:
-          *d = *s;
-          break;
-      }
-    }
+    if (rank == 0) copyPiece(d, s, bytes);
     return;
   }
   // Relative alignment: the lowest set bit of the address difference, capped at 16.
