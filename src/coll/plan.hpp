@@ -1,6 +1,6 @@
 // Which algorithm a call uses and how it cuts the data into rounds. Pure: every member computes
 // the same plan from the same arguments (the plan's algorithm and buffer size are part of the
-// mismatch check). Tested on the host (tests/unit/coll_plan_test.cpp).
+// mismatch check). Tested on the host (tests/unit/coll_math_test.cpp).
 #pragma once
 
 #include <cstddef>

@@ -26,7 +26,8 @@ constexpr std::size_t kMinCollBuffer = 4 * kKiB;
 // 16 x 64 KiB; medium calls use a channel per 16 KiB whatever the chunk.
 constexpr std::size_t kDefaultCollGpuChunk = 128 * kKiB;
 constexpr int kDefaultCollGpuChannels = 64;
-// LL is off by default: on 4 H200s it beat Simple only at 8 B (and lost from 2 KiB up).
+// LL for one-shot calls whose block is at most 128 KiB: after its rework it beat Simple there on
+// 4 and 2 H200s (docs/performance.md, "LL reworked").
 constexpr std::size_t kDefaultCollGpuLlMax = 128 * kKiB;
 constexpr std::size_t kDefaultCollGpuLlChunk = 1 * kKiB;
 constexpr std::size_t kMaxCollGpuLlChunk = 1 * kKiB * kKiB;
