@@ -36,7 +36,9 @@ class Team {
   // Synchronization only: no completion of outstanding puts.
   void sync() const;
 
-  // Collective over the team; the object becomes invalid on every PE.
+  // Collective over the team; the object becomes invalid on every PE. On the GPU backend it first
+  // waits until this PE's GPU has finished everything enqueued on any stream (the team's stream
+  // barriers and collectives among it).
   void destroy();
 
   const detail::TeamState* state() const noexcept { return state_.get(); }

@@ -4,6 +4,7 @@
 
 #include "axon/error.hpp"
 #include "core/runtime.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon::coll {
 
@@ -14,6 +15,27 @@ void badArgument(Runtime& rt, const char* api, const std::string& what) {
 namespace {
 bool overlaps(const char* a, std::size_t na, const char* b, std::size_t nb) {
   return na && nb && a < b + nb && b < a + na;
+}
+
+// A buffer whose extent is known (in a symmetric heap, or a device allocation the driver knows)
+// must hold what the call reads or writes there: the kernels or copies would otherwise run past
+// it, into the neighbouring allocations or off the mapping. Other host memory cannot be checked.
+void checkExtent(Runtime& rt, const void* p, std::size_t bytes, const char* api, const char* role) {
+  if (!bytes) return;
+  if (rt.heapContaining(p)) {
+    rt.resolve(p, bytes, rt.myPe(), api, role);  // throws OutOfBounds past the allocation
+    return;
+  }
+  GpuBackend* gpu = rt.gpu();
+  if (!gpu || !gpu->isDeviceMemory(p)) return;
+  const std::size_t room = gpu->deviceBytesFrom(p);
+  if (room && bytes > room) {
+    throw Error(ErrorCode::OutOfBounds,
+                "PE " + std::to_string(rt.myPe()) + ": " + api + ": " + role + " range of " +
+                    std::to_string(bytes) + " bytes at " + rt.describe(p) + " runs " +
+                    std::to_string(bytes - room) + " bytes past its device allocation (" +
+                    std::to_string(room) + " bytes from it to the allocation's end)");
+  }
 }
 
 }  // namespace
@@ -50,6 +72,8 @@ void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api)
   auto [srcBytes, dstBytes] = extents(q, n, elem, me);
   if (srcBytes && !q.src) badArgument(rt, api, "src is null with count " + std::to_string(q.count));
   if (dstBytes && !q.dst) badArgument(rt, api, "dst is null with count " + std::to_string(q.count));
+  checkExtent(rt, q.src, srcBytes, api, "src");
+  checkExtent(rt, q.dst, dstBytes, api, "dst");
   const char* s = static_cast<const char*>(q.src);
   const char* d = static_cast<const char*>(q.dst);
   const std::size_t block = q.count * elem;

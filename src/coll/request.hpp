@@ -26,7 +26,8 @@ struct Request {
 
 // Bytes each side of the call touches on member `me` of `n`: {src, dst}.
 std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t elem, int me);
-// Throws InvalidArgument / InvalidPe naming this PE and `api`.
+// Throws InvalidArgument / InvalidPe naming this PE and `api`, and OutOfBounds where src or dst
+// is in a symmetric heap or device allocation too small for what the call touches there.
 void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api);
 [[noreturn]] void badArgument(Runtime& rt, const char* api, const std::string& what);
 

@@ -208,7 +208,7 @@ Runtime::~Runtime() {
 void Runtime::finalize() {
   // Every PE must be done touching every heap before any heap is unmapped.
   try {
-    if (gpu_) gpu_->synchronize();
+    if (gpu_) gpu_->synchronize("finalize");
     teamBarrier(*this, *world_.state(), "finalize");
   } catch (...) {
     boot_->finalize();

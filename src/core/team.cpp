@@ -141,6 +141,10 @@ void Team::destroy() {
   if (s.slot <= 1) {
     throw Error(ErrorCode::InvalidArgument, "axon: team_destroy: the world and node teams cannot be destroyed");
   }
+  // Work this PE enqueued on the team (barrier_on_stream, stream collectives, on any stream) ends
+  // first, on every member: a member's stream barrier may still be about to increment our counters,
+  // and zeroing them under it would lose the increment (its kernel then times out).
+  if (rt.gpu()) rt.gpu()->synchronize("team_destroy");
   // After this barrier no member will increment our counters for this team again (each
   // increment of it was waited for), so the row can be zeroed for the next team in the slot.
   teamBarrier(rt, s, "team_destroy");
@@ -151,10 +155,7 @@ void Team::destroy() {
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   s.workspace.reset();  // no member touches it after the barrier above
-  if (s.gpuWorkspace) {
-    rt.gpu()->synchronize();  // this GPU's collectives on the team, enqueued on any stream, are done
-    s.gpuWorkspace.reset();   // peers' mappings keep the memory alive until they let go too
-  }
+  s.gpuWorkspace.reset();  // synchronized above; peers' mappings keep the memory alive until they let go too
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();
 }

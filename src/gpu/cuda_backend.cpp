@@ -67,15 +67,24 @@ class CudaBackend final : public GpuBackend {
     cu.cuDeviceGetPCIBusId(bus, sizeof(bus) - 1, device_);
     name_ = name;
     busId_ = bus;
-    cuCheck(cu.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    cuCheck(cu.cuStreamCreate(&pollStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    cuCheck(cu.cuEventCreate(&quietEvent_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    cuCheck(cu.cuMemHostAlloc(&scratch_, 4096, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
-    heap_ = std::make_shared<GpuHeap>(cu, device_, myPe_, nPes_, rt.env().gpuHeapMax, rt.env().gpuHeapChunk);
-    transport_ = std::make_unique<CudaIpcTransport>(cu, *heap_, stream_, scratch_);
-    timeoutNs_ = static_cast<unsigned long long>(rt.env().timeoutSec * 1e9);
-    kernels::warmUp();
-    kernels::warmUpCollectives();
+    // A failure below (the heap cannot reserve its range, ...) leaves init with an error and the
+    // program running: the handles made so far go back, as the destructor will not run.
+    try {
+      cuCheck(cu.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      cuCheck(cu.cuStreamCreate(&pollStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+      cuCheck(cu.cuEventCreate(&quietEvent_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+      cuCheck(cu.cuMemHostAlloc(&scratch_, 4096, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+      heap_ = std::make_shared<GpuHeap>(cu, device_, myPe_, nPes_, rt.env().gpuHeapMax, rt.env().gpuHeapChunk);
+      transport_ = std::make_unique<CudaIpcTransport>(cu, *heap_, stream_, scratch_);
+      timeoutNs_ = static_cast<unsigned long long>(rt.env().timeoutSec * 1e9);
+      kernels::warmUp();
+      kernels::warmUpCollectives();
+    } catch (...) {
+      transport_.reset();
+      heap_.reset();
+      releaseHandles();
+      throw;
+    }
   }
 
   ~CudaBackend() override {
@@ -85,12 +94,19 @@ class CudaBackend final : public GpuBackend {
     proxy_.reset();
     staged_.reset();
     transport_.reset();
+    releaseHandles();
+    // The primary context stays retained: heap mappings held by language bindings may outlive
+    // the runtime, and the program's own CUDA code shares the context.
+  }
+
+  void releaseHandles() noexcept {
     if (scratch_) cu_.cuMemFreeHost(scratch_);
     if (quietEvent_) cu_.cuEventDestroy(quietEvent_);
     if (pollStream_) cu_.cuStreamDestroy(pollStream_);
     if (stream_) cu_.cuStreamDestroy(stream_);
-    // The primary context stays retained: heap mappings held by language bindings may outlive
-    // the runtime, and the program's own CUDA code shares the context.
+    scratch_ = nullptr;
+    quietEvent_ = nullptr;
+    pollStream_ = stream_ = nullptr;
   }
 
   void connect(Runtime& rt) override {
@@ -196,9 +212,9 @@ class CudaBackend final : public GpuBackend {
     log(LogLevel::Info, myPe_, "staged path on: chunks of " + std::to_string(chunk) + " bytes through pinned host memory");
   }
 
-  void synchronize() override {
+  void synchronize(const char* api) override {
     makeCurrent();
-    cuCheck(cu_.cuCtxSynchronize(), "finalize: waiting for the GPU");
+    cuCheck(cu_.cuCtxSynchronize(), std::string(api) + ": waiting for the GPU");
     raiseStreamError();
   }
 
@@ -235,6 +251,15 @@ class CudaBackend final : public GpuBackend {
     CUresult r = cu_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                            reinterpret_cast<CUdeviceptr>(p));
     return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
+  }
+
+  std::size_t deviceBytesFrom(const void* p) const override {
+    makeCurrent();
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    const auto at = reinterpret_cast<CUdeviceptr>(p);
+    if (cu_.cuMemGetAddressRange(&base, &size, at) != CUDA_SUCCESS) return 0;
+    return at >= base && at - base < size ? static_cast<std::size_t>(base + size - at) : 0;
   }
 
   unsigned long long symmetricOffset(const void* p, std::size_t bytes, const std::vector<int>& pes) const override {

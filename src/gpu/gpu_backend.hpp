@@ -46,8 +46,9 @@ class GpuBackend {
 
   // Second phase of init, collective over the world: exchange memory handles, map the peers.
   virtual void connect(Runtime& rt) = 0;
-  // Before the heaps go: waits for the GPU to finish this PE's work.
-  virtual void synchronize() = 0;
+  // Before the heaps go, or a team's slot is reused: waits for the GPU to finish this PE's work
+  // on every stream. `api` names the call in the error.
+  virtual void synchronize(const char* api) = 0;
 
   virtual int deviceOrdinal() const = 0;
   virtual std::string description() const = 0;  // "GPU 1 (NVIDIA H200, PCI 0000:19:00.0)"
@@ -66,6 +67,9 @@ class GpuBackend {
   virtual bool stagedPathOn() const = 0;
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
+  // Bytes from p to the end of the device allocation that holds it, as the driver knows it
+  // (cudaMalloc, cuMemAlloc, a mapped range); 0 when it knows none.
+  virtual std::size_t deviceBytesFrom(const void* p) const = 0;
   // The GPU heap offset of [p, p + bytes) when every PE in `pes` has that range of its heap mapped
   // for this GPU's loads and stores; device::kCollNoOffset otherwise.
   virtual unsigned long long symmetricOffset(const void* p, std::size_t bytes,

@@ -19,11 +19,12 @@ void atomic(void* stream, AtomicOp op, int width, void* target, std::uint64_t op
             std::uint64_t cond, void* result);
 // Holds the stream until the local signal compares true (bounded by ctx.timeoutNs, then traps).
 void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp cmp, std::uint64_t value);
-// Holds the stream until the 32-bit word at `flag` (pinned host memory) becomes non-zero, polling
+// Holds the stream until the 32-bit word at `flag` (pinned host memory) becomes non-zero, then sets
+// it to 2 (the flag is no longer polled and may be reused), polling
 // from one thread. A kernel rather than cuStreamWaitValue32: a stream memory wait stalls the
 // hardware queue it is mapped to, and other streams sharing that queue (the staged path's own
 // copies among them) would wait behind it. Past `timeoutNs` it prints `what` and traps.
-void waitFlag(void* stream, const unsigned int* flag, unsigned long long timeoutNs, int myPe);
+void waitFlag(void* stream, unsigned int* flag, unsigned long long timeoutNs, int myPe);
 // A device barrier over `team` on the stream.
 void barrier(void* stream, const device::Context& ctx, const device::Team& team);
 // Loads the kernels now: a first launch may not happen inside a CUDA graph capture.

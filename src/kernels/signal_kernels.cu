@@ -55,7 +55,7 @@ __global__ void waitKernel(device::Context ctx, u64* sig, device::Cmp cmp, u64 v
   device::signalWaitUntil<device::Thread>(ctx, sig, cmp, value);
 }
 
-__global__ void waitFlagKernel(const unsigned int* flag, unsigned long long timeoutNs, int myPe) {
+__global__ void waitFlagKernel(unsigned int* flag, unsigned long long timeoutNs, int myPe) {
   const unsigned long long start = device::detail::globalTimerNs();
   unsigned sleepNs = 64;
   for (unsigned polls = 1;; ++polls) {
@@ -70,6 +70,8 @@ __global__ void waitFlagKernel(const unsigned int* flag, unsigned long long time
     }
   }
   __threadfence_system();  // what the worker wrote before the flag is visible to later work
+  // Let go of the flag (the staged stream ops reuse a run-once request's flag once they see 2).
+  *reinterpret_cast<volatile unsigned int*>(flag) = 2;
 }
 
 __global__ void barrierKernel(device::Context ctx, device::Team team) {
@@ -104,7 +106,7 @@ void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp
   check("signal_wait_until");
 }
 
-void waitFlag(void* stream, const unsigned int* flag, unsigned long long timeoutNs, int myPe) {
+void waitFlag(void* stream, unsigned int* flag, unsigned long long timeoutNs, int myPe) {
   waitFlagKernel<<<1, 1, 0, asStream(stream)>>>(flag, timeoutNs, myPe);
   check("staged stream wait");
 }

@@ -1,6 +1,9 @@
 // The host one-sided API on GPU memory: the GPU heap, device pointers on the local side, signals
 // and atomics in GPU memory, pinned host symmetric memory, and bad inputs with device pointers.
 #include <axon/axon.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -372,6 +375,99 @@ TEST(Staged, StreamOpsCapturedIntoAGraph) {
   axon::barrierAll();
   axon::free(sig);
   axon::free(inbox);
+}
+
+TEST(Staged, StreamOpsReuseTheirFlagsAndAGraphMayNeedNewOnes) {
+  if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
+  const int right = (me() + 1) % np();
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // More run-once ops than one block of completion flags holds (1024): their flags are reused.
+  constexpr int kOnce = 3000;
+  for (int i = 0; i < kOnce; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
+  CUDA_OK(cudaStreamSynchronize(s));
+  axon::barrierAll();
+  EXPECT_EQ(axon::signalFetch(sig), std::uint64_t{kOnce});
+  axon::barrierAll();
+  // A graph of more ops than a block of flags: a captured op keeps its flag, so a new block is
+  // allocated in the middle of a capture in global mode.
+  constexpr int kCaptured = 1100;
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kCaptured; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
+  CUDA_OK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int launch = 0; launch < 2; ++launch) CUDA_OK(cudaGraphLaunch(exec, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  axon::barrierAll();
+  EXPECT_EQ(axon::signalFetch(sig), std::uint64_t{kOnce + 2 * kCaptured});
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  axon::barrierAll();
+  axon::free(sig);
+}
+
+// A transfer that timed out halfway must not leave the channel to the next call: that call gets
+// its own data, not a slot's stale bytes, and is not skipped. PE 1 stops (SIGSTOP, its proxy
+// thread with it) for longer than AXON_TIMEOUT while PE 0 gets 64 MiB from it; once PE 1 runs
+// again, PE 0 gets another buffer. Only in its own ctest entry (gpu_staged_recovery_2pe).
+TEST(StagedRecovery, ACallAfterATimedOutOneGetsItsOwnData) {
+  if (!stagedRun() || !std::getenv("AXON_TEST_STALL_MS")) {
+    GTEST_SKIP() << "runs in gpu_staged_recovery_2pe (AXON_P2P=0, AXON_TEST_STALL_MS)";
+  }
+  const useconds_t stallUs = static_cast<useconds_t>(std::atoi(std::getenv("AXON_TEST_STALL_MS"))) * 1000;
+  const std::size_t big = 64u << 20, small = 4096;
+  auto* a = static_cast<unsigned char*>(axon::malloc(big));
+  auto* b = static_cast<unsigned char*>(axon::malloc(small));
+  CUDA_OK(cudaMemset(a, 0xAA, big));
+  CUDA_OK(cudaMemset(b, 0x55, small));
+  CUDA_OK(cudaDeviceSynchronize());
+  axon::barrierAll();
+  if (me() == 1) {
+    const pid_t self = getpid();
+    const pid_t waker = fork();
+    ASSERT_GE(waker, 0);
+    if (waker == 0) {
+      usleep(stallUs);
+      kill(self, SIGCONT);
+      _exit(0);
+    }
+    raise(SIGSTOP);
+    waitpid(waker, nullptr, 0);
+  } else if (me() == 0) {
+    usleep(300000);  // PE 1 has stopped
+    unsigned char* dst;
+    CUDA_OK(cudaMalloc(&dst, big));
+    try {
+      axon::get(dst, a, big, 1);
+      ADD_FAILURE() << "a get from a stopped PE returned";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << e.what();
+    }
+    usleep(stallUs);  // PE 1 runs again (its proxy serves the old requests first)
+    CUDA_OK(cudaMemset(dst, 0, small));
+    CUDA_OK(cudaDeviceSynchronize());
+    axon::get(dst, b, small, 1);
+    auto got = toHost(dst, small);
+    for (std::size_t i = 0; i < small; ++i) ASSERT_EQ(got[i], 0x55) << "byte " << i;
+    // A put then a get back through the same channel.
+    std::vector<unsigned char> v(small);
+    for (std::size_t i = 0; i < small; ++i) v[i] = static_cast<unsigned char>(i * 7 + 1);
+    fromHost(dst, v);
+    axon::put(b, dst, small, 1);
+    CUDA_OK(cudaMemset(dst, 0, small));
+    CUDA_OK(cudaDeviceSynchronize());
+    axon::get(dst, b, small, 1);
+    got = toHost(dst, small);
+    for (std::size_t i = 0; i < small; ++i) ASSERT_EQ(got[i], v[i]) << "byte " << i;
+    cudaFree(dst);
+  }
+  axon::barrierAll();
+  axon::free(b);
+  axon::free(a);
 }
 
 TEST(Staged, LargeOddPutAndGet) {

@@ -330,6 +330,24 @@ TEST(Collectives, BadArguments) {
             ErrorCode::InvalidArgument);  // size overflow
   EXPECT_EQ(code([&] { axon::allreduce(axon::Team(), buf.data(), buf.data(), 4, DataType::Float32, ReduceOp::Sum); }),
             ErrorCode::InvalidArgument);  // invalid team
+  // A symmetric-heap buffer must hold what the call touches there (8 floats here).
+  auto* small = static_cast<float*>(axon::malloc(8 * sizeof(float)));
+  EXPECT_EQ(code([&] { axon::allgather(world, buf.data(), small, 8, DataType::Float32); }),
+            np() > 1 ? ErrorCode::OutOfBounds : ErrorCode::Internal);  // dst: 8 * nPes floats
+  EXPECT_EQ(code([&] { axon::allreduce(world, small, buf.data(), 9, DataType::Float32, ReduceOp::Sum); }),
+            ErrorCode::OutOfBounds);  // src: 9 floats
+  try {
+    axon::broadcast(world, small + 4, small + 4, 5, DataType::Float32, 0);
+    ADD_FAILURE() << "no error";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfBounds);
+    EXPECT_NE(std::string(e.what()).find(me() == 0 ? "src range of 20 bytes" : "dst range of 20 bytes"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("runs 4 bytes past its allocation"), std::string::npos) << e.what();
+  }
+  axon::allreduce(world, small, small, 8, DataType::Float32, ReduceOp::Sum);  // fits: no error
+  axon::free(small);
   // None of these reached the workspace: the world still works.
   std::vector<float> ones(8, 1.0f);
   axon::allreduce(world, ones.data(), ones.data(), 8, DataType::Float32, ReduceOp::Sum);

@@ -18,7 +18,9 @@ TEST(StageChannel, SlotsAndDataDoNotOverlapAndArePageAligned) {
     EXPECT_GE(d, headersEnd);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d) % 4096, 0u) << "slot " << s;
     EXPECT_LE(d + chunk, channel + channelBytes(chunk));
-    if (s > 0) EXPECT_EQ(d - dataOf(channel, chunk, s - 1), static_cast<std::ptrdiff_t>(chunk));
+    if (s > 0) {
+      EXPECT_EQ(d - dataOf(channel, chunk, s - 1), static_cast<std::ptrdiff_t>(chunk));
+    }
   }
   EXPECT_EQ(sizeof(StageSlot) % 64, 0u) << "one slot header per cache line or more";
 }

@@ -21,6 +21,8 @@
 // passed AXON_TIMEOUT. The first PE to see it prints one line naming both calls (or the PE, word,
 // expected and seen value of the wait) and tells every member, whose calls then return false too;
 // the host calls on the team throw CollectiveMismatch / Timeout with that report from then on.
+// A call no member could run (a channel outside [0, AXON_COLL_GPU_CHANNELS), a root outside the
+// team) prints what was wrong and stops the kernel with a trap, like a bad argument to put().
 //
 // Memory model: when a call returns true, every thread of the block sees the result in dst.
 // barrier() also makes visible here what every member's calling block stored before it (its
@@ -47,12 +49,14 @@ constexpr SizeT kDeviceTwoShotBytes = 256 * 1024;
 template <class Scope>
 AXON_DEVICE_INLINE bool barrier(const CollHandle& h, int channel = 0);
 
-// root's src (count elements) to dst on every member; src is read on the root only.
+// root's src (count elements) to dst on every member; src is read on the root only. root is the
+// root's index in the team, in [0, h.size).
 template <class Scope, class T>
 AXON_DEVICE_INLINE bool broadcast(const CollHandle& h, const T* src, T* dst, SizeT count, int root,
                                   int channel = 0);
 
-// dst on the root receives the reduction of every member's src; other members' dst is untouched.
+// dst on the root (its index in the team, in [0, h.size)) receives the reduction of every
+// member's src; other members' dst is untouched.
 template <class Scope, class T>
 AXON_DEVICE_INLINE bool reduce(const CollHandle& h, const T* src, T* dst, SizeT count, ReduceOp op,
                                int root, int channel = 0);

@@ -12,9 +12,8 @@ constexpr std::size_t kFlagsPerBlock = 1024;
 
 StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs)
     : cu_(cu), ctx_(ctx), myPe_(myPe), timeoutNs_(timeoutNs) {
-  // The first flags now: allocating pinned memory while a graph is being captured may be refused.
-  newFlag();
-  flagsUsed_ = 0;
+  // The first flags now; later blocks are allocated in relaxed capture mode (below).
+  allocateFlagBlock();
   worker_ = std::thread([this] { run(); });
 }
 
@@ -25,33 +24,72 @@ StagedStreamOps::~StagedStreamOps() {
   }
   ready_.notify_all();
   if (worker_.joinable()) worker_.join();
-  for (Request* r : requests_) delete r;
+  for (Request* r : captured_) delete r;
+  for (Request* r : once_) delete r;  // enqueued, but their stream never ran them
   for (std::uint32_t* b : flagBlocks_) cu_.cuMemFreeHost(b);
 }
 
-volatile std::uint32_t* StagedStreamOps::newFlag() {
-  if (flagBlocks_.empty() || flagsUsed_ == kFlagsPerBlock) {
-    void* block = nullptr;
-    gpu::cuCheck(cu_.cuMemHostAlloc(&block, kFlagsPerBlock * sizeof(std::uint32_t),
-                                    CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
-                 "staged stream op: cuMemHostAlloc of completion flags");
-    flagBlocks_.push_back(static_cast<std::uint32_t*>(block));
-    flagsUsed_ = 0;
+void StagedStreamOps::allocateFlagBlock() {
+  // This thread may be capturing a graph in global mode, which refuses cuMemHostAlloc ("unsafe"
+  // during a capture); relaxed mode allows it, and the allocation is not part of the graph.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  cu_.cuThreadExchangeStreamCaptureMode(&mode);
+  void* block = nullptr;
+  const CUresult r = cu_.cuMemHostAlloc(&block, kFlagsPerBlock * sizeof(std::uint32_t),
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  cu_.cuThreadExchangeStreamCaptureMode(&mode);  // back to the caller's mode
+  gpu::cuCheck(r, "staged stream op: cuMemHostAlloc of completion flags");
+  flagBlocks_.push_back(static_cast<std::uint32_t*>(block));
+  flagsUsed_ = 0;
+}
+
+volatile std::uint32_t* StagedStreamOps::takeFlag() {
+  // Flags whose kernel has let go (2) are free again.
+  for (std::size_t i = 0; i < releasing_.size();) {
+    if (std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(releasing_[i])).load(std::memory_order_acquire) == 2) {
+      free_.push_back(releasing_[i]);
+      releasing_[i] = releasing_.back();
+      releasing_.pop_back();
+    } else {
+      ++i;
+    }
   }
-  std::uint32_t* f = flagBlocks_.back() + flagsUsed_++;
+  volatile std::uint32_t* f;
+  if (!free_.empty()) {
+    f = free_.back();
+    free_.pop_back();
+  } else {
+    if (flagsUsed_ == kFlagsPerBlock) allocateFlagBlock();
+    f = flagBlocks_.back() + flagsUsed_++;
+  }
   *f = 0;
   return f;
 }
 
 void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::string what) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  gpu::cuCheck(cu_.cuStreamIsCapturing(stream, &capture), what + ": cuStreamIsCapturing");
+  const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
   Request* r;
+  volatile std::uint32_t* flag;
   {
     std::lock_guard lock(mutex_);
-    r = new Request{this, std::move(work), std::move(what), newFlag()};
-    requests_.push_back(r);
+    flag = takeFlag();
+    r = new Request{this, std::move(work), what, flag, captured};
+    if (captured) captured_.push_back(r);
+    else once_.insert(r);
   }
-  gpu::cuCheck(cu_.cuLaunchHostFunc(stream, &StagedStreamOps::onHost, r), r->what + ": cuLaunchHostFunc");
-  kernels::waitFlag(stream, const_cast<const std::uint32_t*>(r->flag), timeoutNs_, myPe_);
+  // From here a run-once request may be run and freed by the worker at any time: only the copies
+  // above are used.
+  const CUresult launched = cu_.cuLaunchHostFunc(stream, &StagedStreamOps::onHost, r);
+  if (launched != CUDA_SUCCESS && !captured) {
+    std::lock_guard lock(mutex_);
+    once_.erase(r);
+    delete r;
+    free_.push_back(flag);  // no kernel will poll it
+  }
+  gpu::cuCheck(launched, what + ": cuLaunchHostFunc");
+  kernels::waitFlag(stream, const_cast<std::uint32_t*>(flag), timeoutNs_, myPe_);
 }
 
 // Runs in a CUDA callback thread: no CUDA calls here, only hand-off. The flag goes back to 0 for
@@ -104,6 +142,13 @@ void StagedStreamOps::run() {
       fail(ErrorCode::Internal, e.what());
     }
     std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(r->flag)).store(1, std::memory_order_release);
+    if (!r->captured) {
+      // Run once: nothing calls it again. Its flag is reused after the kernel sets it to 2.
+      std::lock_guard lock(mutex_);
+      releasing_.push_back(r->flag);
+      once_.erase(r);
+      delete r;
+    }
   }
 }
 

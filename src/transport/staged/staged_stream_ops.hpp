@@ -5,6 +5,10 @@
 // stalls its whole hardware queue: the first version used it and hung on the GPU machine, likely
 // behind that false dependency). Work after it on the stream starts only then. Both nodes can
 // be captured into a CUDA graph; each replay runs the work again.
+//
+// A flag goes 0 (waiting) -> 1 (the worker is done) -> 2 (the kernel saw it and let go). A request
+// enqueued outside a capture runs once: the worker frees it, and its flag is reused once it reads
+// 2. A captured request and its flag live as long as this object (the graph may run it again).
 #pragma once
 
 #include <condition_variable>
@@ -15,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "gpu/driver.hpp"
@@ -39,10 +44,14 @@ class StagedStreamOps {
     StagedStreamOps* owner;
     std::function<void()> work;
     std::string what;
-    volatile std::uint32_t* flag;  // pinned; the stream waits for it to become 1
+    volatile std::uint32_t* flag;  // pinned; the stream waits for it to become non-zero
+    bool captured;                 // part of a graph: kept, as the graph may run it again
   };
   static void CUDA_CB onHost(void* request);
-  volatile std::uint32_t* newFlag();
+  // A flag set to 0: a released one, else a new one (a new block of them when the last is used).
+  // Called with mutex_ held.
+  volatile std::uint32_t* takeFlag();
+  void allocateFlagBlock();
   void run();
 
   const gpu::DriverApi& cu_;
@@ -52,11 +61,14 @@ class StagedStreamOps {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Request*> queue_;
-  // Every request (and its flag) lives as long as this object: a captured graph may run it
-  // again at any time.
-  std::vector<Request*> requests_;
+  // Captured requests (and their flags) live as long as this object: the graph may run them again
+  // at any time. Others live until the worker has run them.
+  std::vector<Request*> captured_;
+  std::unordered_set<Request*> once_;
   std::vector<std::uint32_t*> flagBlocks_;
   std::size_t flagsUsed_ = 0;
+  std::vector<volatile std::uint32_t*> releasing_;  // run-once flags the kernel may still poll
+  std::vector<volatile std::uint32_t*> free_;       // flags the kernel let go of (2)
   std::optional<Error> error_;
   bool stop_ = false;
   std::thread worker_;

@@ -80,9 +80,9 @@ void StagedTransport::put(const RemoteRef& dst, const void* src, std::size_t byt
     slot.offset = dst.offset + published * chunk;
     slot.bytes = lengthOf(published);
     publish(slot, seq);
+    seq_[pe] = seq;
     ++published;
   }
-  seq_[pe] = base + n;
   // Complete at the target before returning, as the other transports' blocking put.
   for (std::uint64_t seq = base + 1 + (n > kStageSlots ? n - kStageSlots : 0); seq <= base + n; ++seq) {
     awaitDone(pe, slots[seq % kStageSlots], seq, "put");
@@ -105,6 +105,7 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
     slot.offset = src.offset + k * chunk;
     slot.bytes = lengthOf(k);
     publish(slot, seq);
+    seq_[pe] = seq;
   };
   // Up to kStageSlots requests ahead; each chunk is copied out of its slot before the slot is
   // asked to carry the next one.
@@ -120,17 +121,17 @@ void StagedTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
     gpu::cuCheck(cu_.cuStreamSynchronize(s), "staged get: waiting for the copy");
     if (requested < n) request(requested++);
   }
-  seq_[pe] = base + n;
 }
 
 std::uint64_t StagedTransport::singleRequest(int pe, const char* api,
                                              const std::function<void(StageSlot&)>& fill) {
   std::lock_guard lock(mutex_);
   StageSlot* slots = slotsOf(channelOf_(pe));
-  const std::uint64_t seq = ++seq_[pe];
+  const std::uint64_t seq = seq_[pe] + 1;
   StageSlot& slot = claim(pe, slots, seq, api);
   fill(slot);
   publish(slot, seq);
+  seq_[pe] = seq;
   awaitDone(pe, slot, seq, api);
   return slot.result;
 }

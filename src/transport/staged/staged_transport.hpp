@@ -55,7 +55,12 @@ class StagedTransport final : public Transport {
   std::mutex mutex_;
   std::size_t chunk_;
   std::function<char*(int)> channelOf_;
-  std::vector<std::uint64_t> seq_;  // [pe] last request number sent to pe
+  // [pe] the last request number published to pe, advanced at each publish: the proxy serves
+  // requests strictly in order, so a call that fails halfway (a timeout, a copy error) must leave
+  // the next call to start right after what it published, never reuse a number the proxy has
+  // already served (its slot would look done, with stale data) or skip one (the proxy would wait
+  // for it forever).
+  std::vector<std::uint64_t> seq_;
   CUstream stream_ = nullptr;  // one stream: chunks complete in order, at full bandwidth each
   CUevent events_[kStageSlots] = {};
 };

@@ -59,12 +59,16 @@ AXON_DEVICE_INLINE unsigned long long* collRounds(const CollHandle& h, int c) {
 }
 // The rounds this PE completed on channel c, read by every thread at a call's start; stored back
 // by thread 0 once the whole block is done with the call (every protocol counts on one counter).
+// The barrier after the store orders it before every thread's load in the block's next call on
+// the channel: without it, a warp could start that call with the old count, so with the wrong
+// half of the slots and a stale flag.
 AXON_DEVICE_INLINE unsigned long long collLoadRounds(const CollHandle& h, int c) {
   return *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c));
 }
 AXON_DEVICE_INLINE void collStoreRounds(const CollHandle& h, int c, unsigned long long r) {
   __syncthreads();
   if (linearThreadIndex() == 0) *reinterpret_cast<volatile unsigned long long*>(collRounds(h, c)) = r;
+  __syncthreads();
 }
 AXON_DEVICE_INLINE unsigned long long* collReady(const CollHandle& h, int m, int c, int from) {
   const SizeT line = static_cast<SizeT>(c) * h.size + from;

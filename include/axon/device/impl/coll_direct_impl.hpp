@@ -152,17 +152,14 @@ AXON_DEVICE_INLINE void collCopyToAll(char* dst0, long long dstStride, int dsts,
 
 // The first round of a Direct call, from the channel's round counter (*r, advanced). False when
 // it failed (reported). When the members' buffers do not allow direct access (verdict->direct
-// false), the counter is stored for the Simple protocol to go on from: the barrier after the
-// store comes before its threads read the counter.
+// false), the counter is stored for the Simple protocol to go on from (collStoreRounds ends with
+// the barrier that orders the store before its threads read the counter).
 AXON_DEVICE_INLINE bool collDirectOpen(const CollHandle& h, const CollJob& job,
                                        unsigned long long* r, CollDirectVerdict* verdict) {
   *r = collLoadRounds(h, job.channel);
   verdict->direct = false;
   if (!collStart(h) || !collExchange(h, job, ++*r, verdict)) return false;
-  if (!verdict->direct) {
-    collStoreRounds(h, job.channel, *r);
-    __syncthreads();
-  }
+  if (!verdict->direct) collStoreRounds(h, job.channel, *r);
   return true;
 }
 

@@ -79,6 +79,17 @@ inline AXON_DEVICE_NOINLINE void collBadChannel(const CollHandle& h, int channel
   endFatalReport(reporter);
 }
 
+// A root outside the team (broadcast, reduce): the host API refuses it with InvalidPe; here every
+// member would take itself for a non-root and read a slot nobody writes.
+inline AXON_DEVICE_NOINLINE void collBadRoot(const CollHandle& h, unsigned kind, int root) {
+  const bool reporter = beginFatalReport();
+  if (reporter) {
+    printf("axon: PE %d: device %s with root %d, but the team has members [0, %d)\n", h.myPe,
+           kind == kCollBroadcast ? "broadcast" : "reduce", root, h.size);
+  }
+  endFatalReport(reporter);
+}
+
 // The largest block a device-callable call sends on LL: one LL round's worth at most. Such a call
 // runs on the caller's one block, so a larger one would take several LL rounds one after another,
 // each a trip over NVLink, where one Simple round moves it all.
@@ -92,6 +103,9 @@ AXON_DEVICE_INLINE CollJob collDeviceJob(const CollHandle& h, unsigned kind, uns
                                          const void* src, void* dst, SizeT block, SizeT len,
                                          SizeT blockBytes, int channel) {
   if (channel < 0 || channel >= h.channels) collBadChannel(h, channel);
+  if ((kind == kCollBroadcast || kind == kCollReduce) && (root < 0 || root >= h.size)) {
+    collBadRoot(h, kind, root);
+  }
   CollJob job;
   job.record.collective = kind;
   job.record.dtype = dtype;

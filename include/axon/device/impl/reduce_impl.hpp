@@ -56,6 +56,16 @@ template <ReduceOp Op, class T>
 struct Reducer {
   static AXON_DEVICE_INLINE T apply(T x, T y) { return applyInteger<Op>(x, y); }
 };
+// Plain char is recorded as Int8 (DataTypeOf<char>) but is unsigned on some targets (aarch64, so
+// Grace Hopper): it reduces as signed char there too, as the host path and the library's kernels
+// reduce Int8, so min and max agree across the three forms of a call.
+template <ReduceOp Op>
+struct Reducer<Op, char> {
+  static AXON_DEVICE_INLINE char apply(char x, char y) {
+    return static_cast<char>(
+        applyInteger<Op>(static_cast<signed char>(x), static_cast<signed char>(y)));
+  }
+};
 template <ReduceOp Op>
 struct Reducer<Op, float> {
   static AXON_DEVICE_INLINE float apply(float x, float y) { return applyFloat<Op>(x, y); }
