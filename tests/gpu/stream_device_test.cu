@@ -346,4 +346,45 @@ TEST(Device, BarrierOnASplitTeam) {
   axon::barrierAll();
 }
 
+__global__ void spinKernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// destroy() while stream barriers on the team are still queued: PE 0's waits behind a signal that
+// PE 1 sends from another stream after 0.5 s. destroy must let them finish before it zeroes the
+// team's barrier counters (else a late increment is lost and a barrier kernel times out), and the
+// next team in that slot must work.
+TEST(Device, DestroyWithStreamBarriersStillQueued) {
+  if (np() < 2) GTEST_SKIP() << "needs 2 PEs";
+  for (int pe = 0; pe < np(); ++pe) {
+    if (!axon::gpuPeerReachable(pe)) GTEST_SKIP() << "stream barriers need every GPU mapped";
+  }
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
+  cudaStream_t s, late;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&late, cudaStreamNonBlocking));
+  for (int round = 0; round < 2; ++round) {
+    axon::Team all = axon::Team::world().splitStrided(0, 1, np());
+    ASSERT_TRUE(all.valid());
+    if (me() == 1) {
+      spinKernel<<<1, 1, 0, late>>>(500000000ull);
+      axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, 0, late);
+    }
+    if (me() == 0) axon::signalWaitUntilOnStream(sig, axon::Cmp::Ge, round + 1, s);
+    for (int i = 0; i < 3; ++i) axon::barrierOnStream(all, s);
+    all.destroy();  // must not return before this PE's queued barriers are done
+    EXPECT_EQ(cudaStreamQuery(s), cudaSuccess) << "round " << round;
+  }
+  CUDA_OK(cudaStreamSynchronize(late));
+  cudaStreamDestroy(late);
+  cudaStreamDestroy(s);
+  axon::barrierAll();
+  axon::free(sig);
+}
+
 }  // namespace
