@@ -1,19 +1,24 @@
 #include "transport/staged/staged_stream_ops.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "core/log.hpp"
 #include "kernels/kernels.hpp"
 
 namespace axon::staged {
 namespace {
-constexpr std::size_t kFlagsPerBlock = 1024;
+// Flags per pinned block. The first block is allocated with the object; another only when captured
+// ops hold every flag. Run-once ops wait for a flag instead (below): allocating pinned memory
+// waits for the whole device, which may be running the very ops that would free one.
+constexpr std::size_t kFlagsPerBlock = 4096;
 }
 
 StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs)
     : cu_(cu), ctx_(ctx), myPe_(myPe), timeoutNs_(timeoutNs) {
-  // The first flags now; later blocks are allocated in relaxed capture mode (below).
-  allocateFlagBlock();
+  // The first flags now; later blocks as needed (addFlagBlock).
+  addFlagBlock();
   worker_ = std::thread([this] { run(); });
 }
 
@@ -29,9 +34,10 @@ StagedStreamOps::~StagedStreamOps() {
   for (std::uint32_t* b : flagBlocks_) cu_.cuMemFreeHost(b);
 }
 
-void StagedStreamOps::allocateFlagBlock() {
-  // This thread may be capturing a graph in global mode, which refuses cuMemHostAlloc ("unsafe"
-  // during a capture); relaxed mode allows it, and the allocation is not part of the graph.
+void StagedStreamOps::addFlagBlock() {
+  // Called without mutex_: the allocation may wait for the GPU, whose host nodes (onHost) take
+  // it. This thread may be capturing a graph in global mode, which refuses cuMemHostAlloc
+  // ("unsafe" during a capture); relaxed mode allows it, and the allocation is not in the graph.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   cu_.cuThreadExchangeStreamCaptureMode(&mode);
   void* block = nullptr;
@@ -39,8 +45,10 @@ void StagedStreamOps::allocateFlagBlock() {
                                         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
   cu_.cuThreadExchangeStreamCaptureMode(&mode);  // back to the caller's mode
   gpu::cuCheck(r, "staged stream op: cuMemHostAlloc of completion flags");
-  flagBlocks_.push_back(static_cast<std::uint32_t*>(block));
-  flagsUsed_ = 0;
+  auto* flags = static_cast<std::uint32_t*>(block);
+  std::lock_guard lock(mutex_);
+  flagBlocks_.push_back(flags);
+  for (std::size_t i = 0; i < kFlagsPerBlock; ++i) free_.push_back(flags + i);
 }
 
 volatile std::uint32_t* StagedStreamOps::takeFlag() {
@@ -54,14 +62,9 @@ volatile std::uint32_t* StagedStreamOps::takeFlag() {
       ++i;
     }
   }
-  volatile std::uint32_t* f;
-  if (!free_.empty()) {
-    f = free_.back();
-    free_.pop_back();
-  } else {
-    if (flagsUsed_ == kFlagsPerBlock) allocateFlagBlock();
-    f = flagBlocks_.back() + flagsUsed_++;
-  }
+  if (free_.empty()) return nullptr;
+  volatile std::uint32_t* f = free_.back();
+  free_.pop_back();
   *f = 0;
   return f;
 }
@@ -70,14 +73,35 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   gpu::cuCheck(cu_.cuStreamIsCapturing(stream, &capture), what + ": cuStreamIsCapturing");
   const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-  Request* r;
-  volatile std::uint32_t* flag;
-  {
-    std::lock_guard lock(mutex_);
-    flag = takeFlag();
-    r = new Request{this, std::move(work), what, flag, captured};
-    if (captured) captured_.push_back(r);
-    else once_.insert(r);
+  Request* r = nullptr;
+  volatile std::uint32_t* flag = nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  while (!r) {
+    bool awaitRelease = false;
+    {
+      std::lock_guard lock(mutex_);
+      flag = takeFlag();
+      if (flag) {
+        r = new Request{this, std::move(work), what, flag, captured};
+        if (captured) captured_.push_back(r);
+        else once_.insert(r);
+        break;
+      }
+      // Run-once ops in flight (queued or done but still polled) will each give a flag back.
+      awaitRelease = !captured && (!once_.empty() || !releasing_.empty());
+    }
+    if (!awaitRelease) {
+      addFlagBlock();
+      continue;
+    }
+    // Every flag is in flight: wait for the GPU to let go of one (back-pressure), bounded.
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (timeoutNs_ != 0 && static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()) > timeoutNs_) {
+      throw Error(ErrorCode::Timeout,
+                  "PE " + std::to_string(myPe_) + ": " + what + ": " + std::to_string(kFlagsPerBlock) +
+                      " or more stream-ordered staged operations are in flight and none completed within AXON_TIMEOUT");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   // From here a run-once request may be run and freed by the worker at any time: only the copies
   // above are used.

@@ -32,7 +32,8 @@ class StagedStreamOps {
   ~StagedStreamOps();  // finishes queued work, then stops the worker
 
   // Enqueues `work` (run on the worker thread, with this PE's context current) on `stream`.
-  // `what` names it in error reports.
+  // `what` names it in error reports. With 4096 run-once ops in flight it first waits for one to
+  // finish (Timeout past AXON_TIMEOUT), rather than allocate pinned memory in the middle.
   void enqueue(CUstream stream, std::function<void()> work, std::string what);
 
   // The first error a worker met since the last call (then cleared), or nullopt. The stream was
@@ -48,10 +49,10 @@ class StagedStreamOps {
     bool captured;                 // part of a graph: kept, as the graph may run it again
   };
   static void CUDA_CB onHost(void* request);
-  // A flag set to 0: a released one, else a new one (a new block of them when the last is used).
-  // Called with mutex_ held.
+  // A free flag, set to 0, or nullptr when none is left. Called with mutex_ held.
   volatile std::uint32_t* takeFlag();
-  void allocateFlagBlock();
+  // Allocates a block of pinned flags and adds them to free_. Called without mutex_.
+  void addFlagBlock();
   void run();
 
   const gpu::DriverApi& cu_;
@@ -66,9 +67,8 @@ class StagedStreamOps {
   std::vector<Request*> captured_;
   std::unordered_set<Request*> once_;
   std::vector<std::uint32_t*> flagBlocks_;
-  std::size_t flagsUsed_ = 0;
   std::vector<volatile std::uint32_t*> releasing_;  // run-once flags the kernel may still poll
-  std::vector<volatile std::uint32_t*> free_;       // flags the kernel let go of (2)
+  std::vector<volatile std::uint32_t*> free_;       // flags no kernel polls: new, or let go of (2)
   std::optional<Error> error_;
   bool stop_ = false;
   std::thread worker_;
