@@ -258,6 +258,14 @@ class CudaBackend final : public GpuBackend {
     CUdeviceptr base = 0;
     std::size_t size = 0;
     const auto at = reinterpret_cast<CUdeviceptr>(p);
+    // Only plain allocations (cudaMalloc, cuMemAlloc: legacy-IPC capable). For VMM mappings and
+    // pool memory the driver's range is one physical piece, and a buffer may span several
+    // contiguous ones (PyTorch's expandable segments): no answer rather than a false error.
+    unsigned long long legacy = 0;  // the driver writes a bool
+    if (cu_.cuPointerGetAttribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, at) != CUDA_SUCCESS ||
+        legacy == 0) {
+      return 0;
+    }
     if (cu_.cuMemGetAddressRange(&base, &size, at) != CUDA_SUCCESS) return 0;
     return at >= base && at - base < size ? static_cast<std::size_t>(base + size - at) : 0;
   }

@@ -115,6 +115,22 @@ TEST(HostApi, CollectivesOnDeviceBuffers) {
   axon::allgather(axon::Team::world(), block.data(), gathered, 5, axon::DataType::Int32);
   auto g = toHost(gathered, 5 * np());
   for (int i = 0; i < 5 * np(); ++i) ASSERT_EQ(g[i], i / 5);
+  // A cudaMalloc buffer too small for what the call writes there, or a heap one: OutOfBounds on
+  // every PE, before any data moves (the team keeps working).
+  if (np() > 1) {
+    for (void* small : {static_cast<void*>(gathered + 5), static_cast<void*>(sym + count - 5)}) {
+      try {
+        axon::allgather(axon::Team::world(), block.data(), small, 5, axon::DataType::Int32);
+        ADD_FAILURE() << "no error";
+      } catch (const axon::Error& e) {
+        EXPECT_EQ(e.code(), axon::ErrorCode::OutOfBounds) << e.what();
+        EXPECT_NE(std::string(e.what()).find("dst range of " + std::to_string(20 * np()) + " bytes"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+    axon::allgather(axon::Team::world(), block.data(), gathered, 5, axon::DataType::Int32);
+  }
   cudaFree(gathered);
   axon::free(sym);
   cudaFree(dev);
