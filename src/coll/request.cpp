@@ -27,8 +27,7 @@ void checkExtent(Runtime& rt, const void* p, std::size_t bytes, const char* api,
     return;
   }
   GpuBackend* gpu = rt.gpu();
-  if (!gpu || !gpu->isDeviceMemory(p)) return;
-  const std::size_t room = gpu->deviceBytesFrom(p);
+  const std::size_t room = gpu ? gpu->deviceBytesFrom(p) : 0;  // 0 for host memory too
   if (room && bytes > room) {
     throw Error(ErrorCode::OutOfBounds,
                 "PE " + std::to_string(rt.myPe()) + ": " + api + ": " + role + " range of " +

@@ -68,8 +68,8 @@ class GpuBackend {
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
   // Bytes from p to the end of the plain device allocation (cudaMalloc, cuMemAlloc) that holds
-  // it; 0 when there is none or the driver's range may be only part of the buffer (VMM mappings,
-  // pool memory).
+  // it; 0 when there is none (host memory) or the driver's range may be only part of the buffer
+  // (VMM mappings, pool memory).
   virtual std::size_t deviceBytesFrom(const void* p) const = 0;
   // The GPU heap offset of [p, p + bytes) when every PE in `pes` has that range of its heap mapped
   // for this GPU's loads and stores; device::kCollNoOffset otherwise.

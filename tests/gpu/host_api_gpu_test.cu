@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <thread>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "gpu_test_util.hpp"
 
@@ -415,7 +415,7 @@ TEST(Staged, StreamOpsReuseTheirFlags) {
   constexpr int kCaptured = 1;
   cudaGraph_t graph;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kCaptured; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
+  axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
   CUDA_OK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));

@@ -52,14 +52,17 @@ void StagedStreamOps::addFlagBlock() {
 }
 
 volatile std::uint32_t* StagedStreamOps::takeFlag() {
-  // Flags whose kernel has let go (2) are free again.
-  for (std::size_t i = 0; i < releasing_.size();) {
-    if (std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(releasing_[i])).load(std::memory_order_acquire) == 2) {
-      free_.push_back(releasing_[i]);
-      releasing_[i] = releasing_.back();
-      releasing_.pop_back();
-    } else {
-      ++i;
+  // When no flag is free, every flag whose kernel has let go (2) is free again: one pass per
+  // refill, not one per enqueue over every op in flight.
+  if (free_.empty()) {
+    for (std::size_t i = 0; i < releasing_.size();) {
+      if (std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(releasing_[i])).load(std::memory_order_acquire) == 2) {
+        free_.push_back(releasing_[i]);
+        releasing_[i] = releasing_.back();
+        releasing_.pop_back();
+      } else {
+        ++i;
+      }
     }
   }
   if (free_.empty()) return nullptr;
