@@ -15,6 +15,9 @@
 //   host      blocking 8 B put latency, against cudaMemcpyAsync + cudaStreamSynchronize
 //   staged    blocking put through the staged path (run with AXON_P2P=0), against copying by
 //             hand GPU -> host -> other GPU with cudaMemcpy, through pageable and pinned memory
+//   staged_stream  (run with AXON_P2P=0) time per signal_op_on_stream through the staged path,
+//             in a row on a stream and replayed in a CUDA graph, against the blocking signal_op
+//             each one runs on the worker thread
 //
 // Every transfer is checked afterwards (#wrong). PEs beyond 1 take part in barriers only.
 #include <axon/axon.hpp>
@@ -633,6 +636,62 @@ void benchStaged(const Options& o, int me) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// staged stream ops
+
+void benchStagedStream(const Options& o, int me) {
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
+  auto* wrong = static_cast<long long*>(axon::mallocHost(sizeof(long long)));  // read on the host
+  const int n = std::min(o.iters, 2000), warm = 100;
+  if (me == 0 && axon::gpuPeerReachable(1)) {
+    std::printf("# staged_stream: PE 1 is mapped (peer access); run with AXON_P2P=0 to measure the staged path\n");
+  }
+  axon::barrierAll();
+  double host = 0, stream = 0, graphed = 0;
+  if (me == 0) {
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    auto seconds = [](auto t0) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    for (int i = 0; i < warm; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, 1, s);
+    CHECK(cudaStreamSynchronize(s));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) axon::signalOp(sig, 1, axon::SignalOp::Add, 1);
+    host = seconds(t0) * 1e6 / n;
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, 1, s);
+    CHECK(cudaStreamSynchronize(s));
+    stream = seconds(t0) * 1e6 / n;
+    cudaGraph_t graph;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < n; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, 1, s);
+    CHECK(cudaStreamEndCapture(s, &graph));
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphLaunch(exec, s));  // warm-up replay
+    CHECK(cudaStreamSynchronize(s));
+    t0 = std::chrono::steady_clock::now();
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaStreamSynchronize(s));
+    graphed = seconds(t0) * 1e6 / n;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+  }
+  axon::barrierAll();
+  if (me == 1) {
+    const std::uint64_t expected = static_cast<std::uint64_t>(warm) + 4ull * n;  // host, stream, two graph replays
+    axon::p(wrong, axon::signalFetch(sig) == expected ? 0ll : 1ll, 0);
+  }
+  axon::barrierAll();
+  if (me == 0) {
+    report({"staged_stream_signal", "us", 8, stream, host, "blocking signal_op", *wrong, "on a stream, in a row"});
+    report({"staged_stream_signal", "us", 8, graphed, host, "blocking signal_op", *wrong, "in a CUDA graph"});
+  }
+  axon::barrierAll();
+  axon::free(wrong);
+  axon::free(sig);
+}
+
+// ---------------------------------------------------------------------------------------------
 // host latency
 
 void benchHostLatency(const Options& o, int me) {
@@ -735,6 +794,7 @@ int main(int argc, char** argv) {
   if (wants(o, "stream") || wants(o, "device")) benchBandwidth(o, me, wants(o, "stream"), wants(o, "device"));
   if (wants(o, "host")) benchHostLatency(o, me);
   if (wants(o, "staged")) benchStaged(o, me);
+  if (wants(o, "staged_stream")) benchStagedStream(o, me);
   if (me == 0 && !o.json.empty()) writeJson(o.json);
   axon::finalize();
   return 0;

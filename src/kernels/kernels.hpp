@@ -8,6 +8,10 @@
 #include "axon/device/types.hpp"
 #include "axon/onesided.hpp"
 
+namespace axon::staged {
+struct StreamOpRing;
+}
+
 namespace axon::kernels {
 
 // Updates a 64-bit signal (already translated to this process's view) with release semantics
@@ -19,12 +23,13 @@ void atomic(void* stream, AtomicOp op, int width, void* target, std::uint64_t op
             std::uint64_t cond, void* result);
 // Holds the stream until the local signal compares true (bounded by ctx.timeoutNs, then traps).
 void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp cmp, std::uint64_t value);
-// Holds the stream until the 32-bit word at `flag` (pinned host memory) becomes non-zero, then sets
-// it to 2 (the flag is no longer polled and may be reused), polling
-// from one thread. A kernel rather than cuStreamWaitValue32: a stream memory wait stalls the
-// hardware queue it is mapped to, and other streams sharing that queue (the staged path's own
-// copies among them) would wait behind it. Past `timeoutNs` it prints `what` and traps.
-void waitFlag(void* stream, unsigned int* flag, unsigned long long timeoutNs, int myPe);
+// One stream-ordered operation of the staged path (transport/staged/staged_stream_ops.cpp): takes
+// a ticket from `tickets` (device memory), posts `request` in `ring` (pinned host memory) and holds
+// the stream until the worker thread has completed it. Past `timeoutNs` it prints the PE, the word
+// it polls, the expected and the seen value, and traps. A kernel and not cuStreamWaitValue, which
+// stalls the whole hardware queue its stream maps to (the staged path's own copies included).
+void stagedStreamOp(void* stream, staged::StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
+                    unsigned long long timeoutNs, int myPe);
 // A device barrier over `team` on the stream.
 void barrier(void* stream, const device::Context& ctx, const device::Team& team);
 // Loads the kernels now: a first launch may not happen inside a CUDA graph capture.

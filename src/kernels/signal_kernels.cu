@@ -8,6 +8,7 @@
 #include "axon/device/device.hpp"
 #include "axon/error.hpp"
 #include "kernels/kernels.hpp"
+#include "transport/staged/stream_op_ring.hpp"
 
 namespace axon::kernels {
 namespace {
@@ -55,23 +56,43 @@ __global__ void waitKernel(device::Context ctx, u64* sig, device::Cmp cmp, u64 v
   device::signalWaitUntil<device::Thread>(ctx, sig, cmp, value);
 }
 
-__global__ void waitFlagKernel(unsigned int* flag, unsigned long long timeoutNs, int myPe) {
+// Polls `*word` (written by the worker thread in pinned memory) until it reaches `atLeast`, with
+// a growing nap between polls; past `timeoutNs` prints what it waited for and traps.
+__device__ void awaitWorker(const u64* word, u64 atLeast, unsigned long long timeoutNs, int myPe, u64 ticket,
+                            const char* what) {
   const unsigned long long start = device::detail::globalTimerNs();
   unsigned sleepNs = 64;
   for (unsigned polls = 1;; ++polls) {
-    if (*reinterpret_cast<const volatile unsigned int*>(flag) != 0) break;
+    const u64 seen = device::detail::loadAcquireSys(word);
+    if (seen >= atLeast) return;
     __nanosleep(sleepNs);
     if (sleepNs < 2048) sleepNs *= 2;
     if (timeoutNs != 0 && polls % 64 == 0 && device::detail::globalTimerNs() - start > timeoutNs) {
-      printf("axon: PE %d: a stream-ordered staged transfer did not complete within AXON_TIMEOUT "
-             "(its flag at %p stayed 0); see the host log for the transfer's error\n",
-             myPe, flag);
+      printf("axon: PE %d: stream-ordered staged operation (ticket %llu): %s did not happen within "
+             "AXON_TIMEOUT: the word at %p is %llu, expected >= %llu; see the host log for the "
+             "operation's error\n",
+             myPe, ticket, what, word, seen, atLeast);
       __trap();
     }
   }
-  __threadfence_system();  // what the worker wrote before the flag is visible to later work
-  // Let go of the flag (the staged stream ops reuse a run-once request's flag once they see 2).
-  *reinterpret_cast<volatile unsigned int*>(flag) = 2;
+}
+
+__global__ void stagedStreamOpKernel(staged::StreamOpRing* ring, u64* tickets, u64 request,
+                                     unsigned long long timeoutNs, int myPe) {
+  using staged::kStreamOpRingSlots;
+  // The ring's words are std::uint64_t (unsigned long here); the PTX helpers take unsigned long long.
+  auto word = [](std::uint64_t& w) { return reinterpret_cast<u64*>(&w); };
+  const u64 ticket = ::atomicAdd(tickets, 1ull);
+  const u64 slot = ticket % kStreamOpRingSlots;
+  if (ticket >= kStreamOpRingSlots) {
+    awaitWorker(word(ring->taken), ticket - kStreamOpRingSlots + 1, timeoutNs, myPe, ticket,
+                "the worker reading the ring slot's previous request");
+  }
+  device::detail::storeRelaxedSys(word(ring->entries[slot].request), request);
+  // Release: the worker that reads the ticket reads this request number.
+  device::detail::storeReleaseSys(word(ring->entries[slot].ticket), ticket + 1);
+  // Acquire: what the worker's operation wrote is visible to the work after this kernel.
+  awaitWorker(word(ring->done[slot]), ticket + 1, timeoutNs, myPe, ticket, "the worker completing it");
 }
 
 __global__ void barrierKernel(device::Context ctx, device::Team team) {
@@ -106,9 +127,11 @@ void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp
   check("signal_wait_until");
 }
 
-void waitFlag(void* stream, unsigned int* flag, unsigned long long timeoutNs, int myPe) {
-  waitFlagKernel<<<1, 1, 0, asStream(stream)>>>(flag, timeoutNs, myPe);
-  check("staged stream wait");
+void stagedStreamOp(void* stream, staged::StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
+                    unsigned long long timeoutNs, int myPe) {
+  stagedStreamOpKernel<<<1, 1, 0, asStream(stream)>>>(ring, reinterpret_cast<u64*>(tickets), request, timeoutNs,
+                                                      myPe);
+  check("staged stream operation");
 }
 
 void barrier(void* stream, const device::Context& ctx, const device::Team& team) {
@@ -122,7 +145,7 @@ void warmUp() {
   cudaFuncGetAttributes(&attr, atomicKernel);
   cudaFuncGetAttributes(&attr, waitKernel);
   cudaFuncGetAttributes(&attr, barrierKernel);
-  cudaFuncGetAttributes(&attr, waitFlagKernel);
+  cudaFuncGetAttributes(&attr, stagedStreamOpKernel);
   check("warm-up");
 }
 

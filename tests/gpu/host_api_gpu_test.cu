@@ -395,39 +395,76 @@ TEST(Staged, StreamOpsCapturedIntoAGraph) {
   axon::free(inbox);
 }
 
-TEST(Staged, StreamOpsReuseTheirFlags) {
+TEST(Staged, ManyStreamOpsAndLongGraphs) {
   if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
   auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
   const int right = (me() + 1) % np();
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  // More run-once ops than one block of completion flags holds (4096): the enqueue waits for
-  // earlier ones to give their flags back.
+  // More ops in a row than the doorbell ring has slots (4096): its slots are reused.
   constexpr int kOnce = 5000;
   for (int i = 0; i < kOnce; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
   CUDA_OK(cudaStreamSynchronize(s));
   axon::barrierAll();
   EXPECT_EQ(axon::signalFetch(sig), std::uint64_t{kOnce});
   axon::barrierAll();
-  // A graph whose op takes a flag that run-once ops used before (a captured op keeps its flag).
-  // One staged signal per graph: graphs with several in a row hang on replay (docs/architecture.md,
-  // "staged stream ops").
-  constexpr int kCaptured = 1;
+  // A graph of many staged ops, launched back to back. With host nodes this deadlocked: the
+  // launch blocked in the driver while holding a lock the peers' staging proxies needed.
+  constexpr int kCaptured = 64, kLaunches = 3;
   cudaGraph_t graph;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
+  for (int i = 0; i < kCaptured; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s);
   CUDA_OK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int launch = 0; launch < 3; ++launch) CUDA_OK(cudaGraphLaunch(exec, s));
+  for (int launch = 0; launch < kLaunches; ++launch) CUDA_OK(cudaGraphLaunch(exec, s));
   CUDA_OK(cudaStreamSynchronize(s));
   axon::barrierAll();
-  EXPECT_EQ(axon::signalFetch(sig), std::uint64_t{kOnce + 3 * kCaptured});
+  EXPECT_EQ(axon::signalFetch(sig), std::uint64_t{kOnce + kLaunches * kCaptured});
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
   axon::barrierAll();
   axon::free(sig);
+}
+
+// Two executable graphs of the same captured ops, replayed at once on two streams: both post the
+// same requests, and each post is served and released on its own.
+TEST(Staged, OneGraphInstantiatedTwiceRunsConcurrently) {
+  if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  constexpr std::size_t kBytes = 1 << 20;
+  auto* data = static_cast<char*>(axon::malloc(kBytes));
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
+  char* src;
+  CUDA_OK(cudaMalloc(&src, kBytes));
+  CUDA_OK(cudaMemset(src, 0x40 + me(), kBytes));
+  CUDA_OK(cudaDeviceSynchronize());
+  const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  cudaStream_t s[2];
+  for (auto& st : s) CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(s[0], cudaStreamCaptureModeGlobal));
+  axon::putSignalOnStream(data, src, kBytes, sig, 1, axon::SignalOp::Add, right, s[0]);
+  for (int i = 0; i < 7; ++i) axon::signalOpOnStream(sig, 1, axon::SignalOp::Add, right, s[0]);
+  CUDA_OK(cudaStreamEndCapture(s[0], &graph));
+  cudaGraphExec_t exec[2];
+  for (auto& e : exec) CUDA_OK(cudaGraphInstantiate(&e, graph, 0));
+  constexpr int kLaunches = 4;
+  for (int launch = 0; launch < kLaunches; ++launch) {
+    for (int i = 0; i < 2; ++i) CUDA_OK(cudaGraphLaunch(exec[i], s[i]));
+  }
+  for (auto& st : s) CUDA_OK(cudaStreamSynchronize(st));
+  axon::barrierAll();
+  EXPECT_EQ(axon::signalFetch(sig), std::uint64_t{2 * kLaunches * 8});
+  auto got = toHost(data, kBytes);
+  for (std::size_t i = 0; i < kBytes; i += 4099) ASSERT_EQ(got[i], static_cast<char>(0x40 + left)) << "byte " << i;
+  for (auto& e : exec) cudaGraphExecDestroy(e);
+  cudaGraphDestroy(graph);
+  for (auto& st : s) cudaStreamDestroy(st);
+  cudaFree(src);
+  axon::barrierAll();
+  axon::free(sig);
+  axon::free(data);
 }
 
 // A transfer that timed out halfway must not leave the channel to the next call: that call gets

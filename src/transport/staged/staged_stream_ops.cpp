@@ -1,24 +1,37 @@
 #include "transport/staged/staged_stream_ops.hpp"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
-#include <thread>
+#include <cstring>
 
 #include "core/log.hpp"
 #include "kernels/kernels.hpp"
 
 namespace axon::staged {
 namespace {
-// Flags per pinned block. The first block is allocated with the object; another only when captured
-// ops hold every flag. Run-once ops wait for a flag instead (below): allocating pinned memory
-// waits for the whole device, which may be running the very ops that would free one.
-constexpr std::size_t kFlagsPerBlock = 4096;
+template <class T>
+std::atomic_ref<T> atomicWord(T& w) {
+  return std::atomic_ref<T>(w);
 }
+}  // namespace
 
 StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs)
     : cu_(cu), ctx_(ctx), myPe_(myPe), timeoutNs_(timeoutNs) {
-  // The first flags now; later blocks as needed (addFlagBlock).
-  addFlagBlock();
+  try {
+    void* ring = nullptr;
+    gpu::cuCheck(cu_.cuMemHostAlloc(&ring, sizeof(StreamOpRing), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                 "staged stream ops: cuMemHostAlloc of the doorbell ring");
+    ring_ = static_cast<StreamOpRing*>(ring);
+    std::memset(ring_, 0, sizeof(StreamOpRing));
+    gpu::cuCheck(cu_.cuMemAlloc(&tickets_, sizeof(std::uint64_t)), "staged stream ops: cuMemAlloc of the ticket counter");
+    gpu::cuCheck(cu_.cuMemsetD8Async(tickets_, 0, sizeof(std::uint64_t), nullptr), "staged stream ops: cuMemsetD8Async");
+    gpu::cuCheck(cu_.cuStreamSynchronize(nullptr), "staged stream ops: zeroing the ticket counter");
+  } catch (...) {
+    releaseResources();
+    throw;
+  }
   worker_ = std::thread([this] { run(); });
 }
 
@@ -27,108 +40,50 @@ StagedStreamOps::~StagedStreamOps() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  ready_.notify_all();
+  wake_.notify_all();
   if (worker_.joinable()) worker_.join();
-  for (Request* r : captured_) delete r;
-  for (Request* r : once_) delete r;  // enqueued, but their stream never ran them
-  for (std::uint32_t* b : flagBlocks_) cu_.cuMemFreeHost(b);
+  for (Request* r : requests_) delete r;  // captured ones, and any a stream never ran
+  releaseResources();
 }
 
-void StagedStreamOps::addFlagBlock() {
-  // Called without mutex_: the allocation may wait for the GPU, whose host nodes (onHost) take
-  // it. This thread may be capturing a graph in global mode, which refuses cuMemHostAlloc
-  // ("unsafe" during a capture); relaxed mode allows it, and the allocation is not in the graph.
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  cu_.cuThreadExchangeStreamCaptureMode(&mode);
-  void* block = nullptr;
-  const CUresult r = cu_.cuMemHostAlloc(&block, kFlagsPerBlock * sizeof(std::uint32_t),
-                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-  cu_.cuThreadExchangeStreamCaptureMode(&mode);  // back to the caller's mode
-  gpu::cuCheck(r, "staged stream op: cuMemHostAlloc of completion flags");
-  auto* flags = static_cast<std::uint32_t*>(block);
-  std::lock_guard lock(mutex_);
-  flagBlocks_.push_back(flags);
-  for (std::size_t i = 0; i < kFlagsPerBlock; ++i) free_.push_back(flags + i);
-}
-
-volatile std::uint32_t* StagedStreamOps::takeFlag() {
-  // When no flag is free, every flag whose kernel has let go (2) is free again: one pass per
-  // refill, not one per enqueue over every op in flight.
-  if (free_.empty()) {
-    for (std::size_t i = 0; i < releasing_.size();) {
-      if (std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(releasing_[i])).load(std::memory_order_acquire) == 2) {
-        free_.push_back(releasing_[i]);
-        releasing_[i] = releasing_.back();
-        releasing_.pop_back();
-      } else {
-        ++i;
-      }
-    }
-  }
-  if (free_.empty()) return nullptr;
-  volatile std::uint32_t* f = free_.back();
-  free_.pop_back();
-  *f = 0;
-  return f;
+void StagedStreamOps::releaseResources() {
+  if (tickets_) cu_.cuMemFree(tickets_);
+  if (ring_) cu_.cuMemFreeHost(ring_);
+  tickets_ = 0;
+  ring_ = nullptr;
 }
 
 void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::string what) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   gpu::cuCheck(cu_.cuStreamIsCapturing(stream, &capture), what + ": cuStreamIsCapturing");
   const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
-  Request* r = nullptr;
-  volatile std::uint32_t* flag = nullptr;
-  const auto start = std::chrono::steady_clock::now();
-  while (!r) {
-    bool awaitRelease = false;
-    {
-      std::lock_guard lock(mutex_);
-      flag = takeFlag();
-      if (flag) {
-        r = new Request{this, std::move(work), what, flag, captured};
-        if (captured) captured_.push_back(r);
-        else once_.insert(r);
-        break;
-      }
-      // Run-once ops in flight (queued or done but still polled) will each give a flag back.
-      awaitRelease = !captured && (!once_.empty() || !releasing_.empty());
-    }
-    if (!awaitRelease) {
-      addFlagBlock();
-      continue;
-    }
-    // Every flag is in flight: wait for the GPU to let go of one (back-pressure), bounded.
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (timeoutNs_ != 0 && static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()) > timeoutNs_) {
-      throw Error(ErrorCode::Timeout,
-                  "PE " + std::to_string(myPe_) + ": " + what + ": " + std::to_string(kFlagsPerBlock) +
-                      " or more stream-ordered staged operations are in flight and none completed within AXON_TIMEOUT");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
-  // From here a run-once request may be run and freed by the worker at any time: only the copies
-  // above are used.
-  const CUresult launched = cu_.cuLaunchHostFunc(stream, &StagedStreamOps::onHost, r);
-  if (launched != CUDA_SUCCESS && !captured) {
-    std::lock_guard lock(mutex_);
-    once_.erase(r);
-    delete r;
-    free_.push_back(flag);  // no kernel will poll it
-  }
-  gpu::cuCheck(launched, what + ": cuLaunchHostFunc");
-  kernels::waitFlag(stream, const_cast<std::uint32_t*>(flag), timeoutNs_, myPe_);
-}
-
-// Runs in a CUDA callback thread: no CUDA calls here, only hand-off. The flag goes back to 0 for
-// this run (a graph replays the same request), before the stream reaches its wait.
-void CUDA_CB StagedStreamOps::onHost(void* request) {
-  auto* r = static_cast<Request*>(request);
-  std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(r->flag)).store(0, std::memory_order_release);
+  std::uint64_t number;
   {
-    std::lock_guard lock(r->owner->mutex_);
-    r->owner->queue_.push_back(r);
+    std::lock_guard lock(mutex_);
+    if (freeNumbers_.empty()) {
+      number = requests_.size();
+      requests_.push_back(nullptr);
+    } else {
+      number = freeNumbers_.back();
+      freeNumbers_.pop_back();
+    }
+    requests_[number] = new Request{std::move(work), std::move(what), captured};
+    if (captured) ++capturedCount_;
+    else ++runOnceInFlight_;
   }
-  r->owner->ready_.notify_one();
+  wake_.notify_one();
+  try {
+    kernels::stagedStreamOp(stream, ring_, reinterpret_cast<std::uint64_t*>(tickets_), number, timeoutNs_, myPe_);
+  } catch (...) {
+    // Not launched (nor captured): nothing will post it.
+    std::lock_guard lock(mutex_);
+    delete requests_[number];
+    requests_[number] = nullptr;
+    freeNumbers_.push_back(number);
+    if (captured) --capturedCount_;
+    else --runOnceInFlight_;
+    throw;
+  }
 }
 
 std::optional<Error> StagedStreamOps::takeError() {
@@ -138,29 +93,28 @@ std::optional<Error> StagedStreamOps::takeError() {
   return e;
 }
 
-void StagedStreamOps::run() {
-  cu_.cuCtxSetCurrent(ctx_);
-  // This thread's CUDA calls must not be refused while the program captures a graph in global
-  // mode on another thread (the default mode restricts every thread).
-  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
-  cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
-  while (true) {
-    Request* r;
-    {
-      std::unique_lock lock(mutex_);
-      ready_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      r = queue_.front();
-      queue_.pop_front();
-    }
-    // The stream must not hang on a failure: release it, and report the failure at the next
-    // host call (and in the log now).
-    auto fail = [&](ErrorCode code, const std::string& why) {
-      std::lock_guard lock(mutex_);
-      const std::string msg = r->what + " failed: " + why;
-      if (!error_) error_.emplace(code, msg);
-      log(LogLevel::Error, myPe_, msg);
-    };
+bool StagedStreamOps::serveNext(std::uint64_t head) {
+  const std::uint64_t slot = head % kStreamOpRingSlots;
+  StreamOpRing::Entry& entry = ring_->entries[slot];
+  if (atomicWord(entry.ticket).load(std::memory_order_acquire) != head + 1) return false;
+  const std::uint64_t number = atomicWord(entry.request).load(std::memory_order_relaxed);
+  atomicWord(ring_->taken).store(head + 1, std::memory_order_release);  // the slot may be reused
+  Request* r = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (number < requests_.size()) r = requests_[number];
+  }
+  // The stream must not hang on a failure: it is released below either way, and the failure is
+  // reported at the next host call (and in the log now).
+  auto fail = [&](ErrorCode code, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    const std::string msg = (r ? r->what : std::string("stream-ordered staged operation")) + " failed: " + why;
+    if (!error_) error_.emplace(code, msg);
+    log(LogLevel::Error, myPe_, msg);
+  };
+  if (!r) {
+    fail(ErrorCode::Internal, "the GPU posted request " + std::to_string(number) + ", which this PE does not hold");
+  } else {
     try {
       r->work();
     } catch (const Error& e) {
@@ -168,14 +122,48 @@ void StagedStreamOps::run() {
     } catch (const std::exception& e) {
       fail(ErrorCode::Internal, e.what());
     }
-    std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(r->flag)).store(1, std::memory_order_release);
-    if (!r->captured) {
-      // Run once: nothing calls it again. Its flag is reused after the kernel sets it to 2.
-      std::lock_guard lock(mutex_);
-      releasing_.push_back(r->flag);
-      once_.erase(r);
-      delete r;
+  }
+  atomicWord(ring_->done[slot]).store(head + 1, std::memory_order_release);
+  if (r && !r->captured) {
+    // Run once: nothing posts it again.
+    std::lock_guard lock(mutex_);
+    requests_[number] = nullptr;
+    freeNumbers_.push_back(number);
+    --runOnceInFlight_;
+    delete r;
+  }
+  return true;
+}
+
+void StagedStreamOps::run() {
+  cu_.cuCtxSetCurrent(ctx_);
+  // This thread's CUDA calls must not be refused while the program captures a graph in global
+  // mode on another thread (the default mode restricts every thread).
+  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+  cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
+  using Clock = std::chrono::steady_clock;
+  std::uint64_t head = 0;
+  auto lastWork = Clock::now();
+  while (true) {
+    if (serveNext(head)) {
+      ++head;
+      lastWork = Clock::now();
+      continue;
     }
+    {
+      std::unique_lock lock(mutex_);
+      if (stop_) return;  // everything the GPU posted has been served
+      if (runOnceInFlight_ == 0 && capturedCount_ == 0) {
+        // Nothing can be posted until the next enqueue: sleep instead of polling.
+        wake_.wait(lock, [&] { return stop_ || runOnceInFlight_ > 0 || capturedCount_ > 0; });
+        lastWork = Clock::now();
+        continue;
+      }
+    }
+    // Polling: spin for a while (latency), then yield, then nap, as the staging proxy does.
+    const auto idle = Clock::now() - lastWork;
+    if (idle > std::chrono::milliseconds(20)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else if (idle > std::chrono::microseconds(200)) sched_yield();
   }
 }
 

@@ -1,39 +1,38 @@
 // Stream-ordered operations over the staged path. A copy engine cannot carry them (the peer's
-// memory is not mapped) and a host callback may not call CUDA, so each one is two stream nodes:
-// a host function that hands the work to a worker thread, and a one-thread kernel that waits on a
-// pinned flag the worker sets when the work is done (a kernel, not cuStreamWaitValue32, which
-// stalls its whole hardware queue: the first version used it and hung on the GPU machine, likely
-// behind that false dependency). Work after it on the stream starts only then. Both nodes can
-// be captured into a CUDA graph; each replay runs the work again.
+// memory is not mapped), so each one is a one-thread kernel on the program's stream that posts a
+// request in a doorbell ring (stream_op_ring.hpp) and waits until a worker thread, which polls the
+// ring, has done the work. Work after it on the stream starts only then. The kernel can be captured
+// into a CUDA graph; each replay posts the request again and the work runs again.
 //
-// A flag goes 0 (waiting) -> 1 (the worker is done) -> 2 (the kernel saw it and let go). A request
-// enqueued outside a capture runs once: the worker frees it, and its flag is reused once it reads
-// 2. A captured request and its flag live as long as this object (the graph may run it again).
+// Not a host node (cuLaunchHostFunc): on the GPU machine, launching a graph that held host nodes
+// blocked inside cuGraphLaunch while holding a lock that other threads' kernel launches wait for;
+// the staging proxy launches kernels, so PEs that replayed such graphs deadlocked each other.
+//
+// A request enqueued outside a capture runs once, and the worker then forgets it. A captured
+// request lives as long as this object (the graph may run it again).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
 #include "gpu/driver.hpp"
+#include "transport/staged/stream_op_ring.hpp"
 
 namespace axon::staged {
 
 class StagedStreamOps {
  public:
   StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs);
-  ~StagedStreamOps();  // finishes queued work, then stops the worker
+  ~StagedStreamOps();  // serves what the GPU has posted, then stops the worker
 
   // Enqueues `work` (run on the worker thread, with this PE's context current) on `stream`.
-  // `what` names it in error reports. With 4096 run-once ops in flight it first waits for one to
-  // finish (Timeout past AXON_TIMEOUT), rather than allocate pinned memory in the middle.
+  // `what` names it in error reports.
   void enqueue(CUstream stream, std::function<void()> work, std::string what);
 
   // The first error a worker met since the last call (then cleared), or nullopt. The stream was
@@ -42,33 +41,29 @@ class StagedStreamOps {
 
  private:
   struct Request {
-    StagedStreamOps* owner;
     std::function<void()> work;
     std::string what;
-    volatile std::uint32_t* flag;  // pinned; the stream waits for it to become non-zero
-    bool captured;                 // part of a graph: kept, as the graph may run it again
+    bool captured;  // part of a graph: kept, as the graph may run it again
   };
-  static void CUDA_CB onHost(void* request);
-  // A free flag, set to 0, or nullptr when none is left. Called with mutex_ held.
-  volatile std::uint32_t* takeFlag();
-  // Allocates a block of pinned flags and adds them to free_. Called without mutex_.
-  void addFlagBlock();
   void run();
+  // Runs the request the ticket at `head` names, then marks the ticket done. False if the GPU has
+  // not posted that ticket yet.
+  bool serveNext(std::uint64_t head);
+  void releaseResources();
 
   const gpu::DriverApi& cu_;
   CUcontext ctx_;
   int myPe_;
   unsigned long long timeoutNs_;
+  StreamOpRing* ring_ = nullptr;   // pinned, mapped
+  CUdeviceptr tickets_ = 0;        // device memory: the next ticket (the kernels' atomic counter)
+
   std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Request*> queue_;
-  // Captured requests (and their flags) live as long as this object: the graph may run them again
-  // at any time. Others live until the worker has run them.
-  std::vector<Request*> captured_;
-  std::unordered_set<Request*> once_;
-  std::vector<std::uint32_t*> flagBlocks_;
-  std::vector<volatile std::uint32_t*> releasing_;  // run-once flags the kernel may still poll
-  std::vector<volatile std::uint32_t*> free_;       // flags no kernel polls: new, or let go of (2)
+  std::condition_variable wake_;
+  std::vector<Request*> requests_;    // by request number; nullptr where free
+  std::vector<std::uint64_t> freeNumbers_;
+  std::size_t runOnceInFlight_ = 0;   // enqueued outside a capture, not yet served
+  std::size_t capturedCount_ = 0;     // kept requests: a graph may post them at any time
   std::optional<Error> error_;
   bool stop_ = false;
   std::thread worker_;
