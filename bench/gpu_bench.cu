@@ -642,10 +642,21 @@ void benchStagedStream(const Options& o, int me) {
   auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, 8));
   auto* wrong = static_cast<long long*>(axon::mallocHost(sizeof(long long)));  // read on the host
   const int n = std::min(o.iters, 2000), warm = 100;
-  if (me == 0 && axon::gpuPeerReachable(1)) {
-    std::printf("# staged_stream: PE 1 is mapped (peer access); run with AXON_P2P=0 to measure the staged path\n");
+  // PE 0 decides for everyone: PE 1 mapped means the staged path is not what would be measured.
+  auto* skip = static_cast<int*>(axon::mallocHost(sizeof(int)));
+  if (me == 0) {
+    const int mapped = axon::gpuPeerReachable(1) ? 1 : 0;
+    for (int pe = 0; pe < axon::nPes(); ++pe) axon::p(skip, mapped, pe);
   }
   axon::barrierAll();
+  const bool skipped = *skip != 0;
+  axon::free(skip);
+  if (skipped) {
+    if (me == 0) std::printf("# staged_stream: skipped: PE 1 is mapped (peer access); run with AXON_P2P=0\n");
+    axon::free(wrong);
+    axon::free(sig);
+    return;
+  }
   double host = 0, stream = 0, graphed = 0;
   if (me == 0) {
     cudaStream_t s;

@@ -88,8 +88,8 @@ class CudaBackend final : public GpuBackend {
   }
 
   ~CudaBackend() override {
-    // Stream work still queued runs first; the proxy serves peers until the runtime's last
-    // barrier has passed.
+    // finalize has synchronized the GPU: staged stream ops still queued are waited for (bounded)
+    // as their worker stops; the proxy serves peers until the runtime's last barrier has passed.
     stagedStream_.reset();
     proxy_.reset();
     staged_.reset();

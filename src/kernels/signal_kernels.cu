@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <utility>
 
 #include "axon/device/device.hpp"
 #include "axon/error.hpp"
@@ -99,54 +100,59 @@ __global__ void barrierKernel(device::Context ctx, device::Team team) {
   device::barrier<device::Thread>(ctx, team);
 }
 
-void check(const char* what) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    throw Error(ErrorCode::Cuda, std::string("launching the ") + what + " kernel: " + cudaGetErrorName(e) +
-                                     " (" + cudaGetErrorString(e) + ")");
-  }
+void fail(const char* what, cudaError_t e) {
+  throw Error(ErrorCode::Cuda, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
-cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
+// One block of one thread on `stream`. The launch's own status is checked, not cudaGetLastError:
+// that would also report an error some earlier call of the program left behind, and a kernel that
+// did launch would be taken for one that did not.
+template <class... Params, class... Args>
+void launchOneThread(const char* what, void* stream, void (*kernel)(Params...), Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  config.stream = static_cast<cudaStream_t>(stream);
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) fail((std::string("launching the ") + what + " kernel").c_str(), e);
+}
 
 }  // namespace
 
 void signal(void* stream, std::uint64_t* target, std::uint64_t value, SignalOp op) {
-  signalKernel<<<1, 1, 0, asStream(stream)>>>(reinterpret_cast<u64*>(target), value, op == SignalOp::Add);
-  check("signal");
+  launchOneThread("signal", stream, signalKernel, reinterpret_cast<u64*>(target), static_cast<u64>(value),
+                  op == SignalOp::Add ? 1 : 0);
 }
 
 void atomic(void* stream, AtomicOp op, int width, void* target, std::uint64_t operand, std::uint64_t cond,
             void* result) {
-  atomicKernel<<<1, 1, 0, asStream(stream)>>>(op, width, target, operand, cond, result);
-  check("atomic");
+  launchOneThread("atomic", stream, atomicKernel, op, width, target, static_cast<u64>(operand), static_cast<u64>(cond),
+                  result);
 }
 
 void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp cmp, std::uint64_t value) {
-  waitKernel<<<1, 1, 0, asStream(stream)>>>(ctx, reinterpret_cast<u64*>(sig), static_cast<device::Cmp>(cmp), value);
-  check("signal_wait_until");
+  launchOneThread("signal_wait_until", stream, waitKernel, ctx, reinterpret_cast<u64*>(sig),
+                  static_cast<device::Cmp>(cmp), static_cast<u64>(value));
 }
 
 void stagedStreamOp(void* stream, staged::StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
                     unsigned long long timeoutNs, int myPe) {
-  stagedStreamOpKernel<<<1, 1, 0, asStream(stream)>>>(ring, reinterpret_cast<u64*>(tickets), request, timeoutNs,
-                                                      myPe);
-  check("staged stream operation");
+  launchOneThread("staged stream operation", stream, stagedStreamOpKernel, ring, reinterpret_cast<u64*>(tickets),
+                  static_cast<u64>(request), timeoutNs, myPe);
 }
 
 void barrier(void* stream, const device::Context& ctx, const device::Team& team) {
-  barrierKernel<<<1, 1, 0, asStream(stream)>>>(ctx, team);
-  check("barrier");
+  launchOneThread("barrier", stream, barrierKernel, ctx, team);
 }
 
 void warmUp() {
   cudaFuncAttributes attr;
-  cudaFuncGetAttributes(&attr, signalKernel);
-  cudaFuncGetAttributes(&attr, atomicKernel);
-  cudaFuncGetAttributes(&attr, waitKernel);
-  cudaFuncGetAttributes(&attr, barrierKernel);
-  cudaFuncGetAttributes(&attr, stagedStreamOpKernel);
-  check("warm-up");
+  for (const void* kernel : {reinterpret_cast<const void*>(signalKernel), reinterpret_cast<const void*>(atomicKernel),
+                             reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(barrierKernel),
+                             reinterpret_cast<const void*>(stagedStreamOpKernel)}) {
+    const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
+    if (e != cudaSuccess) fail("loading the runtime's stream kernels", e);
+  }
 }
 
 }  // namespace axon::kernels

@@ -428,9 +428,49 @@ TEST(Staged, ManyStreamOpsAndLongGraphs) {
   axon::free(sig);
 }
 
-// Two executable graphs of the same captured ops, replayed at once on two streams: both post the
-// same requests, and each post is served and released on its own.
-TEST(Staged, OneGraphInstantiatedTwiceRunsConcurrently) {
+// Captured requests go with their graphs (a CUDA user object): graphs made and destroyed one
+// after another, and a capture abandoned without a graph, leave the next graphs' requests (which
+// reuse the released request numbers) running the right work.
+TEST(Staged, CapturedOpsAreReleasedWithTheirGraphs) {
+  if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
+  auto* sig = static_cast<std::uint64_t*>(axon::calloc(2, 8));
+  const int right = (me() + 1) % np();
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::uint64_t expected[2] = {0, 0};
+  for (int round = 0; round < 6; ++round) {
+    // Even rounds add 1 to sig[0] three times; odd rounds add 5 to sig[1] twice.
+    const int which = round % 2;
+    const std::uint64_t value = which == 0 ? 1 : 5;
+    const int ops = which == 0 ? 3 : 2;
+    cudaGraph_t graph;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < ops; ++i) axon::signalOpOnStream(&sig[which], value, axon::SignalOp::Add, right, s);
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    if (round == 2) {  // abandoned: never instantiated
+      CUDA_OK(cudaGraphDestroy(graph));
+      continue;
+    }
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphDestroy(graph));  // the executable graph keeps the requests
+    for (int launch = 0; launch < 2; ++launch) CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    expected[which] += 2ull * ops * value;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the release reach the worker
+  }
+  axon::barrierAll();
+  EXPECT_EQ(axon::signalFetch(&sig[0]), expected[0]);
+  EXPECT_EQ(axon::signalFetch(&sig[1]), expected[1]);
+  cudaStreamDestroy(s);
+  axon::barrierAll();
+  axon::free(sig);
+}
+
+// Two executable graphs of the same captured ops, launched on two streams (they may or may not
+// overlap): both post the same requests, and each post is served and released on its own.
+TEST(Staged, OneGraphInstantiatedTwiceOnTwoStreams) {
   if (!stagedRun()) GTEST_SKIP() << "runs with AXON_P2P=0 on 2+ PEs";
   constexpr std::size_t kBytes = 1 << 20;
   auto* data = static_cast<char*>(axon::malloc(kBytes));

@@ -160,8 +160,8 @@ def check_peer_access(topo: dict, require_gpu: bool = False) -> CheckResult:
     return CheckResult(
         name, WARN,
         f"no peer access for {len(bad)} of {pairs} GPU pairs: {', '.join(bad)}",
-        "these pairs use the staged path through pinned host memory (slower; no stream-ordered "
-        "or device calls between them); PCIe ACS or an IOMMU often blocks P2P: see "
+        "these pairs use the staged path through pinned host memory (slower; no device calls "
+        "or stream barriers between them); PCIe ACS or an IOMMU often blocks P2P: see "
         "nvidia-smi topo -p2p rw")
 
 

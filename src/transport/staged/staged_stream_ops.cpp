@@ -75,7 +75,7 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
   try {
     kernels::stagedStreamOp(stream, ring_, reinterpret_cast<std::uint64_t*>(tickets_), number, timeoutNs_, myPe_);
   } catch (...) {
-    // Not launched (nor captured): nothing will post it.
+    // Not launched (the launch's own status): nothing will post it.
     std::lock_guard lock(mutex_);
     delete requests_[number];
     requests_[number] = nullptr;
@@ -83,6 +83,63 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
     if (captured) --capturedCount_;
     else --runOnceInFlight_;
     throw;
+  }
+  if (captured) holdWithGraph(stream, number);
+}
+
+void StagedStreamOps::holdWithGraph(CUstream stream, std::uint64_t number) {
+  // Without the hold the request simply stays until this object goes: log, do not fail the call.
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUgraph graph = nullptr;
+  CUresult r = cu_.cuStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr);
+  if (r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) {
+    log(LogLevel::Debug, myPe_, "staged stream op: no capture graph to tie request " + std::to_string(number) + " to");
+    return;
+  }
+  auto* hold = new GraphHold{released_, number};
+  CUuserObject object = nullptr;
+  r = cu_.cuUserObjectCreate(&object, hold, &StagedStreamOps::onGraphReleased, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+  if (r != CUDA_SUCCESS) {
+    delete hold;
+    log(LogLevel::Debug, myPe_, "staged stream op: cuUserObjectCreate: " + gpu::cuResultText(r));
+    return;
+  }
+  r = cu_.cuGraphRetainUserObject(graph, object, 1, CU_GRAPH_USER_OBJECT_MOVE);
+  if (r != CUDA_SUCCESS) {
+    hold->cancelled = true;  // the graph does not hold it: releasing ours must not free the request
+    cu_.cuUserObjectRelease(object, 1);
+    log(LogLevel::Debug, myPe_, "staged stream op: cuGraphRetainUserObject: " + gpu::cuResultText(r));
+  }
+}
+
+// On CUDA's internal thread, once nothing can run the request again: no CUDA calls, no waiting.
+void CUDA_CB StagedStreamOps::onGraphReleased(void* p) {
+  auto* hold = static_cast<GraphHold*>(p);
+  if (!hold->cancelled) {
+    if (auto released = hold->released.lock()) {
+      std::lock_guard lock(released->mutex);
+      released->numbers.push_back(hold->number);
+    }
+  }
+  delete hold;
+}
+
+void StagedStreamOps::reclaimReleased() {
+  std::vector<std::uint64_t> numbers;
+  {
+    std::lock_guard lock(released_->mutex);
+    numbers.swap(released_->numbers);
+  }
+  for (std::uint64_t n : numbers) {
+    if (n >= requests_.size() || !requests_[n]) continue;
+    delete requests_[n];
+    requests_[n] = nullptr;
+    freeNumbers_.push_back(n);
+    --capturedCount_;
+  }
+  if (!numbers.empty()) {
+    log(LogLevel::Debug, myPe_, "staged stream ops: released " + std::to_string(numbers.size()) +
+                                    " captured requests with their graphs; " + std::to_string(capturedCount_) + " held");
   }
 }
 
@@ -144,6 +201,7 @@ void StagedStreamOps::run() {
   using Clock = std::chrono::steady_clock;
   std::uint64_t head = 0;
   auto lastWork = Clock::now();
+  std::optional<Clock::time_point> stopSeen;
   while (true) {
     if (serveNext(head)) {
       ++head;
@@ -152,18 +210,35 @@ void StagedStreamOps::run() {
     }
     {
       std::unique_lock lock(mutex_);
-      if (stop_) return;  // everything the GPU posted has been served
-      if (runOnceInFlight_ == 0 && capturedCount_ == 0) {
+      reclaimReleased();
+      if (stop_) {
+        // Everything posted so far is served; run-once ops still queued on streams are waited
+        // for, up to the timeout (finalize synchronizes the GPU first, so normally none is left).
+        if (!stopSeen) stopSeen = Clock::now();
+        const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - *stopSeen).count();
+        if (runOnceInFlight_ == 0 || static_cast<unsigned long long>(waited) >= timeoutNs_) {
+          if (runOnceInFlight_ != 0) {
+            log(LogLevel::Warn, myPe_, std::to_string(runOnceInFlight_) +
+                                           " stream-ordered staged operations never reached the GPU before shutdown");
+          }
+          return;
+        }
+      } else if (runOnceInFlight_ == 0 && capturedCount_ == 0) {
         // Nothing can be posted until the next enqueue: sleep instead of polling.
         wake_.wait(lock, [&] { return stop_ || runOnceInFlight_ > 0 || capturedCount_ > 0; });
         lastWork = Clock::now();
         continue;
       }
     }
-    // Polling: spin for a while (latency), then yield, then nap, as the staging proxy does.
+    // Polling: spin for a while (latency), then yield, then nap, as the staging proxy does. The
+    // nap ends early when an op is enqueued.
     const auto idle = Clock::now() - lastWork;
-    if (idle > std::chrono::milliseconds(20)) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else if (idle > std::chrono::microseconds(200)) sched_yield();
+    if (idle > std::chrono::milliseconds(20)) {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::chrono::microseconds(50));
+    } else if (idle > std::chrono::microseconds(200)) {
+      sched_yield();
+    }
   }
 }
 

@@ -9,12 +9,15 @@
 // the staging proxy launches kernels, so PEs that replayed such graphs deadlocked each other.
 //
 // A request enqueued outside a capture runs once, and the worker then forgets it. A captured
-// request lives as long as this object (the graph may run it again).
+// request lives until CUDA releases the graph that holds it (a user object on that graph, whose
+// destructor runs once the graph and every executable graph made from it are destroyed and
+// their launches complete), or until this object goes.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,7 +32,8 @@ namespace axon::staged {
 class StagedStreamOps {
  public:
   StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs);
-  ~StagedStreamOps();  // serves what the GPU has posted, then stops the worker
+  // Serves what the GPU posts until no run-once op is left (bounded by the timeout), then stops.
+  ~StagedStreamOps();
 
   // Enqueues `work` (run on the worker thread, with this PE's context current) on `stream`.
   // `what` names it in error reports.
@@ -45,6 +49,22 @@ class StagedStreamOps {
     std::string what;
     bool captured;  // part of a graph: kept, as the graph may run it again
   };
+  // Numbers of captured requests whose graphs CUDA has released. Shared with the user objects'
+  // destructors, which may run on CUDA's thread after this object is gone.
+  struct Released {
+    std::mutex mutex;
+    std::vector<std::uint64_t> numbers;
+  };
+  struct GraphHold {
+    std::weak_ptr<Released> released;
+    std::uint64_t number;
+    bool cancelled = false;
+  };
+  static void CUDA_CB onGraphReleased(void* hold);
+  // Ties the captured request `number` to the graph `stream` is capturing into.
+  void holdWithGraph(CUstream stream, std::uint64_t number);
+  // Frees the captured requests whose graphs are gone. Called with mutex_ held.
+  void reclaimReleased();
   void run();
   // Runs the request the ticket at `head` names, then marks the ticket done. False if the GPU has
   // not posted that ticket yet.
@@ -64,6 +84,7 @@ class StagedStreamOps {
   std::vector<std::uint64_t> freeNumbers_;
   std::size_t runOnceInFlight_ = 0;   // enqueued outside a capture, not yet served
   std::size_t capturedCount_ = 0;     // kept requests: a graph may post them at any time
+  std::shared_ptr<Released> released_ = std::make_shared<Released>();
   std::optional<Error> error_;
   bool stop_ = false;
   std::thread worker_;
