@@ -77,11 +77,7 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
   } catch (...) {
     // Not launched (the launch's own status): nothing will post it.
     std::lock_guard lock(mutex_);
-    delete requests_[number];
-    requests_[number] = nullptr;
-    freeNumbers_.push_back(number);
-    if (captured) --capturedCount_;
-    else --runOnceInFlight_;
+    forget(number);
     throw;
   }
   if (captured) holdWithGraph(stream, number);
@@ -119,23 +115,31 @@ void CUDA_CB StagedStreamOps::onGraphReleased(void* p) {
     if (auto released = hold->released.lock()) {
       std::lock_guard lock(released->mutex);
       released->numbers.push_back(hold->number);
+      released->any.store(true, std::memory_order_release);
     }
   }
   delete hold;
 }
 
+void StagedStreamOps::forget(std::uint64_t number) {
+  Request* r = requests_[number];
+  if (r->captured) --capturedCount_;
+  else --runOnceInFlight_;
+  delete r;
+  requests_[number] = nullptr;
+  freeNumbers_.push_back(number);
+}
+
 void StagedStreamOps::reclaimReleased() {
+  // Called on every idle poll of the worker: the flag keeps that to one atomic load.
+  if (!released_->any.exchange(false, std::memory_order_acquire)) return;
   std::vector<std::uint64_t> numbers;
   {
     std::lock_guard lock(released_->mutex);
     numbers.swap(released_->numbers);
   }
   for (std::uint64_t n : numbers) {
-    if (n >= requests_.size() || !requests_[n]) continue;
-    delete requests_[n];
-    requests_[n] = nullptr;
-    freeNumbers_.push_back(n);
-    --capturedCount_;
+    if (n < requests_.size() && requests_[n]) forget(n);
   }
   if (!numbers.empty()) {
     log(LogLevel::Debug, myPe_, "staged stream ops: released " + std::to_string(numbers.size()) +
@@ -184,10 +188,7 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
   if (r && !r->captured) {
     // Run once: nothing posts it again.
     std::lock_guard lock(mutex_);
-    requests_[number] = nullptr;
-    freeNumbers_.push_back(number);
-    --runOnceInFlight_;
-    delete r;
+    forget(number);
   }
   return true;
 }

@@ -14,6 +14,7 @@
 // their launches complete), or until this object goes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,7 @@ class StagedStreamOps {
   struct Released {
     std::mutex mutex;
     std::vector<std::uint64_t> numbers;
+    std::atomic<bool> any{false};  // numbers is not empty (checked without the mutex)
   };
   struct GraphHold {
     std::weak_ptr<Released> released;
@@ -63,6 +65,8 @@ class StagedStreamOps {
   static void CUDA_CB onGraphReleased(void* hold);
   // Ties the captured request `number` to the graph `stream` is capturing into.
   void holdWithGraph(CUstream stream, std::uint64_t number);
+  // Deletes request `number`, gives its number back and uncounts it. Called with mutex_ held.
+  void forget(std::uint64_t number);
   // Frees the captured requests whose graphs are gone. Called with mutex_ held.
   void reclaimReleased();
   void run();
