@@ -12,62 +12,17 @@ This module must not import the compiled extension (nor the package
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 from collections.abc import Sequence
-from typing import Callable, NoReturn
+from typing import Callable
 
 from . import launcher
 from .tools import bench as _bench_tool
+from .tools import cli_parser
 from .tools import doctor as _doctor_tool
 from .tools import plot as _plot_tool
 from .tools import topo as _topo_tool
 
 _PROG = "axon"
-
-# Exit code for a malformed command line, as argparse and most tools use.
-_EXIT_USAGE = 2
-
-
-class _UsageError(Exception):
-    """A malformed command line; the message is the one line shown to the user."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """ArgumentParser that reports a usage error as one line and does not exit.
-
-    The default prints the whole usage plus the message and calls sys.exit;
-    main() instead prints one line and returns 2, so it can be called from
-    Python and always returns an int. Subparsers inherit this class.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
-
-
-# --------------------------------------------------------------------------
-# Argument types
-# --------------------------------------------------------------------------
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
-    return value
 
 
 # --------------------------------------------------------------------------
@@ -89,11 +44,11 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument(
-        "-n", "--nprocs", type=_positive_int, required=True, metavar="N",
+        "-n", "--nprocs", type=cli_parser.positive_int, required=True, metavar="N",
         help="number of PEs to start (>= 1)",
     )
     parser.add_argument(
-        "--grace", type=_seconds, default=2.0, metavar="SECONDS",
+        "--grace", type=cli_parser.seconds, default=2.0, metavar="SECONDS",
         help="after a PE fails, how long the others may run on before they are "
              "sent SIGTERM (default: %(default)s)",
     )
@@ -116,7 +71,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
-        raise _UsageError("axon run: error: no program to run (see 'axon run --help')")
+        raise cli_parser.UsageError("no program to run (see 'axon run --help')", "axon run")
     return launcher.run(args.nprocs, command, grace=args.grace, prefix=args.prefix)
 
 
@@ -136,34 +91,13 @@ _SUBCOMMANDS: Sequence[Callable[[argparse._SubParsersAction], None]] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``axon`` argument parser with every subcommand."""
-    parser = _Parser(prog=_PROG, description="axon: GPU communication library tools.")
+    parser = cli_parser.Parser(prog=_PROG, description="axon: GPU communication library tools.")
     subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
     for add_subcommand in _SUBCOMMANDS:
         add_subcommand(subparsers)
     return parser
 
 
-def _exit_status(code: object) -> int:
-    """The int that a SystemExit code stands for (None means success)."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    # sys.exit("message") prints the message and exits 1.
-    print(code, file=sys.stderr)
-    return 1
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``axon`` command line (``argv`` defaults to sys.argv[1:]); return the exit code."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        return int(args.handler(args))
-    except _UsageError as exc:
-        print(exc, file=sys.stderr)
-        return _EXIT_USAGE
-    except SystemExit as exc:
-        # argparse exits by itself only after printing --help; a subcommand
-        # may also use sys.exit. Either way main() returns an int.
-        return _exit_status(exc.code)
+    return cli_parser.run(build_parser(), argv)

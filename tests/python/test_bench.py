@@ -1,4 +1,4 @@
-"""Tests of `axon bench` (python/axon/tools/bench.py) and its driver (bench/axon_bench.cpp).
+"""Tests of `axon bench` (python/axon/tools/bench/) and its driver (bench/axon_bench.cpp).
 
 They run on the host backend (conftest sets AXON_BACKEND=host): option validation, a real short
 run of every test on 2 PEs with the JSON round trip, and the clear error for placements that need
@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from axon.tools import bench
+from axon.tools.bench import peers as bench_peers
 
 SHORT = ["-m", "8:4096", "-i", "20", "-x", "2"]
 SHORT_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -189,13 +190,13 @@ def test_compare_notes_without_and_with_gpu():
 
 
 def test_detect_peers_says_why_nvshmem_cannot_run_without_its_program(monkeypatch):
-    monkeypatch.setattr(bench, "_pip_library", lambda package, pattern: f"/x/{package}/lib/lib.so.3")
-    monkeypatch.setattr(bench, "find_tool", lambda name: None)
+    monkeypatch.setattr(bench_peers, "_pip_library", lambda package, pattern: f"/x/{package}/lib/lib.so.3")
+    monkeypatch.setattr(bench_peers, "find_tool", lambda name: None)
     nvshmem = bench.detect_peers()[2]
     assert nvshmem["found"] and nvshmem["runner"] is None
     assert "built without axon_nvshmem_peer" in nvshmem["unavailable"]
     assert "NVSHMEM_HOME" in nvshmem["unavailable"]
-    monkeypatch.setattr(bench, "find_tool", lambda name: f"/b/{name}")
+    monkeypatch.setattr(bench_peers, "find_tool", lambda name: f"/b/{name}")
     nvshmem = bench.detect_peers()[2]
     assert nvshmem["runner"] == "/b/axon_nvshmem_peer" and "unavailable" not in nvshmem
 

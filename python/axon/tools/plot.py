@@ -20,12 +20,15 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Sequence
+
+from . import cli_parser
+from .bench.sizes import size_label
+from .cli_parser import EXIT_USAGE
 
 __all__ = ["Series", "add_subcommand", "load_series", "main", "plot", "run_plot"]
 
 _PROG = "axon plot"
-EXIT_USAGE = 2
 
 LATENCY, BANDWIDTH = "latency", "bandwidth"
 
@@ -55,14 +58,6 @@ class Series:
             return
         if s > 0 and v > 0 and math.isfinite(v):
             self.points.append((s, v))
-
-
-def size_label(n: float) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:g} {unit}" if v == int(v) else f"{v:.3g} {unit}"
-    return f"{n:g} B"
 
 
 # --------------------------------------------------------------------------
@@ -331,23 +326,11 @@ def run_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise PlotError(f"{message} (see '{self.prog} --help')", EXIT_USAGE)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``axon plot`` on its own (tests, ``python -m axon.tools.plot``); returns the exit code."""
-    parser = _Parser(prog=_PROG)
+    parser = cli_parser.Parser(prog=_PROG)
     _configure(parser)
-    try:
-        args = parser.parse_args(argv)
-    except PlotError as exc:
-        print(f"{_PROG}: error: {exc}", file=sys.stderr)
-        return exc.code
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
-    return run_plot(args)
+    return cli_parser.run(parser, argv)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def emit(record: dict) -> None:
 
 
 def input_at(op: str, pe: int, i):
-    """bench/coll_bench.cpp's inputAt: exact small integers in every type (i: an index tensor)."""
+    """bench/coll_values.hpp's inputAt: exact small integers in every type (i: an index tensor)."""
     if op == "prod":
         return ((pe + i) % 2 == 0).double() + 1.0
     return ((i % 7) + 1).double() * (pe + 1)
@@ -132,7 +132,7 @@ class Peer:
     # -- collectives ---------------------------------------------------------------------------
 
     def shape(self, test: str, size: int) -> tuple[int, int, int]:
-        """(count per PE block, source elements, destination elements), as coll_bench's shapeOf."""
+        """(count per PE block, source elements, destination elements), as bench/coll_values.hpp's shapeOf."""
         total = size // self.elem
         block = total // self.n
         if test == "allgather":

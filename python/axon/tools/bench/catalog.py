@@ -1,0 +1,53 @@
+"""The tests ``axon bench`` runs, and the columns each shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...collectives import ReduceOp
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """How `axon bench` shows one test: the main column(s) of its table."""
+
+    metric: str          # "latency" or "bandwidth"
+    summary: str         # one line for --help and the table's title
+    columns: tuple       # (JSON field, heading) pairs, main column first
+
+
+_LAT = ("time_us", "Latency (us)")
+_BW = ("bw_gbs", "Bandwidth (GB/s)")
+
+TESTS: dict[str, TestSpec] = {
+    "latency": TestSpec("latency", "put_signal ping-pong, ONE-WAY latency = round trip / 2 (osu_latency)",
+                        (_LAT,)),
+    "bw": TestSpec("bandwidth", "windows of 64 put_nbi, quiet, signal, ack per window (osu_bw)", (_BW,)),
+    "bibw": TestSpec("bandwidth", "both PEs run the bw pattern at once; sum of both (osu_bibw)",
+                     (("bw_gbs", "Bi-Bandwidth (GB/s)"),)),
+    "pingping": TestSpec("bandwidth", "both PEs put_signal to each other at once; time per exchange, "
+                                      "bandwidth = bytes sent by ONE PE / time",
+                         (("time_us", "Time (us)"), _BW)),
+    "put_lat": TestSpec("latency", "blocking put + quiet, one message at a time", (_LAT,)),
+    "get_lat": TestSpec("latency", "blocking get, one message at a time", (_LAT,)),
+    "put_bw": TestSpec("bandwidth", "windows of 64 put_nbi, then quiet", (_BW,)),
+    "get_bw": TestSpec("bandwidth", "windows of 64 get_nbi, then quiet", (_BW,)),
+    "put_signal_rtt": TestSpec("latency", "put_signal ping-pong, reported as the ROUND TRIP",
+                               (("time_us", "Round trip (us)"),)),
+}
+
+#: The collectives, measured on every PE with nccl-tests conventions (size, count, type, redop,
+#: root, time, algbw, busbw, #wrong; out of place, then in place).
+COLLECTIVES: dict[str, str] = {
+    "allreduce": "allreduce over all PEs; busbw = algbw * 2(n-1)/n",
+    "broadcast": "broadcast from --root; busbw = algbw",
+    "reduce": "reduce to --root; busbw = algbw",
+    "allgather": "allgather, size = the output; busbw = algbw * (n-1)/n",
+    "reduce_scatter": "reduce_scatter, size = the input; busbw = algbw * (n-1)/n",
+    "alltoall": "alltoall, size = either buffer; busbw = algbw * (n-1)/n",
+}
+for _name, _summary in COLLECTIVES.items():
+    TESTS[_name] = TestSpec("bandwidth", _summary, (("time_us", "Time (us)"), ("bw_gbs", "Bus bandwidth (GB/s)")))
+
+#: The reduction operators, as --op takes them.
+OPS = tuple(op.name.lower() for op in ReduceOp)

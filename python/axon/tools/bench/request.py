@@ -1,0 +1,137 @@
+"""Validating the parsed options of ``axon bench`` into a Request, and the driver's arguments for it."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from ...collectives import DTYPES
+from ..cli_parser import UsageError, integer_at_least
+from .catalog import COLLECTIVES, OPS, TESTS
+from .peers import PEER_NAMES
+from .sizes import DEFAULT_MAX, DEFAULT_MIN, parse_range, parse_size
+
+
+@dataclass
+class Request:
+    """A validated `axon bench` command line."""
+
+    test: str
+    min_bytes: int
+    max_bytes: int
+    factor: int
+    iters: int | None
+    warmup: int | None
+    placement: tuple[str, str] | None
+    validate: bool
+    pes: int
+    settle_ms: int | None = None
+    dtype: str = "float32"
+    op: str = "sum"
+    root: int = 0
+    nccl: str | None = None  # libnccl to run beside axon (collectives on GPU buffers, --compare)
+    via_host: bool = False   # pingping: GPU data staged through host memory by hand
+    peers: frozenset[str] | None = None  # --peers: the --compare peers to run (None: all found)
+
+    @property
+    def collective(self) -> bool:
+        return self.test in COLLECTIVES
+
+    def sizes(self) -> list[int]:
+        out, s = [], self.min_bytes
+        while s <= self.max_bytes:
+            out.append(s)
+            s *= self.factor
+        return out
+
+    def iteration_args(self) -> list[str]:
+        """-i/-x as given (absent: each side's own defaults by size)."""
+        args = [] if self.iters is None else ["-i", str(self.iters)]
+        return args + ([] if self.warmup is None else ["-x", str(self.warmup)])
+
+    def driver_args(self) -> list[str]:
+        args = [self.test, "-b", str(self.min_bytes), "-e", str(self.max_bytes), "-f", str(self.factor),
+                *self.iteration_args()]
+        if self.collective:
+            args += ["-t", self.dtype, "-o", self.op, "-r", str(self.root)]
+            if self.placement is not None:
+                args += ["-d", self.placement[0]]
+        elif self.placement is not None:
+            args += ["-d", *self.placement]
+        if not self.validate:
+            args.append("--no-validate")
+        if self.via_host:
+            args.append("--via-host")
+        if self.nccl:
+            args += ["--nccl", self.nccl]
+        if self.settle_ms is not None and not self.collective:
+            args += ["--settle-ms", str(self.settle_ms)]
+        return args
+
+
+def _count(text: str | None, opt: str, minimum: int) -> int | None:
+    if text is None:
+        return None
+    try:
+        return integer_at_least(text, minimum)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"{opt} {exc}") from None
+
+
+def validate(args: argparse.Namespace) -> Request:
+    """Checks the parsed options; raises UsageError with one clear line."""
+    test = args.test
+    if test not in TESTS:
+        raise UsageError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
+    if args.range is not None and (args.minbytes is not None or args.maxbytes is not None):
+        raise UsageError("give the sizes with -m MIN:MAX or with -b/-e, not both")
+    if args.range is not None:
+        mn, mx = parse_range(args.range)
+    else:
+        mn = parse_size(args.minbytes, "-b") if args.minbytes is not None else DEFAULT_MIN
+        mx = parse_size(args.maxbytes, "-e") if args.maxbytes is not None else max(DEFAULT_MAX, mn)
+        if mn > mx:
+            raise UsageError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
+    factor = _count(args.stepfactor, "-f", 2) or 2
+    iters = _count(args.iters, "-i", 1)
+    warmup = _count(args.warmup, "-x", 0)
+    pes = _count(args.pes, "--pes", 2) or 2
+    placement = None
+    if args.placement is not None:
+        place = tuple(p.upper() for p in args.placement)
+        if any(p not in ("D", "H") for p in place):
+            raise UsageError(
+                f"-d takes two of D (GPU memory) and H (host memory), e.g. -d H D; got "
+                f"{' '.join(args.placement)!r}")
+        placement = place  # type: ignore[assignment]
+    settle = _count(getattr(args, "settle_ms", None), "--settle-ms", 0)
+    dtype, op = getattr(args, "dtype", None) or "float32", getattr(args, "op", None) or "sum"
+    root = _count(getattr(args, "root", None), "--root", 0) or 0
+    if test in COLLECTIVES:
+        if placement is not None and placement[0] != placement[1]:
+            raise UsageError("a collective's buffers are all in one place: -d D D or -d H H")
+        if dtype not in DTYPES:
+            raise UsageError(f"--dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+        if op not in OPS:
+            raise UsageError(f"--op {op!r} is not one of {', '.join(OPS)}")
+        if root >= pes:
+            raise UsageError(f"--root {root} is not one of the {pes} PEs (--pes)")
+    via_host = bool(getattr(args, "via_host", False))
+    if via_host and test != "pingping":
+        raise UsageError("--via-host is an option of pingping only")
+    if via_host and placement not in (None, ("D", "D")):
+        raise UsageError("--via-host stages GPU data through the host: it takes -d D D")
+    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
+                   root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)))
+
+
+def parse_peers(text: str | None) -> frozenset[str] | None:
+    """--peers nccl,nvshmem -> the peers' names; None when the option is absent."""
+    if text is None:
+        return None
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in PEER_NAMES]
+    if unknown or not names:
+        raise UsageError(f"--peers takes a comma-separated list of {', '.join(PEER_NAMES)}; "
+                         f"got {text!r}")
+    return frozenset(PEER_NAMES[t] for t in names)
