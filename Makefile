@@ -13,7 +13,7 @@ CMAKE_ARGS ?=
 # that CI compiles it. The 3.4 series is the one the GPU machines carry.
 NVSHMEM_PKG := "nvidia-nvshmem-cu13>=3.4,<3.5"
 
-.PHONY: all venv build test unit-test mp-test py-test demo bench clean gpu-venv gpu-build gpu-test
+.PHONY: all venv build test unit-test mp-test py-test demo bench clean gpu-venv gpu-build gpu-test tsan-test fuzz
 
 all: build
 
@@ -44,6 +44,58 @@ py-test: build
 test: build
 	cd build && ../$(VENV)/bin/ctest --output-on-failure -j $(JOBS)
 	$(VPY) -m pytest -q tests/python
+
+# ThreadSanitizer on the host backend, in a build of its own (no CUDA, no Python extension): the
+# store and its clients (unit tests with many threads) and PEs whose threads issue one-sided calls
+# at once. CI runs it after `make test` (.ci/run).
+TSAN_BUILD := build-tsan
+TSAN_FLAGS := -fsanitize=thread -g -O1
+tsan-test: build
+	$(VENV)/bin/cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
+	  -DCMAKE_BUILD_TYPE=None -DAXON_CUDA=OFF -DAXON_BUILD_PYTHON=OFF -DAXON_BUILD_BENCH=OFF \
+	  -DAXON_BUILD_TESTS=ON -DPython_EXECUTABLE=$(abspath $(VPY)) \
+	  "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_C_FLAGS=$(TSAN_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+	$(VENV)/bin/cmake --build $(TSAN_BUILD) -j $(JOBS) --target axon_unit_tests axon_mp_thread_tests axon_mp_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ../$(VENV)/bin/ctest --output-on-failure -j $(JOBS) -R "^(Store|StoreGather|StoreFailure|StoreLoopback|SetupStep|BootstrapThreads)\\.|^mp_threads_|^mp_onesided_2pe$$"
+
+# libFuzzer targets (tests/fuzz: the store's wire decoder and value decoders, launcher detection)
+# under ASan and UBSan, built with clang in a project of their own in build-fuzz/, each run for
+# FUZZ_SECONDS on a copy of its seed corpus (tests/fuzz/corpus/<target>, which stays as it is). Where
+# clang++ is missing it is installed when we are root (CI), else the target says so and fails. A
+# crash, leak, timeout or broken invariant fails it and names the reproducer in build-fuzz/findings.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_TARGETS := wire launch
+# It needs no Python: cmake from PATH where there is one, else the one `make venv` installs.
+FUZZ_CMAKE   := $(if $(shell command -v cmake 2>/dev/null),cmake,$(VENV)/bin/cmake)
+fuzz: $(if $(filter cmake,$(FUZZ_CMAKE)),,$(VENV)/.ready)
+	@command -v clang++ >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make fuzz: clang++ not found: installing clang (Debian's packages)"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang; \
+	  else \
+	    echo "make fuzz: clang++ (with libFuzzer) not found and not root: apt-get install clang, then run again" >&2; \
+	    exit 1; \
+	  fi; }
+	$(FUZZ_CMAKE) -S tests/fuzz -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++
+	$(FUZZ_CMAKE) --build $(FUZZ_BUILD) -j $(JOBS)
+	rm -rf $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/findings
+	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/findings
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  cp -r tests/fuzz/corpus/$$t $(FUZZ_BUILD)/corpus/$$t; \
+	  echo "make fuzz: $${t}_fuzz for $(FUZZ_SECONDS) s on $(FUZZ_BUILD)/corpus/$$t"; \
+	  $(FUZZ_BUILD)/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -dict=tests/fuzz/$$t.dict -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
+	    $(FUZZ_BUILD)/corpus/$$t || failed="$$failed $${t}_fuzz"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+	  echo "make fuzz: FAILED:$$failed found a problem; reproducers:" >&2; \
+	  ls -1 $(FUZZ_BUILD)/findings/* >&2; \
+	  echo "replay one with $(FUZZ_BUILD)/<target>_fuzz FILE (the report is above)" >&2; \
+	  exit 1; \
+	fi
 
 demo: build
 	$(AXON) run -n 4 build/examples/ring_halo
@@ -82,4 +134,4 @@ gpu-test: gpu-build
 	$(GPU_VPY) -m pytest -q -m "not gpu" tests/python
 
 clean:
-	rm -rf build $(VENV) $(GPU_VENV) bench-results
+	rm -rf build $(VENV) $(GPU_VENV) bench-results $(TSAN_BUILD) $(FUZZ_BUILD)

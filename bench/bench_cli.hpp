@@ -1,12 +1,15 @@
-// Command-line and output helpers shared by the benchmark drivers (axon_bench, axon_coll_bench):
-// sizes and counts with one-line usage errors, and the JSON-lines protocol `axon bench` reads.
+// Command-line and output helpers shared by the benchmark drivers (axon_bench and its collective
+// tests, gpu_bench, host_put_bench): sizes and counts with one-line usage errors, and the
+// JSON-lines protocol `axon bench` reads. C++17, so that nvcc compiles it into gpu_bench.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,19 @@ inline void emitError(const char* program, const std::string& message, bool usag
   std::fprintf(stderr, "%s: %s\n", program, message.c_str());
 }
 
+// What `parse(argc, argv)` makes of the command line; on a UsageError nothing, the error reported
+// by rank 0 alone (every PE was given the same line): the caller exits with status 2.
+template <class Parse>
+auto parseCommandLine(const char* program, Parse parse, int argc, char** argv)
+    -> std::optional<decltype(parse(argc, argv))> {
+  try {
+    return parse(argc, argv);
+  } catch (const UsageError& e) {
+    if (isRankZero()) emitError(program, e.message, true);
+    return std::nullopt;
+  }
+}
+
 // "8", "64K", "1M", "2G" (binary multiples).
 inline std::size_t parseSize(const std::string& text, const char* what) {
   char* end = nullptr;
@@ -93,6 +109,12 @@ inline std::vector<std::size_t> sizeSweep(std::size_t minBytes, std::size_t maxB
     if (s > maxBytes / factor) break;  // the next step would overflow or pass the end
   }
   return sizes;
+}
+
+// The middle value (the upper one of an even count): what the benchmarks report per size.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace axon::bench

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
+
 namespace dev = axon::device;
 using u64 = unsigned long long;
 
@@ -54,32 +56,22 @@ struct Options {
   std::size_t maxBw = 1u << 30;
 };
 
-std::size_t parseSize(const char* t) {
-  char* end = nullptr;
-  double v = std::strtod(t, &end);
-  std::string s = end ? end : "";
-  double k = s == "K" ? 1024.0 : s == "M" ? 1048576.0 : s == "G" ? 1073741824.0 : s.empty() ? 1.0 : -1.0;
-  if (v <= 0 || k < 0) {
-    std::fprintf(stderr, "gpu_bench: '%s' is not a size (e.g. 64M, 1G)\n", t);
-    std::exit(2);
-  }
-  return static_cast<std::size_t>(v * k);
-}
-
+// Throws axon::bench::UsageError; main reports it.
 Options parse(int argc, char** argv) {
+  using axon::bench::UsageError;
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) { std::fprintf(stderr, "gpu_bench: %s needs a value\n", a.c_str()); std::exit(2); }
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError{a + " needs a value"};
       return argv[++i];
     };
     if (a == "--tests") o.tests = value();
     else if (a == "--json") o.json = value();
-    else if (a == "--iters") o.iters = std::max(10, std::atoi(value()));
-    else if (a == "--min-bw") o.minBw = parseSize(value());
-    else if (a == "--max-bw") o.maxBw = parseSize(value());
-    else { std::fprintf(stderr, "gpu_bench: unknown option %s\n", a.c_str()); std::exit(2); }
+    else if (a == "--iters") o.iters = static_cast<int>(std::max(10L, axon::bench::parseCount(value(), "--iters", 1)));
+    else if (a == "--min-bw") o.minBw = axon::bench::parseSize(value(), "--min-bw");
+    else if (a == "--max-bw") o.maxBw = axon::bench::parseSize(value(), "--max-bw");
+    else throw UsageError{"unknown option " + a};
   }
   return o;
 }
@@ -783,7 +775,9 @@ void writeJson(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o = parse(argc, argv);
+  const auto parsed = axon::bench::parseCommandLine("gpu_bench", parse, argc, argv);
+  if (!parsed) return 2;
+  const Options& o = *parsed;
   axon::init();
   const int me = axon::myPe();
   if (!axon::gpuEnabled() || axon::nPes() < 2) {

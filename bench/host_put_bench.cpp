@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -29,44 +31,29 @@ struct Options {
   std::string json;
 };
 
-std::size_t parseSize(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  std::string suffix = end ? end : "";
-  double scale = suffix == "K" ? 1024.0 : suffix == "M" ? 1048576.0 : suffix == "G" ? 1073741824.0 : 1.0;
-  if (v <= 0 || (!suffix.empty() && scale == 1.0)) {
-    std::fprintf(stderr, "host_put_bench: '%s' is not a size (e.g. 8, 64K, 1M)\n", text);
-    std::exit(2);
-  }
-  return static_cast<std::size_t>(v * scale);
-}
-
+// Throws axon::bench::UsageError; main reports it.
 Options parse(int argc, char** argv) {
+  using axon::bench::UsageError;
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) { std::fprintf(stderr, "host_put_bench: %s needs a value\n", a.c_str()); std::exit(2); }
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError{a + " needs a value"};
       return argv[++i];
     };
-    if (a == "--min") o.minBytes = parseSize(value());
-    else if (a == "--max") o.maxBytes = parseSize(value());
-    else if (a == "--trials") o.trials = std::max(1, std::atoi(value()));
+    if (a == "--min") o.minBytes = axon::bench::parseSize(value(), "--min");
+    else if (a == "--max") o.maxBytes = axon::bench::parseSize(value(), "--max");
+    else if (a == "--trials") o.trials = static_cast<int>(axon::bench::parseCount(value(), "--trials", 1));
     else if (a == "--json") o.json = value();
-    else { std::fprintf(stderr, "host_put_bench: unknown option %s\n", a.c_str()); std::exit(2); }
+    else throw UsageError{"unknown option " + a};
   }
-  if (o.minBytes > o.maxBytes) { std::fprintf(stderr, "host_put_bench: --min > --max\n"); std::exit(2); }
+  if (o.minBytes > o.maxBytes) throw UsageError{"--min is larger than --max"};
   return o;
 }
 
 // Enough repetitions for ~30 ms of copying per trial, at least a few.
 long itersFor(std::size_t bytes) {
   return std::clamp<long>(static_cast<long>((256u << 20) / bytes), 5, 20000);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Row {
@@ -78,8 +65,10 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto parsed = axon::bench::parseCommandLine("host_put_bench", parse, argc, argv);
+  if (!parsed) return 2;
+  const Options& opt = *parsed;
   try {
-    Options opt = parse(argc, argv);
     axon::init();
     const int me = axon::myPe();
     if (axon::nPes() != 2) {
@@ -140,7 +129,7 @@ int main(int argc, char** argv) {
       }
       rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / pingIters;
       axon::barrierAll();
-      if (me == 0) rows.push_back({bytes, median(putT), median(memT), rtt, *wrongOnPeer});
+      if (me == 0) rows.push_back({bytes, axon::bench::median(putT), axon::bench::median(memT), rtt, *wrongOnPeer});
     }
 
     if (me == 0) {

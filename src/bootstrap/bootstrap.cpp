@@ -1,5 +1,6 @@
 #include "bootstrap/bootstrap.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "axon/error.hpp"
@@ -19,7 +20,8 @@ Bootstrap::Bootstrap(const LaunchInfo& launch, double timeoutSec)
     addr = net::parseHostPort(launch.storeAddr, launch.storeHint);
   }
   if (rank_ == 0) {
-    server_ = std::make_unique<StoreServer>(addr);
+    // A client that does not read its replies for AXON_TIMEOUT is dropped and counts as gone.
+    server_ = std::make_unique<StoreServer>(addr, timeoutSec);
     if (addr.port == 0) addr.port = server_->port();
   }
   client_ = std::make_unique<StoreClient>(addr, origin, rank_, timeoutSec);
@@ -27,26 +29,32 @@ Bootstrap::Bootstrap(const LaunchInfo& launch, double timeoutSec)
 
 Bootstrap::~Bootstrap() = default;
 
+long Bootstrap::nextRound(const std::string& tag) {
+  std::lock_guard lock(roundsMu_);
+  return rounds_[tag]++;
+}
+
+std::vector<std::string> Bootstrap::gatherRound(const std::string& tag, long round, const std::vector<int>& ranks,
+                                                const std::string& data) {
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) {
+    throw Error(ErrorCode::Internal, "PE " + std::to_string(rank_) + " joined the '" + tag + "' rendezvous of ranks it is not one of");
+  }
+  std::vector<std::string> labels;
+  labels.reserve(ranks.size());
+  for (int r : ranks) labels.push_back("PE " + std::to_string(r));
+  // The server answers when all have contributed; the group is forgotten once answered, so
+  // nothing piles up round after round.
+  return client_->gather(tag + "/" + std::to_string(round), static_cast<std::uint32_t>(ranks.size()),
+                         static_cast<std::uint32_t>(me - ranks.begin()), data,
+                         "'" + tag + "' rendezvous (round " + std::to_string(round) + ") of " +
+                             std::to_string(ranks.size()) + " PEs",
+                         labels);
+}
+
 std::vector<std::string> Bootstrap::allgather(const std::string& tag, const std::vector<int>& ranks,
                                               const std::string& data) {
-  long gen = generation_[tag]++;
-  auto key = [&](long g, int r) {
-    return "ag/" + tag + "/" + std::to_string(g) + "/" + std::to_string(r);
-  };
-  // Two rounds back every rank has read our key (they have all joined the previous round, which
-  // they could only do after finishing the one before it), so it can go.
-  if (gen >= 2) client_->del(key(gen - 2, rank_));
-  client_->set(key(gen, rank_), data);
-  std::vector<std::string> keys, labels;
-  keys.reserve(ranks.size());
-  for (int r : ranks) {
-    keys.push_back(key(gen, r));
-    labels.push_back("PE " + std::to_string(r));
-  }
-  return client_->get(keys,
-                      "'" + tag + "' rendezvous (round " + std::to_string(gen) + ") of " +
-                          std::to_string(ranks.size()) + " PEs",
-                      labels);
+  return gatherRound(tag, nextRound(tag), ranks, data);
 }
 
 std::vector<std::string> Bootstrap::allgatherWorld(const std::string& tag, const std::string& data) {

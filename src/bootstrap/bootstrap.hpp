@@ -1,9 +1,14 @@
 // Rendezvous over the key-value store: allgather and barrier among any set of ranks.
 // Rank 0 of the world serves the store; every rank, rank 0 included, is a client.
+//
+// Threads: allgather and barrier may be called from several threads at once for different tags;
+// the rounds of one tag must be made in the same order on every rank (as collective calls are).
+// goneRank() may be called from any thread at any time.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +26,7 @@ class Bootstrap {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  double timeoutSec() const { return timeoutSec_; }
   StoreClient& store() { return *client_; }
 
   // Every rank in `ranks` (world ranks, including ours) contributes `data`; returns the
@@ -34,6 +40,15 @@ class Bootstrap {
   // 0, 1, ..., size-1.
   const std::vector<int>& worldRanks() const { return worldRanks_; }
 
+  // The two halves of allgather, for steps that must name their round before they gather
+  // (bootstrap/setup_step.hpp): the next round of `tag` on this rank, and the gather of a round.
+  long nextRound(const std::string& tag);
+  std::vector<std::string> gatherRound(const std::string& tag, long round, const std::vector<int>& ranks,
+                                       const std::string& data);
+
+  // A rank whose store connection closed without finalize, or -1 (see StoreClient::goneRank).
+  int goneRank() { return client_ ? client_->goneRank() : -1; }
+
   // Leaves: says goodbye, and on rank 0 waits (bounded) for the others before stopping the store.
   void finalize();
 
@@ -44,7 +59,8 @@ class Bootstrap {
   double timeoutSec_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> client_;
-  std::map<std::string, long> generation_;  // per tag: how many rounds this rank has joined
+  std::mutex roundsMu_;
+  std::map<std::string, long> rounds_;  // per tag: how many rounds this rank has begun
 };
 
 }  // namespace axon

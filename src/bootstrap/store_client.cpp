@@ -10,16 +10,23 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <string_view>
 #include <thread>
 
 #include "axon/error.hpp"
 #include "bootstrap/wire.hpp"
+#include "core/build_version.hpp"
 #include "core/log.hpp"
 
 namespace axon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 // Connects `fd` without blocking past `deadline` (a host that drops packets would otherwise hold
 // a blocking connect for minutes of kernel retries). Returns 0 or an errno.
@@ -41,7 +48,7 @@ int connectBefore(int fd, const sockaddr* sa, socklen_t len, Clock::time_point d
   }
 }
 
-// One connection attempt; returns a blocking socket or -1 with `err` set.
+// One connection attempt; returns a non-blocking socket or -1 with `err` set.
 int connectOnce(const net::HostPort& addr, Clock::time_point deadline, int& err, std::string& errText) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -59,10 +66,7 @@ int connectOnce(const net::HostPort& addr, Clock::time_point deadline, int& err,
     fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     err = connectBefore(fd, ai->ai_addr, ai->ai_addrlen, deadline);
-    if (err == 0) {
-      net::setNonBlocking(fd, false);
-      break;
-    }
+    if (err == 0) break;
     errText = std::strerror(err);
     ::close(fd);
     fd = -1;
@@ -74,10 +78,9 @@ int connectOnce(const net::HostPort& addr, Clock::time_point deadline, int& err,
 }  // namespace
 
 StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, int rank,
-                         double timeoutSec)
+                         double timeoutSec, std::string version)
     : addr_(addr), origin_(origin), rank_(rank), timeoutSec_(timeoutSec) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(timeoutSec));
+  const auto deadline = after(timeoutSec);
   int err = 0;
   std::string errText;
   int attempts = 0;
@@ -100,133 +103,333 @@ StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, i
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   std::uint8_t status = 0;
   std::uint32_t id = nextId();
-  roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Hello))
-                .u32(static_cast<std::uint32_t>(rank))
-                .frame(),
-            id, "hello", status);
+  try {
+    roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Hello))
+                  .u32(static_cast<std::uint32_t>(rank))
+                  .str(version.empty() ? buildVersion() : version)
+                  .frame(),
+              id, "hello", status);
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
 }
 
 StoreClient::~StoreClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string StoreClient::roundTrip(const std::string& frame, std::uint32_t id,
-                                   const std::string& what, std::uint8_t& status) {
-  if (fd_ < 0) {
-    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": the connection to the "
-                                      "axon store at " + addr_.str() + " is closed");
+std::uint32_t StoreClient::nextId() {
+  std::uint32_t id = ++lastId_;
+  return id == wire::kEventId ? ++lastId_ : id;  // 0 marks the server's events
+}
+
+void StoreClient::breakConnection(ErrorCode code, const std::string& why) {
+  if (broken_) return;
+  broken_ = true;
+  brokenCode_ = code;
+  brokenWhy_ = why;
+  // Wakes a reader blocked on the socket; the descriptor itself is closed only by the destructor,
+  // so no thread ever polls a number the system has handed to someone else.
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  arrived_.notify_all();
+}
+
+void StoreClient::throwBroken(const std::string& what) const {
+  throw Error(brokenCode_, "PE " + std::to_string(rank_) + ": " + what + " at the axon store " + addr_.str() +
+                               " failed: " + brokenWhy_);
+}
+
+void StoreClient::send(const std::string& frame, const std::string& what) {
+  std::lock_guard sending(sendMu_);
+  {
+    std::lock_guard lock(mu_);
+    if (broken_) throwBroken(what);
   }
-  if (!net::sendAll(fd_, frame.data(), frame.size())) {
-    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": lost the connection to "
-                                      "the axon store at " + addr_.str() + " during " + what +
-                                      " (rank 0 exited?)");
-  }
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeoutSec_);
-  while (true) {
-    // A complete frame in the buffer: return it if it answers this request; drop stale replies
-    // to requests that timed out earlier.
-    while (in_.size() >= 4) {
-      std::uint32_t len;
-      std::memcpy(&len, in_.data(), 4);
-      if (in_.size() < 4 + len) break;
-      std::string body = in_.substr(4, len);
-      in_.erase(0, 4 + len);
-      wire::Reader r(body);
-      std::uint32_t gotId = r.u32();
-      if (gotId != id) continue;
-      status = r.u8();
-      return body.substr(5);
+  switch (net::sendAll(fd_, frame.data(), frame.size(), after(timeoutSec_))) {
+    case net::SendResult::Sent:
+      return;
+    case net::SendResult::Gone: {
+      std::lock_guard lock(mu_);
+      breakConnection(ErrorCode::PeerDead, "it closed the connection: PE 0, which serves it, exited or crashed");
+      if (gone_.load() < 0) {
+        goneWhy_ = "the axon store at " + addr_.str() + " closed the connection";
+        gone_.store(0);
+      }
+      throwBroken(what);
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      throw Error(ErrorCode::Timeout, "PE " + std::to_string(rank_) + ": " + what +
-                                          " at the axon store " + addr_.str() + " timed out after " +
-                                          secondsText(timeoutSec_) + " (AXON_TIMEOUT)");
+    case net::SendResult::TimedOut: {
+      // Part of the frame may be out: the stream is torn, so the connection goes.
+      std::lock_guard lock(mu_);
+      breakConnection(ErrorCode::Bootstrap, "an earlier send timed out and left the stream torn; the connection is closed");
+      throw Error(ErrorCode::Timeout, "PE " + std::to_string(rank_) + ": sending " + what + " to the axon store at " +
+                                          addr_.str() + " timed out after " + secondsText(timeoutSec_) +
+                                          " (AXON_TIMEOUT): rank 0 stopped reading; the connection is closed");
     }
-    pollfd pfd{fd_, POLLIN, 0};
-    int n = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    if (n < 0 && errno != EINTR) throw SystemError("store client poll", errno);
-    if (n <= 0) continue;
-    char buf[65536];
-    ssize_t got = ::recv(fd_, buf, sizeof(buf), 0);
-    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
-      ::close(fd_);
-      fd_ = -1;
-      throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rank_) + ": the axon store at " +
-                                           addr_.str() + " closed the connection during " + what +
-                                           ": PE 0, which serves it, exited or crashed");
-    }
-    if (got > 0) in_.append(buf, static_cast<std::size_t>(got));
   }
 }
 
+void StoreClient::readAsTheReader(std::unique_lock<std::mutex>& lock, int waitMs) {
+  reading_ = true;
+  const int fd = fd_;
+  lock.unlock();
+  std::string got;
+  bool open = true;
+  pollfd pfd{fd, POLLIN, 0};
+  int n = ::poll(&pfd, 1, waitMs);
+  if (n > 0) {
+    char buf[65536];
+    while (true) {
+      ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
+      if (r > 0) {
+        got.append(buf, static_cast<std::size_t>(r));
+        continue;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      open = r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      break;
+    }
+  }
+  lock.lock();
+  reading_ = false;
+  in_ += got;
+  fileFrames();  // what arrived before a close still counts
+  if (!open && !broken_) {
+    breakConnection(ErrorCode::PeerDead, "it closed the connection: PE 0, which serves it, exited or crashed");
+    if (gone_.load() < 0) {
+      goneWhy_ = "the axon store at " + addr_.str() + " closed the connection";
+      gone_.store(0);
+    }
+  }
+  arrived_.notify_all();
+}
+
+void StoreClient::fileFrames() {
+  std::size_t used = 0;
+  try {
+    while (const std::size_t n = wire::completeFrameBytes(std::string_view(in_).substr(used))) {
+      wire::ByteReader r(std::string_view(in_).substr(used + 4, n - 4));
+      used += n;
+      const wire::FrameHead head = wire::readHead(r);
+      if (head.version != wire::kWireVersion) {
+        // Only a refusal is ever sent in another version, and its message keeps its place.
+        std::string why = "it speaks store protocol version " + std::to_string(head.version) + " and this PE " +
+                          std::to_string(wire::kWireVersion);
+        if (head.code == static_cast<std::uint8_t>(wire::Status::VersionMismatch)) why = r.str();
+        breakConnection(ErrorCode::Bootstrap, why);
+        continue;
+      }
+      if (head.id == wire::kEventId) {
+        if (head.code == static_cast<std::uint8_t>(wire::Status::PeerGone) && gone_.load() < 0) {
+          const int rank = static_cast<int>(r.u32());
+          goneWhy_ = r.str();
+          gone_.store(rank);
+        }
+        continue;
+      }
+      // Replies to requests that gave up waiting are dropped.
+      if (waiting_.count(head.id)) replies_[head.id] = Reply{head.code, std::string(r.rest())};
+    }
+  } catch (const wire::Malformed& e) {
+    used = in_.size();
+    breakConnection(ErrorCode::Bootstrap, std::string("it sent a corrupt reply (") + e.what() + "); the connection is closed");
+  }
+  in_.erase(0, used);
+}
+
+std::string StoreClient::roundTrip(const std::string& frame, std::uint32_t id, const std::string& what,
+                                   std::uint8_t& status) {
+  {
+    std::lock_guard lock(mu_);
+    waiting_.insert(id);
+  }
+  struct Forget {
+    StoreClient& c;
+    std::uint32_t id;
+    ~Forget() {
+      std::lock_guard lock(c.mu_);
+      c.waiting_.erase(id);
+      c.replies_.erase(id);
+    }
+  } forget{*this, id};
+  send(frame, what);
+  const auto deadline = after(timeoutSec_);
+  Reply reply;
+  {
+    std::unique_lock lock(mu_);
+    while (true) {
+      auto it = replies_.find(id);
+      if (it != replies_.end()) {
+        reply = std::move(it->second);
+        break;
+      }
+      if (broken_) throwBroken(what);
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        throw Error(ErrorCode::Timeout, "PE " + std::to_string(rank_) + ": " + what + " at the axon store " +
+                                            addr_.str() + " timed out after " + secondsText(timeoutSec_) +
+                                            " (AXON_TIMEOUT)");
+      }
+      const auto slice = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(100));
+      if (!reading_) {
+        readAsTheReader(lock, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count()));
+      } else {
+        arrived_.wait_for(lock, slice);
+      }
+    }
+  }
+  status = reply.status;
+  wire::ByteReader r(reply.body);
+  try {
+    if (status == static_cast<std::uint8_t>(wire::Status::VersionMismatch)) {
+      throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": " + r.str());
+    }
+    if (status == static_cast<std::uint8_t>(wire::Status::BadRequest)) {
+      throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": the axon store at " + addr_.str() +
+                                            " refused " + what + ": " + r.str());
+    }
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to " + what +
+                                          " from the axon store (" + e.what() + ")");
+  }
+  return std::move(reply.body);
+}
+
 void StoreClient::set(const std::string& key, const std::string& value) {
-  std::lock_guard lock(mu_);
   std::uint32_t id = nextId();
   std::uint8_t status = 0;
   roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Set)).str(key).str(value).frame(),
             id, "set '" + key + "'", status);
 }
 
+void StoreClient::throwTimeoutNaming(const Error& timeout, const std::function<std::vector<std::string>()>& missing) {
+  std::string who;
+  try {
+    for (const auto& m : missing()) who += (who.empty() ? "" : ", ") + m;
+  } catch (const Error&) {
+    throw timeout;  // the connection is gone too: the timeout is the news
+  }
+  throw Error(ErrorCode::Timeout, std::string(timeout.what()) + "; still missing: " +
+                                      (who.empty() ? "none (they came just now)" : who));
+}
+
+std::vector<std::string> StoreClient::valuesOf(const std::string& body, std::uint8_t status, const std::string& what) {
+  wire::ByteReader r(body);
+  try {
+    if (status == static_cast<std::uint8_t>(wire::Status::PeerGone)) {
+      throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rank_) + ": " + what + " failed: " + r.str());
+    }
+    std::vector<std::string> values(r.count(4));
+    for (auto& v : values) v = r.str();
+    return values;
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to " + what +
+                                          " from the axon store (" + e.what() + ")");
+  }
+}
+
 std::vector<std::string> StoreClient::get(const std::vector<std::string>& keys,
                                           const std::string& what,
                                           const std::vector<std::string>& labels) {
-  std::lock_guard lock(mu_);
   std::uint32_t id = nextId();
   wire::Writer w(id, static_cast<std::uint8_t>(wire::Op::Get));
   w.u32(static_cast<std::uint32_t>(keys.size()));
   for (const auto& k : keys) w.str(k);
   std::uint8_t status = 0;
-  std::string body;
   try {
-    body = roundTrip(w.frame(), id, what, status);
+    const std::string body = roundTrip(w.frame(), id, what, status);
+    return valuesOf(body, status, what);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Timeout) throw;
     // Say which keys never arrived: for rendezvous keys that names the missing ranks.
-    auto present = check(keys);
-    std::string missing;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (present[i]) continue;
-      missing += missing.empty() ? "" : ", ";
-      missing += labels.empty() ? "'" + keys[i] + "'" : labels[i];
-    }
-    throw Error(ErrorCode::Timeout, std::string(e.what()) + "; still missing: " + missing);
+    throwTimeoutNaming(e, [&] {
+      auto present = check(keys);
+      std::vector<std::string> missing;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!present[i]) missing.push_back(labels.empty() ? "'" + keys[i] + "'" : labels[i]);
+      }
+      return missing;
+    });
   }
-  wire::Reader r(body);
-  if (status == static_cast<std::uint8_t>(wire::Status::PeerGone)) {
-    throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rank_) + ": " + what + " failed: " + r.str());
+}
+
+std::vector<std::string> StoreClient::gather(const std::string& group, std::uint32_t members, std::uint32_t index,
+                                             const std::string& value, const std::string& what,
+                                             const std::vector<std::string>& labels) {
+  std::uint32_t id = nextId();
+  wire::Writer w(id, static_cast<std::uint8_t>(wire::Op::Gather));
+  w.str(group).u32(members).u32(index).str(value);
+  std::uint8_t status = 0;
+  std::vector<std::string> values;
+  try {
+    const std::string body = roundTrip(w.frame(), id, what, status);
+    values = valuesOf(body, status, what);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Timeout) throw;
+    throwTimeoutNaming(e, [&] {
+      std::vector<std::string> missing;
+      for (std::uint32_t m : missingMembers(group)) {
+        missing.push_back(m < labels.size() ? labels[m] : "member " + std::to_string(m));
+      }
+      return missing;
+    });
   }
-  std::vector<std::string> values(r.u32());
-  for (auto& v : values) v = r.str();
+  if (values.size() != members) {
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to " + what + ": " +
+                                          std::to_string(values.size()) + " values for " + std::to_string(members) +
+                                          " members");
+  }
   return values;
 }
 
+std::vector<std::uint32_t> StoreClient::missingMembers(const std::string& group) {
+  std::uint32_t id = nextId();
+  std::uint8_t status = 0;
+  std::string body = roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::GatherMissing)).str(group).frame(),
+                               id, "a question about '" + group + "'", status);
+  std::vector<std::uint32_t> missing;
+  try {
+    wire::ByteReader r(body);
+    missing.resize(r.count(4));
+    for (auto& m : missing) m = r.u32();
+  } catch (const wire::Malformed&) {
+    missing.clear();
+  }
+  return missing;
+}
+
 std::vector<bool> StoreClient::check(const std::vector<std::string>& keys) {
-  std::lock_guard lock(mu_);
   std::uint32_t id = nextId();
   wire::Writer w(id, static_cast<std::uint8_t>(wire::Op::Check));
   w.u32(static_cast<std::uint32_t>(keys.size()));
   for (const auto& k : keys) w.str(k);
   std::uint8_t status = 0;
   std::string body = roundTrip(w.frame(), id, "check", status);
-  wire::Reader r(body);
-  std::vector<bool> present(r.u32());
-  for (std::size_t i = 0; i < present.size(); ++i) present[i] = r.u8() != 0;
-  return present;
+  try {
+    wire::ByteReader r(body);
+    std::vector<bool> present(r.count(1));
+    for (std::size_t i = 0; i < present.size(); ++i) present[i] = r.u8() != 0;
+    return present;
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to check from the axon store (" + e.what() + ")");
+  }
 }
 
 std::int64_t StoreClient::add(const std::string& key, std::int64_t delta) {
-  std::lock_guard lock(mu_);
   std::uint32_t id = nextId();
   std::uint8_t status = 0;
   std::string body = roundTrip(
       wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Add)).str(key).i64(delta).frame(), id,
       "add '" + key + "'", status);
-  return wire::Reader(body).i64();
+  try {
+    return wire::ByteReader(body).i64();
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to add '" + key + "' from the axon store (" + e.what() + ")");
+  }
 }
 
 void StoreClient::del(const std::string& key) {
-  std::lock_guard lock(mu_);
   std::uint32_t id = nextId();
   std::uint8_t status = 0;
   roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Del)).str(key).frame(), id,
@@ -234,19 +437,33 @@ void StoreClient::del(const std::string& key) {
 }
 
 void StoreClient::bye() {
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return;
+  {
+    std::lock_guard lock(mu_);
+    if (broken_) return;
+  }
   std::uint32_t id = nextId();
   std::uint8_t status = 0;
   try {
-    roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Bye)).frame(), id, "goodbye",
-              status);
+    roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Bye)).frame(), id, "goodbye", status);
   } catch (const Error&) {
     // Leaving anyway: a store that is already gone needs no goodbye.
   }
-  ::close(fd_);
-  fd_ = -1;
+  std::lock_guard lock(mu_);
+  breakConnection(ErrorCode::Bootstrap, "this PE has left (finalize)");
+}
+
+int StoreClient::goneRank() {
+  if (gone_.load() >= 0) return gone_.load();
+  // Another thread reading the socket files the events as they come: do not wait for it.
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || reading_ || broken_) return gone_.load();
+  readAsTheReader(lock, 0);
+  return gone_.load();
+}
+
+std::string StoreClient::goneReason() const {
+  std::lock_guard lock(mu_);
+  return goneWhy_;
 }
 
 }  // namespace axon
-

@@ -4,16 +4,19 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "axon/error.hpp"
+#include "bootstrap/store_request.hpp"
 #include "bootstrap/wire.hpp"
+#include "core/build_version.hpp"
 
 namespace axon {
 namespace {
@@ -35,7 +38,7 @@ int bindListener(const net::HostPort& addr, int& boundPort) {
     if (s < 0) { lastErr = errno; return -1; }
     int one = 1;
     ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(s, sa, len) == 0 && ::listen(s, 1024) == 0) return s;
+    if (::bind(s, sa, len) == 0 && ::listen(s, 4096) == 0) return s;
     lastErr = errno;
     ::close(s);
     return -1;
@@ -67,14 +70,42 @@ int bindListener(const net::HostPort& addr, int& boundPort) {
   return fd;
 }
 
+std::uint64_t getKey(int fd, std::uint32_t id) { return (static_cast<std::uint64_t>(fd) << 32) | id; }
+
+// A reply's own part: the frame header (its length counts the shared body too) and its fields.
+std::string replyHead(std::uint32_t id, std::uint8_t status, const std::string& fields, std::size_t sharedBytes) {
+  wire::Writer w(id, status);
+  std::string frame = w.frame();
+  frame += fields;
+  const auto len = static_cast<std::uint32_t>(frame.size() - 4 + sharedBytes);
+  std::memcpy(frame.data(), &len, 4);
+  return frame;
+}
+
+std::string field(std::string_view s) {
+  wire::ByteWriter w;
+  w.str(s);
+  return w.bytes();
+}
+
 }  // namespace
 
-StoreServer::StoreServer(const net::HostPort& addr) {
+StoreServer::StoreServer(const net::HostPort& addr, double replyTimeoutSec, std::string version)
+    : replyTimeoutSec_(replyTimeoutSec), version_(version.empty() ? buildVersion() : std::move(version)) {
   listenFd_ = bindListener(addr, port_);
   net::setNonBlocking(listenFd_, true);
-  if (::pipe2(wakePipe_, O_CLOEXEC) != 0) {
+  epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epollFd_ < 0 || ::pipe2(wakePipe_, O_CLOEXEC) != 0) {
+    int err = errno;
     ::close(listenFd_);
-    throw SystemError("store server: pipe", errno);
+    if (epollFd_ >= 0) ::close(epollFd_);
+    throw SystemError("store server: epoll/pipe", err);
+  }
+  for (int fd : {listenFd_, wakePipe_[0]}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev);
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -88,14 +119,15 @@ StoreServer::~StoreServer() {
   if (thread_.joinable()) thread_.join();
   for (auto& [fd, c] : conns_) ::close(fd);
   if (listenFd_ >= 0) ::close(listenFd_);
+  if (epollFd_ >= 0) ::close(epollFd_);
   for (int fd : wakePipe_) if (fd >= 0) ::close(fd);
 }
 
 void StoreServer::shutdownAfterGoodbyes(int ranks, double timeoutSec) {
   // Other ranks may still be reading the reply to their last request: give them until they say
   // goodbye (or their connection drops) before closing the sockets under them.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSec);
-  while (goodbyes_.load() < ranks && std::chrono::steady_clock::now() < deadline) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeoutSec);
+  while (goodbyes_.load() < ranks && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   stop_ = true;
@@ -105,168 +137,404 @@ void StoreServer::shutdownAfterGoodbyes(int ranks, double timeoutSec) {
 }
 
 void StoreServer::loop() {
-  std::vector<pollfd> fds;
+  std::vector<epoll_event> events(256);
   while (!stop_) {
-    fds.clear();
-    fds.push_back({listenFd_, POLLIN, 0});
-    fds.push_back({wakePipe_[0], POLLIN, 0});
-    for (auto& [fd, c] : conns_) fds.push_back({fd, POLLIN, 0});
-    int n = ::poll(fds.data(), fds.size(), 1000);
+    // Wake up in time to drop a reader that stalls past the reply timeout.
+    int waitMs = stalled_.empty() ? 1000 : 100;
+    int n = ::epoll_wait(epollFd_, events.data(), static_cast<int>(events.size()), waitMs);
     if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    if (fds[0].revents & POLLIN) acceptOne();
-    for (std::size_t i = 2; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      auto it = conns_.find(fds[i].fd);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == listenFd_) {
+        acceptAll();
+        continue;
+      }
+      if (fd == wakePipe_[0]) continue;
+      auto it = conns_.find(fd);
       if (it == conns_.end()) continue;
-      if (!readFrom(it->second)) closeConn(fds[i].fd);
+      if (events[i].events & EPOLLOUT) flush(it->second);
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readFrom(it->second);
     }
+    // Closing a connection can fail waits and queue replies elsewhere, whose flush can find more
+    // dead connections: repeat until the round is settled.
+    do {
+      std::vector<int> flushNow;
+      flushNow.swap(toFlush_);
+      for (int fd : flushNow) {
+        auto it = conns_.find(fd);
+        if (it != conns_.end()) flush(it->second);
+      }
+      closeDead();
+    } while (!toFlush_.empty() || !dead_.empty());
+    dropStalled();
+    closeDead();
   }
 }
 
-void StoreServer::acceptOne() {
+void StoreServer::acceptAll() {
   while (true) {
     int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      continue;
+    }
     conns_[fd].fd = fd;
   }
 }
 
-bool StoreServer::readFrom(Conn& c) {
+void StoreServer::readFrom(Conn& c) {
   char buf[65536];
-  while (true) {
+  bool closed = false;
+  while (!closed) {
     ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
-    if (r == 0) return false;
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
+    if (r > 0) {
+      c.in.append(buf, static_cast<std::size_t>(r));
+    } else if (r == 0) {
+      closed = true;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      break;
+    } else if (errno != EINTR) {
+      closed = true;
     }
-    c.in.append(buf, static_cast<std::size_t>(r));
   }
-  while (c.in.size() >= 4) {
-    std::uint32_t len;
-    std::memcpy(&len, c.in.data(), 4);
-    if (len > wire::kMaxFrame) return false;
-    if (c.in.size() < 4 + len) break;
-    std::string body = c.in.substr(4, len);
-    c.in.erase(0, 4 + len);
-    handleFrame(c, body);
+  // Frames that arrived before the connection closed still count: a goodbye followed at once by
+  // the close is a goodbye.
+  std::size_t used = 0;
+  try {
+    while (std::size_t n = wire::completeFrameBytes(std::string_view(c.in).substr(used))) {
+      handleFrame(c, std::string_view(c.in).substr(used + 4, n - 4));
+      used += n;
+    }
+  } catch (const wire::Malformed&) {
+    // A length or magic no axon client sends: the stream cannot be trusted past it.
+    closed = true;
   }
-  return true;
-}
-
-void StoreServer::reply(int fd, const std::string& frame) {
-  if (!net::sendAll(fd, frame.data(), frame.size())) {
-    // The reader is gone; its connection is closed by the poll loop on the next round.
-  }
+  c.in.erase(0, used);
+  if (closed) markDead(c.fd);
 }
 
 void StoreServer::handleFrame(Conn& c, std::string_view body) {
-  wire::Reader in(body);
-  std::uint32_t id = 0;
+  wire::ByteReader in(body);
+  const wire::FrameHead head = wire::readHead(in);  // Malformed: the caller closes the connection
+  wire::StoreRequest q;
   try {
-    id = in.u32();
-    auto op = static_cast<wire::Op>(in.u8());
-    switch (op) {
-      case wire::Op::Hello:
-        c.rank = static_cast<int>(in.u32());
-        reply(c.fd, wire::Writer(id, 0).frame());
-        return;
-      case wire::Op::Set: {
-        std::string key = in.str();
-        kv_[key] = in.str();
-        reply(c.fd, wire::Writer(id, 0).frame());
-        answerPending();
-        return;
-      }
-      case wire::Op::Get: {
-        PendingGet g{c.fd, id, {}};
-        std::uint32_t n = in.u32();
-        for (std::uint32_t i = 0; i < n; ++i) g.keys.push_back(in.str());
-        if (!tryAnswer(g)) pending_.push_back(std::move(g));
-        return;
-      }
-      case wire::Op::Check: {
-        std::uint32_t n = in.u32();
-        wire::Writer out(id, 0);
-        out.u32(n);
-        for (std::uint32_t i = 0; i < n; ++i) out.u8(kv_.count(in.str()) ? 1 : 0);
-        reply(c.fd, out.frame());
-        return;
-      }
-      case wire::Op::Add: {
-        std::string key = in.str();
-        std::int64_t delta = in.i64();
-        std::int64_t value = 0;
-        auto it = kv_.find(key);
-        if (it != kv_.end() && it->second.size() == 8) std::memcpy(&value, it->second.data(), 8);
-        value += delta;
-        kv_[key] = std::string(reinterpret_cast<const char*>(&value), 8);
-        reply(c.fd, wire::Writer(id, 0).i64(value).frame());
-        answerPending();
-        return;
-      }
-      case wire::Op::Del:
-        kv_.erase(in.str());
-        reply(c.fd, wire::Writer(id, 0).frame());
-        return;
-      case wire::Op::Bye:
-        c.saidBye = true;
-        ++goodbyes_;
-        reply(c.fd, wire::Writer(id, 0).frame());
-        return;
+    q = wire::decodeStoreRequest(head, in.rest());
+  } catch (const wire::Malformed& e) {
+    queue(c.fd, head.id, static_cast<std::uint8_t>(wire::Status::BadRequest), field(e.what()));
+    return;
+  }
+  if (q.foreign) return handleHello(c, q);
+  switch (q.op) {
+    case wire::Op::Hello:
+      return handleHello(c, q);
+    case wire::Op::Set: {
+      auto [it, fresh] = kv_.insert_or_assign(std::move(q.keys[0]), std::move(q.value));
+      queue(c.fd, head.id, 0);
+      if (fresh) keySet(it->first);
+      return;
     }
-    reply(c.fd, wire::Writer(id, static_cast<std::uint8_t>(wire::Status::BadRequest)).frame());
-  } catch (const std::out_of_range&) {
-    reply(c.fd, wire::Writer(id, static_cast<std::uint8_t>(wire::Status::BadRequest)).frame());
+    case wire::Op::Get:
+      return handleGet(c, head.id, std::move(q.keys));
+    case wire::Op::Check: {
+      wire::ByteWriter out;
+      out.u32(static_cast<std::uint32_t>(q.keys.size()));
+      for (const auto& k : q.keys) out.u8(kv_.count(k) ? 1 : 0);
+      queue(c.fd, head.id, 0, out.bytes());
+      return;
+    }
+    case wire::Op::Add: {
+      std::int64_t value = 0;
+      auto it = kv_.find(q.keys[0]);
+      const bool fresh = it == kv_.end();
+      if (!fresh && it->second.size() == 8) std::memcpy(&value, it->second.data(), 8);
+      value += q.delta;
+      auto [at, inserted] = kv_.insert_or_assign(std::move(q.keys[0]), std::string(reinterpret_cast<const char*>(&value), 8));
+      wire::ByteWriter out;
+      out.i64(value);
+      queue(c.fd, head.id, 0, out.bytes());
+      if (fresh) keySet(at->first);
+      return;
+    }
+    case wire::Op::Del:
+      kv_.erase(q.keys[0]);
+      queue(c.fd, head.id, 0);
+      return;
+    case wire::Op::Bye:
+      if (!c.saidBye) ++goodbyes_;
+      c.saidBye = true;
+      queue(c.fd, head.id, 0);
+      return;
+    case wire::Op::Gather:
+      return handleGather(c, head.id, q.keys[0], q.members, q.index, std::move(q.value));
+    case wire::Op::GatherMissing: {
+      auto it = groups_.find(q.keys[0]);
+      wire::ByteWriter out;
+      if (it == groups_.end()) {
+        out.u32(0);
+      } else {
+        const Group& g = it->second;
+        out.u32(g.members - g.arrived);
+        for (std::uint32_t i = 0; i < g.members; ++i) {
+          if (!g.have[i]) out.u32(i);
+        }
+      }
+      queue(c.fd, head.id, 0, out.bytes());
+      return;
+    }
   }
 }
 
-bool StoreServer::tryAnswer(const PendingGet& g) {
+void StoreServer::handleHello(Conn& c, const wire::StoreRequest& q) {
+  const std::uint32_t id = q.head.id;
+  if (!q.foreign && q.version == version_) {
+    c.rank = static_cast<int>(q.rank);
+    queue(c.fd, id, 0);
+    // A late joiner learns of ranks already gone, as the others did.
+    for (int gone : goneRanks_) {
+      wire::ByteWriter event;
+      event.u32(static_cast<std::uint32_t>(gone));
+      event.str(goneText());
+      queue(c.fd, wire::kEventId, static_cast<std::uint8_t>(wire::Status::PeerGone), event.bytes());
+    }
+    return;
+  }
+  const std::string who = q.op == wire::Op::Hello && !q.version.empty() ? "PE " + std::to_string(q.rank) : "a client";
+  const std::string theirs = q.version.empty() ? "of an unknown build" : q.version;
+  const std::string why = "axon " + theirs + " on " + who + ", axon " + version_ +
+                          " on PE 0 (which serves the store): every PE must run the same axon build";
+  if (refusal_.empty()) refusal_ = why;
+  queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(why));
+  // It cannot take part; flush its answer, then let it go without counting it as a crash.
+  c.closeWhenSent = true;
+  c.saidBye = true;
+  ++goodbyes_;
+  failWaiting();
+}
+
+void StoreServer::handleGet(Conn& c, std::uint32_t id, std::vector<std::string> keys) {
+  if (!refusal_.empty()) {
+    return queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(refusal_));
+  }
+  PendingGet g{c.fd, id, std::move(keys), 0};
+  for (const auto& k : g.keys) g.missing += kv_.count(k) ? 0 : 1;
   // Keys that are all there answer the get even after a PE left: a rendezvous whose last key the
   // departed PE set before it exited is complete, and its slower members must still see it.
-  bool complete = true;
-  for (const auto& k : g.keys) complete = complete && kv_.count(k) != 0;
-  if (!complete && goneRanks_.empty()) return false;
-  if (!complete) {
-    std::string who;
-    for (int r : goneRanks_) who += (who.empty() ? "" : ", ") + std::to_string(r);
-    wire::Writer out(g.id, static_cast<std::uint8_t>(wire::Status::PeerGone));
-    out.str("PE " + who + " disconnected from the store without finalize (exited or crashed)");
-    reply(g.fd, out.frame());
-    return true;
+  if (g.missing == 0) return answerGet(g);
+  const std::uint64_t key = getKey(c.fd, id);
+  for (const auto& k : g.keys) {
+    if (!kv_.count(k)) getsByKey_[k].push_back(key);
   }
-  wire::Writer out(g.id, 0);
-  out.u32(static_cast<std::uint32_t>(g.keys.size()));
-  for (const auto& k : g.keys) out.str(kv_[k]);
-  reply(g.fd, out.frame());
-  return true;
+  c.pendingGets.push_back(id);
+  gets_.emplace(key, std::move(g));
+  failWaiting();
 }
 
-void StoreServer::answerPending() {
-  std::vector<PendingGet> still;
-  for (auto& g : pending_) {
-    if (!tryAnswer(g)) still.push_back(std::move(g));
+void StoreServer::keySet(const std::string& key) {
+  auto it = getsByKey_.find(key);
+  if (it == getsByKey_.end()) return;
+  std::vector<std::uint64_t> waiting = std::move(it->second);
+  getsByKey_.erase(it);
+  for (std::uint64_t k : waiting) {
+    auto g = gets_.find(k);
+    if (g == gets_.end() || --g->second.missing != 0) continue;
+    answerGet(g->second);
+    auto c = conns_.find(g->second.fd);
+    if (c != conns_.end()) std::erase(c->second.pendingGets, g->second.id);
+    gets_.erase(g);
   }
-  pending_.swap(still);
+}
+
+void StoreServer::answerGet(const PendingGet& g) {
+  wire::ByteWriter out;
+  out.u32(static_cast<std::uint32_t>(g.keys.size()));
+  for (const auto& k : g.keys) out.str(kv_[k]);
+  queue(g.fd, g.id, 0, out.bytes());
+}
+
+void StoreServer::handleGather(Conn& c, std::uint32_t id, const std::string& name, std::uint32_t members,
+                               std::uint32_t index, std::string value) {
+  auto bad = [&](const std::string& why) {
+    queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::BadRequest), field(why));
+  };
+  if (!refusal_.empty()) {
+    return queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(refusal_));
+  }
+  if (members == 0 || index >= members) {
+    return bad("member " + std::to_string(index) + " of a group of " + std::to_string(members));
+  }
+  auto [it, fresh] = groups_.try_emplace(name);
+  Group& g = it->second;
+  if (fresh) {
+    g.members = members;
+    g.values.resize(members);
+    g.have.assign(members, false);
+  }
+  if (g.members != members) {
+    return bad("'" + name + "' has " + std::to_string(g.members) + " members for the ranks that came first but " +
+               std::to_string(members) + " for PE " + std::to_string(c.rank) + " (every member must name the same ranks)");
+  }
+  if (g.have[index]) {
+    return bad("member " + std::to_string(index) + " of '" + name + "' contributed twice (PE " +
+               std::to_string(c.rank) + ")");
+  }
+  g.have[index] = true;
+  g.values[index] = std::move(value);
+  g.waiters.push_back({c.fd, id});
+  c.gathers.insert(name);
+  if (++g.arrived == g.members) return completeGroup(name, g);
+  failWaiting();
+}
+
+void StoreServer::completeGroup(const std::string& name, Group& g) {
+  // The answer is built once and shared by every waiter's reply.
+  wire::ByteWriter body;
+  body.u32(g.members);
+  for (const auto& v : g.values) body.str(v);
+  auto shared = std::make_shared<const std::string>(body.bytes());
+  for (const Waiter& w : g.waiters) {
+    queue(w.fd, w.id, 0, "", shared);
+    auto c = conns_.find(w.fd);
+    if (c != conns_.end()) c->second.gathers.erase(name);
+  }
+  groups_.erase(name);
+}
+
+std::string StoreServer::goneText() const {
+  std::string who;
+  for (int r : goneRanks_) who += (who.empty() ? "" : ", ") + std::to_string(r);
+  return "PE " + who + " disconnected from the store without finalize (exited, crashed or stopped reading)";
+}
+
+void StoreServer::failWaiting() {
+  if (goneRanks_.empty() && refusal_.empty()) return;
+  const auto status = static_cast<std::uint8_t>(refusal_.empty() ? wire::Status::PeerGone : wire::Status::VersionMismatch);
+  const std::string why = field(refusal_.empty() ? goneText() : refusal_);
+  for (auto& [key, g] : gets_) queue(g.fd, g.id, status, why);
+  for (auto& [fd, c] : conns_) c.pendingGets.clear();
+  gets_.clear();
+  getsByKey_.clear();
+  // Incomplete groups keep what arrived (a slow member still finds it) but lose their waiters.
+  for (auto& [name, g] : groups_) {
+    for (const Waiter& w : g.waiters) queue(w.fd, w.id, status, why);
+    g.waiters.clear();
+  }
+  for (auto& [fd, c] : conns_) c.gathers.clear();
+}
+
+void StoreServer::queue(int fd, std::uint32_t id, std::uint8_t status, const std::string& fields, Bytes shared) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  const bool idle = c.out.empty();
+  c.out.push_back({std::make_shared<const std::string>(replyHead(id, status, fields, shared ? shared->size() : 0))});
+  c.outBytes += c.out.back().data->size();
+  if (shared && !shared->empty()) {
+    c.outBytes += shared->size();
+    c.out.push_back({std::move(shared)});
+  }
+  // A client that asks and asks without reading would make the server hold its answers without
+  // bound: past this it counts as stuck, like one that stalls for the reply timeout.
+  if (c.outBytes > 2 * std::size_t{wire::kMaxFrame}) markDead(fd);
+  if (idle) {
+    c.stalledSince = Clock::now();
+    toFlush_.push_back(fd);
+  }
+}
+
+void StoreServer::flush(Conn& c) {
+  while (!c.out.empty()) {
+    iovec iov[64];
+    int n = 0;
+    for (auto it = c.out.begin(); it != c.out.end() && n < 64; ++it, ++n) {
+      iov[n].iov_base = const_cast<char*>(it->data->data() + it->sent);
+      iov[n].iov_len = it->data->size() - it->sent;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    ssize_t w = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return markDead(c.fd);
+    }
+    c.stalledSince = Clock::now();
+    auto left = static_cast<std::size_t>(w);
+    c.outBytes -= left;
+    while (left > 0) {
+      OutPiece& p = c.out.front();
+      const std::size_t take = std::min(left, p.data->size() - p.sent);
+      p.sent += take;
+      left -= take;
+      if (p.sent == p.data->size()) c.out.pop_front();
+    }
+  }
+  watchOutput(c, !c.out.empty());
+  if (c.out.empty() && c.closeWhenSent) markDead(c.fd);
+}
+
+void StoreServer::watchOutput(Conn& c, bool on) {
+  if (on == !c.writable) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
+  ev.data.fd = c.fd;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
+  c.writable = !on;
+  if (on) stalled_.insert(c.fd);
+  else stalled_.erase(c.fd);
+}
+
+void StoreServer::dropStalled() {
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(replyTimeoutSec_));
+  const auto now = Clock::now();
+  for (int fd : stalled_) {
+    auto it = conns_.find(fd);
+    if (it != conns_.end() && now - it->second.stalledSince > limit) markDead(fd);
+  }
+}
+
+void StoreServer::markDead(int fd) {
+  if (std::find(dead_.begin(), dead_.end(), fd) == dead_.end()) dead_.push_back(fd);
+}
+
+void StoreServer::closeDead() {
+  while (!dead_.empty()) {
+    std::vector<int> now;
+    now.swap(dead_);
+    for (int fd : now) closeConn(fd);
+  }
 }
 
 void StoreServer::closeConn(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
-  if (!it->second.saidBye) {
-    if (it->second.rank >= 0) {
-      goneRanks_.insert(it->second.rank);
-      ++goodbyes_;  // it will not say goodbye now; do not wait for it at shutdown
-    }
-  }
-  ::close(fd);
+  Conn c = std::move(it->second);
   conns_.erase(it);
-  std::erase_if(pending_, [fd](const PendingGet& g) { return g.fd == fd; });
-  if (!goneRanks_.empty()) answerPending();
+  stalled_.erase(fd);
+  ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
+  ::close(fd);
+  // Forget its waits: nobody is left to answer.
+  for (std::uint32_t id : c.pendingGets) gets_.erase(getKey(fd, id));
+  for (const auto& name : c.gathers) {
+    auto g = groups_.find(name);
+    if (g != groups_.end()) std::erase_if(g->second.waiters, [fd](const Waiter& w) { return w.fd == fd; });
+  }
+  if (c.saidBye || c.rank < 0) return;
+  goneRanks_.insert(c.rank);
+  ++goodbyes_;  // it will not say goodbye now; do not wait for it at shutdown
+  // Tell every other rank at once: a PE waiting on the gone one's memory, not on the store, checks
+  // for these events instead of running into its timeout.
+  wire::ByteWriter event;
+  event.u32(static_cast<std::uint32_t>(c.rank));
+  event.str("PE " + std::to_string(c.rank) + " disconnected from the store without finalize");
+  for (auto& [other, oc] : conns_) queue(other, wire::kEventId, static_cast<std::uint8_t>(wire::Status::PeerGone), event.bytes());
+  failWaiting();
 }
 
 }  // namespace axon

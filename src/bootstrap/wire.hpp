@@ -1,5 +1,10 @@
-// Framing of the key-value store protocol: little helpers to append and read fields.
-// A frame is [u32 length of the rest][u32 request id][u8 op][fields]; strings are [u32 n][bytes].
+// Framing of the key-value store protocol and the byte codec that frames and store values share.
+//
+// A frame is [u32 length of the rest][u32 magic][u16 wire version][u32 request id][u8 op or
+// status][fields]; strings are [u32 n][bytes]. The length, magic and version lead every frame in
+// every version of axon, and the Hello request and the VersionMismatch reply keep their layout, so
+// that a PE of another build is told apart and answered in words both understand instead of being
+// misread. Integers are little-endian (the hosts axon runs on).
 #pragma once
 
 #include <cstdint>
@@ -7,75 +12,163 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace axon::wire {
 
-enum class Op : std::uint8_t { Hello = 1, Set, Get, Check, Add, Del, Bye };
-enum class Status : std::uint8_t { Ok = 0, PeerGone = 1, BadRequest = 2 };
+constexpr std::uint32_t kFrameMagic = 0x53584178u;  // "xAXS" in memory: an axon store frame
+constexpr std::uint16_t kWireVersion = 2;           // 1: the unversioned frames before this one
+// Bytes of a frame before its fields: length, magic, version, id, op/status.
+constexpr std::size_t kFrameHeaderBytes = 4 + 4 + 2 + 4 + 1;
+// Largest frame either side accepts: keeps a corrupt length word from allocating gigabytes.
+constexpr std::uint32_t kMaxFrame = 256u << 20;
 
-class Writer {
+// Requests. Hello: [u32 rank][str axon version]. Gather: [str group][u32 members][u32 index]
+// [str value], answered when every member has contributed: [u32 n][str value]... in index order.
+// GatherMissing: [str group] -> [u32 n][u32 index]... of the members not yet in.
+enum class Op : std::uint8_t { Hello = 1, Set, Get, Check, Add, Del, Bye, Gather, GatherMissing };
+// Replies carry a status where requests carry the op. Frames with request id 0 are events the
+// server sends unasked: PeerGone [u32 rank][str why] when a rank's connection drops without Bye.
+enum class Status : std::uint8_t { Ok = 0, PeerGone = 1, BadRequest = 2, VersionMismatch = 3 };
+constexpr std::uint32_t kEventId = 0;
+
+// A field that runs past the end of what was received, a wrong magic, a count that cannot fit:
+// the reader stops before touching memory it was not given.
+class Malformed : public std::runtime_error {
  public:
-  explicit Writer(std::uint32_t id, std::uint8_t op) {
-    buf_.resize(4);
-    u32(id);
-    u8(op);
-  }
-  Writer& u8(std::uint8_t v) { return raw(&v, 1); }
-  Writer& u32(std::uint32_t v) { return raw(&v, 4); }
-  Writer& i64(std::int64_t v) { return raw(&v, 8); }
-  Writer& str(std::string_view s) {
+  using std::runtime_error::runtime_error;
+};
+
+// Appends fields to a byte string.
+class ByteWriter {
+ public:
+  ByteWriter& u8(std::uint8_t v) { return raw(&v, 1); }
+  ByteWriter& u16(std::uint16_t v) { return raw(&v, 2); }
+  ByteWriter& u32(std::uint32_t v) { return raw(&v, 4); }
+  ByteWriter& u64(std::uint64_t v) { return raw(&v, 8); }
+  ByteWriter& i32(std::int32_t v) { return raw(&v, 4); }
+  ByteWriter& i64(std::int64_t v) { return raw(&v, 8); }
+  ByteWriter& str(std::string_view s) {
     u32(static_cast<std::uint32_t>(s.size()));
     return raw(s.data(), s.size());
   }
-  // The finished frame, with its length filled in.
-  const std::string& frame() {
-    std::uint32_t n = static_cast<std::uint32_t>(buf_.size() - 4);
-    std::memcpy(buf_.data(), &n, 4);
-    return buf_;
-  }
+  const std::string& bytes() const { return buf_; }
 
- private:
-  Writer& raw(const void* p, std::size_t n) {
+ protected:
+  ByteWriter& raw(const void* p, std::size_t n) {
     buf_.append(static_cast<const char*>(p), n);
     return *this;
   }
   std::string buf_;
 };
 
-// Reads fields from one frame body (without the length word); throws std::out_of_range when
-// the frame is shorter than its fields say, which the server answers with BadRequest.
-class Reader {
+// Reads fields back; every read checks the size first and throws Malformed when it would pass
+// the end.
+class ByteReader {
  public:
-  explicit Reader(std::string_view body) : body_(body) {}
+  explicit ByteReader(std::string_view bytes) : bytes_(bytes) {}
   std::uint8_t u8() { return get<std::uint8_t>(); }
+  std::uint16_t u16() { return get<std::uint16_t>(); }
   std::uint32_t u32() { return get<std::uint32_t>(); }
+  std::uint64_t u64() { return get<std::uint64_t>(); }
+  std::int32_t i32() { return get<std::int32_t>(); }
   std::int64_t i64() { return get<std::int64_t>(); }
-  std::string str() {
+  std::string str() { return std::string(view()); }
+  // A string field without copying it.
+  std::string_view view() {
     std::uint32_t n = u32();
-    need(n);
-    std::string s(body_.substr(pos_, n));
+    need(n, "a string");
+    std::string_view s = bytes_.substr(pos_, n);
     pos_ += n;
     return s;
   }
+  // A count of items each at least `minItemBytes` long: refused when the rest could not hold
+  // them, so a corrupt count cannot make the caller reserve gigabytes.
+  std::uint32_t count(std::size_t minItemBytes) {
+    std::uint32_t n = u32();
+    if (minItemBytes && n > left() / minItemBytes) {
+      throw Malformed("a count of " + std::to_string(n) + " items does not fit in the " + std::to_string(left()) +
+                      " bytes left");
+    }
+    return n;
+  }
+  std::size_t left() const { return bytes_.size() - pos_; }
+  std::size_t position() const { return pos_; }
+  // The rest, unread.
+  std::string_view rest() const { return bytes_.substr(pos_); }
 
  private:
   template <class T>
   T get() {
-    need(sizeof(T));
+    need(sizeof(T), "a field");
     T v;
-    std::memcpy(&v, body_.data() + pos_, sizeof(T));
+    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return v;
   }
-  void need(std::size_t n) const {
-    if (pos_ + n > body_.size()) throw std::out_of_range("truncated store frame");
+  void need(std::size_t n, const char* what) const {
+    if (n > bytes_.size() - pos_) {
+      throw Malformed(std::string(what) + " of " + std::to_string(n) + " bytes at byte " + std::to_string(pos_) +
+                      " runs past the end of " + std::to_string(bytes_.size()) + " bytes");
+    }
   }
-  std::string_view body_;
+  std::string_view bytes_;
   std::size_t pos_ = 0;
 };
 
-// Largest frame either side accepts: keeps a corrupt length word from allocating gigabytes.
-constexpr std::uint32_t kMaxFrame = 256u << 20;
+// One frame: the header, then fields; frame() fills in the length.
+class Writer : public ByteWriter {
+ public:
+  Writer(std::uint32_t id, std::uint8_t opOrStatus, std::uint16_t version = kWireVersion) {
+    buf_.resize(4);
+    u32(kFrameMagic);
+    u16(version);
+    u32(id);
+    u8(opOrStatus);
+  }
+  // The field writers again, returning Writer& so that a frame is written in one expression.
+  Writer& u8(std::uint8_t v) { ByteWriter::u8(v); return *this; }
+  Writer& u16(std::uint16_t v) { ByteWriter::u16(v); return *this; }
+  Writer& u32(std::uint32_t v) { ByteWriter::u32(v); return *this; }
+  Writer& u64(std::uint64_t v) { ByteWriter::u64(v); return *this; }
+  Writer& i32(std::int32_t v) { ByteWriter::i32(v); return *this; }
+  Writer& i64(std::int64_t v) { ByteWriter::i64(v); return *this; }
+  Writer& str(std::string_view s) { ByteWriter::str(s); return *this; }
+  // The finished frame, with its length filled in.
+  const std::string& frame() {
+    std::uint32_t n = static_cast<std::uint32_t>(buf_.size() - 4);
+    std::memcpy(buf_.data(), &n, 4);
+    return buf_;
+  }
+};
+
+// The header of a frame body (the bytes after the length word).
+struct FrameHead {
+  std::uint16_t version = 0;
+  std::uint32_t id = 0;
+  std::uint8_t code = 0;  // op in a request, status in a reply
+};
+
+// Reads the header of `in` (a reader over a frame body). Throws Malformed when the body is too
+// short or does not start with the magic; the version is returned, not checked: the caller
+// decides what a frame of another version may still say.
+inline FrameHead readHead(ByteReader& in) {
+  if (in.u32() != kFrameMagic) throw Malformed("not an axon store frame (wrong magic)");
+  FrameHead h;
+  h.version = in.u16();
+  h.id = in.u32();
+  h.code = in.u8();
+  return h;
+}
+
+// Checks the length word at the start of `buffered`: how many bytes the whole frame takes, or 0
+// while it is not all there. Throws Malformed for a length that no frame may have.
+inline std::size_t completeFrameBytes(std::string_view buffered) {
+  if (buffered.size() < 4) return 0;
+  std::uint32_t len;
+  std::memcpy(&len, buffered.data(), 4);
+  if (len > kMaxFrame) throw Malformed("a frame of " + std::to_string(len) + " bytes (the most is " + std::to_string(kMaxFrame) + ")");
+  if (len < kFrameHeaderBytes - 4) throw Malformed("a frame of " + std::to_string(len) + " bytes is shorter than its header");
+  return buffered.size() >= 4 + std::size_t{len} ? 4 + std::size_t{len} : 0;
+}
 
 }  // namespace axon::wire

@@ -129,12 +129,9 @@ void run(Request q, const Team& team, const char* api) {
   coll::CallRecord record{};
   record.collective = static_cast<std::uint32_t>(q.collective);
   record.dtype = static_cast<std::uint32_t>(q.type);
-  record.op = q.collective == Collective::Reduce || q.collective == Collective::Allreduce ||
-                      q.collective == Collective::ReduceScatter
-                  ? static_cast<std::uint32_t>(q.op)
-                  : 0;
+  record.op = coll::reduces(q.collective) ? static_cast<std::uint32_t>(q.op) : 0;
   record.algo = static_cast<std::uint32_t>(plan.algo);
-  record.root = q.collective == Collective::Broadcast || q.collective == Collective::Reduce ? q.root : -1;
+  record.root = coll::rooted(q.collective) ? q.root : -1;
   record.count = q.count;
   record.chunkBytes = rt.env().collBuffer;
   coll::Call call(rt, state, *state.workspace, record, api);

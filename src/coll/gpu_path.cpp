@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "axon/error.hpp"
+#include "coll/describe_call.hpp"
 #include "core/log.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
@@ -11,23 +12,14 @@
 namespace axon::coll {
 namespace {
 
-bool reduces(Collective c) {
-  return c == Collective::Reduce || c == Collective::Allreduce || c == Collective::ReduceScatter;
-}
-bool rooted(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
-
 std::string describeCall(const device::CollRecord& r) {
   const auto c = static_cast<Collective>(r.collective);
-  std::string s = std::string(collectiveName(c)) + "(count " + std::to_string(r.count) + ", " +
-                  dataTypeName(static_cast<DataType>(r.dtype));
-  if (reduces(c)) s += std::string(", ") + reduceOpName(static_cast<ReduceOp>(r.op));
-  if (rooted(c)) s += ", root " + std::to_string(r.root);
-  s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) +
-       (r.proto == static_cast<unsigned>(device::CollProto::LL)       ? " LL, "
-        : r.proto == static_cast<unsigned>(device::CollProto::Direct) ? " direct, "
-                                                                      : ", ");
-  s += r.channels == 0 ? std::string("device-callable") : std::to_string(r.channels) + " channel(s)";
-  return s + ")";
+  const char* proto = r.proto == static_cast<unsigned>(device::CollProto::LL)       ? " LL"
+                      : r.proto == static_cast<unsigned>(device::CollProto::Direct) ? " direct"
+                                                                                    : "";
+  const std::string channels = r.channels == 0 ? "device-callable" : std::to_string(r.channels) + " channel(s)";
+  return coll::describeCall(CallDescription{c, r.count, static_cast<DataType>(r.dtype), static_cast<ReduceOp>(r.op),
+                                            r.root, algoName(static_cast<Algo>(r.algo)) + std::string(proto), channels});
 }
 
 std::string hex(unsigned long long v) {

@@ -5,6 +5,7 @@
 
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
+#include "coll/describe_call.hpp"
 #include "coll/plan.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
@@ -23,6 +24,14 @@ void storeRelease(std::uint64_t& w, std::uint64_t v) {
 bool sameCall(const CallRecord& a, const CallRecord& b) {
   return a.seq == b.seq && a.collective == b.collective && a.dtype == b.dtype && a.op == b.op &&
          a.algo == b.algo && a.root == b.root && a.count == b.count && a.chunkBytes == b.chunkBytes;
+}
+
+std::string describeCall(const CallRecord& r) {
+  const auto c = static_cast<Collective>(r.collective);
+  std::optional<DataType> type;
+  if (c != Collective::Barrier) type = static_cast<DataType>(r.dtype);  // a barrier's record holds a type it never reads
+  return coll::describeCall(CallDescription{c, r.count, type, static_cast<ReduceOp>(r.op), r.root,
+                                            algoName(static_cast<Algo>(r.algo)), "buffer " + std::to_string(r.chunkBytes)});
 }
 
 }  // namespace
@@ -143,18 +152,6 @@ void Call::mismatch(const std::string& text) {
   }
   ws_.failure = "this PE found a mismatch";
   throw Error(ErrorCode::CollectiveMismatch, message);
-}
-
-std::string Call::describeCall(const CallRecord& r) const {
-  const auto c = static_cast<Collective>(r.collective);
-  std::string s = std::string(collectiveName(c)) + "(count " + std::to_string(r.count);
-  if (c != Collective::Barrier) s += std::string(", ") + dataTypeName(static_cast<DataType>(r.dtype));
-  if (c == Collective::Reduce || c == Collective::Allreduce || c == Collective::ReduceScatter) {
-    s += std::string(", ") + reduceOpName(static_cast<ReduceOp>(r.op));
-  }
-  if (c == Collective::Broadcast || c == Collective::Reduce) s += ", root " + std::to_string(r.root);
-  s += std::string(", ") + algoName(static_cast<Algo>(r.algo)) + ", buffer " + std::to_string(r.chunkBytes) + ")";
-  return s;
 }
 
 }  // namespace axon::coll

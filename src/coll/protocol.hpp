@@ -31,7 +31,6 @@ class Call {
 
   int members() const { return ws_.members(); }
   int me() const { return ws_.me(); }
-  std::size_t halfBytes() const { return ws_.halfBytes(); }
 
   // The next round number.
   std::uint64_t nextRound() { return ++ws_.rounds; }
@@ -62,7 +61,6 @@ class Call {
   [[noreturn]] void mismatch(const std::string& text);
   void checkAbort();
   void checkPeers();
-  std::string describeCall(const CallRecord& r) const;
 
   Runtime& rt_;
   const detail::TeamState& team_;

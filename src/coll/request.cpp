@@ -59,7 +59,7 @@ void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api)
   if (static_cast<unsigned>(q.op) > static_cast<unsigned>(ReduceOp::Max)) {
     badArgument(rt, api, "reduce op " + std::to_string(static_cast<int>(q.op)) + " is not an axon::ReduceOp");
   }
-  if ((q.collective == Collective::Broadcast || q.collective == Collective::Reduce) && (q.root < 0 || q.root >= n)) {
+  if (rooted(q.collective) && (q.root < 0 || q.root >= n)) {
     throw Error(ErrorCode::InvalidPe, "PE " + std::to_string(rt.myPe()) + ": " + api + ": root " +
                                           std::to_string(q.root) + " is outside the team [0, " + std::to_string(n) + ")");
   }

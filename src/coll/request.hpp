@@ -24,6 +24,14 @@ struct Request {
   int root;
 };
 
+// Which arguments a collective reads: the reduce op only where it reduces, the root only where
+// one member is the source or the destination. Call records blank the others (op 0, root -1), so
+// that members which differ only in an argument the call ignores still agree.
+inline bool reduces(Collective c) {
+  return c == Collective::Reduce || c == Collective::Allreduce || c == Collective::ReduceScatter;
+}
+inline bool rooted(Collective c) { return c == Collective::Broadcast || c == Collective::Reduce; }
+
 // Bytes each side of the call touches on member `me` of `n`: {src, dst}.
 std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t elem, int me);
 // Throws InvalidArgument / InvalidPe naming this PE and `api`, and OutOfBounds where src or dst

@@ -1,6 +1,6 @@
 // Index and schedule math of the collective algorithms: pure functions, tested on the host
-// (tests/unit/coll_schedule_test.cpp). The algorithms in algorithms.cpp and, later, the GPU kernels
-// follow these and nothing else, so every member derives the same rounds from the same arguments.
+// (tests/unit/coll_math_test.cpp). The host algorithms in algorithms.cpp follow these and nothing
+// else, so every member derives the same rounds from the same arguments.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 #include "coll/workspace.hpp"
 
 #include "axon/error.hpp"
+#include "bootstrap/setup_step.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
 
@@ -10,45 +11,41 @@ std::unique_ptr<Workspace> Workspace::create(Runtime& rt, const detail::TeamStat
   const int n = static_cast<int>(team.members.size());
   const WorkspaceLayout layout = workspaceLayout(n, halfBytes);
   std::unique_ptr<Workspace> ws(new Workspace(n, team.myIndex, layout));
-  // A PE that cannot create its segment says so in the exchange, so that every member fails
-  // naming it instead of waiting for a name that never comes.
+  // A PE that cannot create its segment, or open a member's, says so in the step, so that every
+  // member fails naming it instead of waiting for a name that never comes.
+  const std::string what = "the collective workspace of team " + team.name + " (AXON_COLL_BUFFER sets its size)";
+  SetupStep create(rt.bootstrap(), "coll-ws-" + team.name, team.members, what);
   std::optional<ShmSegment> mine;
-  std::string contribution;
   try {
     mine.emplace(ShmSegment::create(freshShmName(rt.myPe(), "-ws"), layout.total));
     mine->growTo(layout.total);
-    contribution = mine->name();
   } catch (const Error& e) {
-    contribution = std::string("!") + e.what();
+    create.fail(e);
   }
-  const std::string tag = "coll-ws-" + team.name;
-  auto names = rt.bootstrap().allgather(tag, team.members, contribution);
-  for (int i = 0; i < n; ++i) {
-    if (!names[i].empty() && names[i][0] == '!') {
-      throw Error(ErrorCode::OutOfMemory, "PE " + std::to_string(rt.myPe()) + ": the collective workspace of team " +
-                                              team.name + " could not be created on PE " +
-                                              std::to_string(team.members[i]) + ": " + names[i].substr(1) +
-                                              " (AXON_COLL_BUFFER sets its size)");
+  auto names = create.finish(mine ? mine->name() : "");
+  SetupStep open(rt.bootstrap(), "coll-ws-open-" + team.name, team.members, what);
+  try {
+    for (int i = 0; i < n; ++i) {
+      if (i == team.myIndex) {
+        ws->segments_.push_back(std::move(*mine));
+        continue;
+      }
+      ShmSegment peer = ShmSegment::open(names[i], layout.total);
+      peer.growTo(layout.total);
+      ws->segments_.push_back(std::move(peer));
     }
+  } catch (const Error& e) {
+    open.fail(e);
   }
-  for (int i = 0; i < n; ++i) {
-    if (i == team.myIndex) {
-      ws->segments_.push_back(std::move(*mine));
-      continue;
-    }
-    ShmSegment peer = ShmSegment::open(names[i], layout.total);
-    peer.growTo(layout.total);
-    ws->segments_.push_back(std::move(peer));
-  }
+  // Every member has opened every name: ours can go, so that a crash leaves nothing behind.
+  open.finish();
+  ws->segments_[team.myIndex].unlinkName();
   for (int i = 0; i < n; ++i) {
     if (i != team.myIndex) ws->others.push_back(i);
     const std::string of = "[from team PE " + std::to_string(i) + "] of team " + team.name + "'s collective workspace";
     ws->readyNames.push_back("ready" + of);
     ws->ackNames.push_back("ack" + of);
   }
-  // Every member has opened every name: ours can go, so that a crash leaves nothing behind.
-  rt.bootstrap().barrier(tag + "-open", team.members);
-  ws->segments_[team.myIndex].unlinkName();
   return ws;
 }
 

@@ -29,7 +29,6 @@ class Workspace {
 
   int members() const { return members_; }
   int me() const { return me_; }
-  std::size_t halfBytes() const { return layout_.halfBytes; }
 
   WorkspaceHeader& header(int member) const { return *reinterpret_cast<WorkspaceHeader*>(base(member)); }
   // member's ready[from] / ack[from].

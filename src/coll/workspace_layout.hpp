@@ -1,5 +1,5 @@
 // The layout of one PE's collective workspace: the same on every member of a team, so a member
-// finds a peer's words by offset. Pure, tested on the host (tests/unit/coll_schedule_test.cpp).
+// finds a peer's words by offset. Pure, tested on the host (tests/unit/coll_math_test.cpp).
 //
 //   header: this PE's current call, the call whose data sits in each half, the abort record
 //   ready[n]: ready[p] = the last round PE p published to this PE   (written by p)

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 
@@ -30,23 +31,25 @@ HostPort parseHostPort(const std::string& text, const std::string& origin) {
   return hp;
 }
 
-bool sendAll(int fd, const void* data, std::size_t n) {
+SendResult sendAll(int fd, const void* data, std::size_t n, std::chrono::steady_clock::time_point deadline) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
     ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        // A reader that stops reading for this long is stuck or gone: drop it rather than stall.
-        pollfd pfd{fd, POLLOUT, 0};
-        if (::poll(&pfd, 1, 10000) > 0) continue;
-      }
-      return false;
+    if (w >= 0) {
+      p += w;
+      n -= static_cast<std::size_t>(w);
+      continue;
     }
-    p += w;
-    n -= static_cast<std::size_t>(w);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return SendResult::Gone;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return SendResult::TimedOut;
+    pollfd pfd{fd, POLLOUT, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (r < 0 && errno != EINTR) return SendResult::Gone;
+    if (r > 0 && (pfd.revents & (POLLERR | POLLHUP)) && !(pfd.revents & POLLOUT)) return SendResult::Gone;
   }
-  return true;
+  return SendResult::Sent;
 }
 
 void setNonBlocking(int fd, bool on) {

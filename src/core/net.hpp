@@ -1,6 +1,7 @@
 // Small socket helpers shared by the store server and client.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace axon::net {
@@ -14,8 +15,11 @@ struct HostPort {
 // "host:port" or "[v6addr]:port". Throws InvalidArgument naming `origin` on a malformed value.
 HostPort parseHostPort(const std::string& text, const std::string& origin);
 
-// Writes all bytes (MSG_NOSIGNAL); returns false when the peer is gone.
-bool sendAll(int fd, const void* data, std::size_t n);
+enum class SendResult { Sent, Gone, TimedOut };
+// Writes all bytes to a non-blocking socket (MSG_NOSIGNAL), waiting for room until `deadline`.
+// Gone: the peer closed or reset. TimedOut: the peer stopped reading; part of the bytes may have
+// been sent, so the stream is torn and the connection must be closed.
+SendResult sendAll(int fd, const void* data, std::size_t n, std::chrono::steady_clock::time_point deadline);
 
 // Sets O_NONBLOCK / FD_CLOEXEC.
 void setNonBlocking(int fd, bool on);

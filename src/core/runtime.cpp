@@ -6,11 +6,14 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <sstream>
 
 #include "axon/error.hpp"
 #include "axon/runtime.hpp"
+#include "bootstrap/blob.hpp"
+#include "bootstrap/setup_step.hpp"
 #include "coll/workspace.hpp"
 #include "core/log.hpp"
 #include "core/team_state.hpp"
@@ -34,26 +37,39 @@ std::string hostIdentity() {
   return std::string(host) + "/" + boot;
 }
 
+// The file that names this process's PID namespace ("pid:[4026531836]"). PEs in another
+// namespace (a container, `unshare --pid`) see other pids, so their pids say nothing here.
+std::string pidNamespace() {
+  char buf[128] = {0};
+  ssize_t n = ::readlink("/proc/self/ns/pid", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("unknown");
+}
+
+// What each PE tells the others at init.
 struct PeerCard {
   std::string host;
+  std::string pidNamespace;
   pid_t pid = 0;
   std::string segment;
-  std::size_t mapped = 0;
+  std::uint64_t mapped = 0;
 
   std::string encode() const {
-    return host + "\n" + std::to_string(pid) + "\n" + segment + "\n" + std::to_string(mapped);
+    wire::BlobWriter w(wire::BlobKind::PeerCard);
+    w.str(host).str(pidNamespace).i64(pid).str(segment).u64(mapped);
+    return w.take();
   }
-  static PeerCard decode(const std::string& s) {
-    PeerCard c;
-    std::istringstream in(s);
-    std::string pid, mapped;
-    std::getline(in, c.host);
-    std::getline(in, pid);
-    std::getline(in, c.segment);
-    std::getline(in, mapped);
-    c.pid = static_cast<pid_t>(std::stol(pid));
-    c.mapped = std::stoull(mapped);
-    return c;
+  static PeerCard decode(const std::string& blob, const std::string& origin) {
+    return wire::decodeBlob(blob, wire::BlobKind::PeerCard, origin, [](wire::ByteReader& in) {
+      PeerCard c;
+      c.host = in.str();
+      c.pidNamespace = in.str();
+      const std::int64_t pid = in.i64();
+      if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) throw wire::Malformed("a pid of " + std::to_string(pid));
+      c.pid = static_cast<pid_t>(pid);
+      c.segment = in.str();
+      c.mapped = in.u64();
+      return c;
+    });
   }
 };
 
@@ -82,22 +98,29 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
 }
 
 void Runtime::exchangePeers() {
-  PeerCard me{hostIdentity(), ::getpid(), heap_->localName(), heap_->mapped()};
-  auto cards = boot_->allgatherWorld("init", me.encode());
+  PeerCard me{hostIdentity(), pidNamespace(), ::getpid(), heap_->localName(), heap_->mapped()};
+  SetupStep join(*boot_, "init", boot_->worldRanks(), "joining the job");
+  auto cards = join.finish(me.encode());
   nodeLocal_.assign(nPes(), false);
   std::vector<pid_t> pids(nPes(), 0);
   std::vector<PeerCard> peers;
-  for (int pe = 0; pe < nPes(); ++pe) peers.push_back(PeerCard::decode(cards[pe]));
-  for (int pe = 0; pe < nPes(); ++pe) {
-    if (peers[pe].host != me.host) continue;
-    nodeLocal_[pe] = true;
-    pids[pe] = peers[pe].pid;
-    if (pe == myPe()) continue;
-    heap_->attachPeer(pe, peers[pe].segment);
-    heap_->mapPeer(pe, peers[pe].mapped);
+  for (int pe = 0; pe < nPes(); ++pe) peers.push_back(PeerCard::decode(cards[pe], join.originOf(pe)));
+  SetupStep attach(*boot_, "init-attached", boot_->worldRanks(), "mapping the heaps of the PEs on each node");
+  try {
+    for (int pe = 0; pe < nPes(); ++pe) {
+      if (peers[pe].host != me.host) continue;
+      nodeLocal_[pe] = true;
+      // A pid means something only in the namespace it came from.
+      if (peers[pe].pidNamespace == me.pidNamespace) pids[pe] = peers[pe].pid;
+      if (pe == myPe()) continue;
+      heap_->attachPeer(pe, peers[pe].segment);
+      heap_->mapPeer(pe, peers[pe].mapped);
+    }
+  } catch (const Error& e) {
+    attach.fail(e);
   }
   // Everyone has opened every name it needs: the names can go, so a crash later leaks nothing.
-  boot_->barrierWorld("init-attached");
+  attach.finish();
   heap_->unlinkLocalName();
   liveness_ = Liveness(std::move(pids));
 
@@ -137,23 +160,16 @@ void Runtime::startGpu() {
   }
   // Every PE must run the same backend: malloc allocates on the GPU heap on one and on the host
   // heap on another would break symmetry.
-  auto all = boot_->allgatherWorld("backend", !failure.empty() ? "fail:" + std::to_string(static_cast<int>(failureCode)) + ":" + failure
-                                              : gpu_ ? std::string("gpu") : "host:" + gpuWhyNot_);
-  for (int pe = 0; pe < nPes(); ++pe) {
-    if (all[pe].rfind("fail:", 0) != 0) continue;
-    auto colon = all[pe].find(':', 5);
-    auto code = static_cast<ErrorCode>(std::stoi(all[pe].substr(5, colon - 5)));
-    std::string msg = all[pe].substr(colon + 1);
-    throw Error(code, pe == myPe() ? msg : "PE " + std::to_string(myPe()) + ": the GPU backend failed on PE " +
-                                               std::to_string(pe) + ": " + msg);
-  }
+  SetupStep step(*boot_, "backend", boot_->worldRanks(), "the GPU backend");
+  if (!failure.empty()) step.fail(failureCode, failure);
+  auto all = step.finish(gpu_ ? std::string("gpu") : "host:" + gpuWhyNot_);
   std::string hostPes, gpuPes, why;
   for (int pe = 0; pe < nPes(); ++pe) {
     if (all[pe] == "gpu") {
       gpuPes += (gpuPes.empty() ? "" : ", ") + std::to_string(pe);
     } else {
       hostPes += (hostPes.empty() ? "" : ", ") + std::to_string(pe);
-      if (why.empty()) why = "PE " + std::to_string(pe) + ": " + all[pe].substr(5);
+      if (why.empty()) why = "PE " + std::to_string(pe) + ": " + (all[pe].rfind("host:", 0) == 0 ? all[pe].substr(5) : all[pe]);
     }
   }
   if (!gpuPes.empty() && !hostPes.empty()) {
@@ -275,12 +291,23 @@ Transport& Runtime::transportFor(const RemoteRef& ref, const void* local, const 
 }
 
 int Runtime::findDeadPe() const {
+  // Node-local PEs in our PID namespace first: a pid answers in microseconds.
   for (int pe = 0; pe < nPes(); ++pe) {
     if (liveness_.pidOf(pe) <= 0 || Liveness::processAlive(liveness_.pidOf(pe))) continue;
     if (std::atomic_ref<std::uint64_t>(control(pe).departed).load(std::memory_order_acquire)) continue;
     return pe;
   }
-  return -1;
+  // Every other PE through the store, which sees each one's connection drop.
+  const int gone = boot_->goneRank();
+  return gone == myPe() ? -1 : gone;
+}
+
+std::string Runtime::deathOf(int pe) const {
+  if (liveness_.pidOf(pe) > 0 && !Liveness::processAlive(liveness_.pidOf(pe))) {
+    return "PE " + std::to_string(pe) + " (pid " + std::to_string(liveness_.pidOf(pe)) + ") exited";
+  }
+  std::string why = boot_->store().goneReason();
+  return "PE " + std::to_string(pe) + " is gone (" + (why.empty() ? "its store connection closed" : why) + ")";
 }
 
 void Runtime::fenceAll() {

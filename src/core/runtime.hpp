@@ -45,9 +45,11 @@ class Runtime {
   std::shared_ptr<HeapSpace> heapOwner(HeapKind kind) const;
   // After the host heap grew (here or on peers): pins the new ranges for the GPU.
   void pinHostHeap();
-  const Liveness& liveness() const { return liveness_; }
-  // A node-local PE whose process is gone without having finalized, or -1.
+  // A PE that is gone without having finalized, or -1: a node-local PE in our PID namespace whose
+  // process exited, or any PE whose store connection closed (core/liveness.hpp).
   int findDeadPe() const;
+  // "PE 3 (pid 1234) exited", or how the store saw it go: for messages about findDeadPe's answer.
+  std::string deathOf(int pe) const;
   const std::vector<bool>& nodeLocal() const { return nodeLocal_; }
 
   // Checks `pe`; names `api` in the error.

@@ -8,6 +8,8 @@
 #include "axon/error.hpp"
 #include "axon/onesided.hpp"
 #include "axon/team.hpp"
+#include "bootstrap/blob.hpp"
+#include "bootstrap/setup_step.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
@@ -84,16 +86,22 @@ Team Team::splitStrided(int start, int stride, int size) const {
     problem = "start " + std::to_string(start) + ", stride " + std::to_string(stride) + ", size " +
               std::to_string(size) + " leaves team " + s.name + " of " + std::to_string(n) + " PEs";
   }
-  struct Contribution {
-    int start, stride, size;
-    std::uint64_t slots;
-  } mine{start, stride, size, rt.teamSlotsInUse()};
-  std::string blob(reinterpret_cast<const char*>(&mine), sizeof(mine));
-  auto all = rt.bootstrap().allgather("split-" + s.name, s.members, blob);
+  // The arguments and the free slots, as a TeamSplit value.
+  wire::BlobWriter mine(wire::BlobKind::TeamSplit);
+  mine.i32(start).i32(stride).i32(size).u64(rt.teamSlotsInUse());
+  SetupStep step(rt.bootstrap(), "split-" + s.name, s.members, "team_split_strided on team " + s.name);
+  auto all = step.finish(mine.take());
   std::uint64_t taken = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    Contribution c;
-    std::memcpy(&c, all[i].data(), sizeof(c));
+    struct {
+      int start, stride, size;
+    } c{};
+    taken |= wire::decodeBlob(all[i], wire::BlobKind::TeamSplit, step.originOf(i), [&c](wire::ByteReader& in) {
+      c.start = in.i32();
+      c.stride = in.i32();
+      c.size = in.i32();
+      return in.u64();
+    });
     if (c.start != start || c.stride != stride || c.size != size) {
       throw Error(ErrorCode::CollectiveMismatch,
                   "PE " + std::to_string(rt.myPe()) + ": team_split_strided on team " + s.name +
@@ -102,7 +110,6 @@ Team Team::splitStrided(int start, int stride, int size) const {
                       " passed (" + std::to_string(c.start) + ", " + std::to_string(c.stride) +
                       ", " + std::to_string(c.size) + ")");
     }
-    taken |= c.slots;
   }
   if (!problem.empty()) throw Error(ErrorCode::InvalidArgument, "axon: team_split_strided: " + problem);
   if (~taken == 0) {

@@ -3,9 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
+#include "bootstrap/blob.hpp"
+#include "bootstrap/setup_step.hpp"
 #include "core/log.hpp"
 #include "core/runtime.hpp"
 #include "gpu/copy_async.hpp"
@@ -110,18 +115,26 @@ class CudaBackend final : public GpuBackend {
   }
 
   void connect(Runtime& rt) override {
+    Bootstrap& boot = rt.bootstrap();
     // Every PE publishes where it receives memory handles and which GPU it drives.
-    auto cards = rt.bootstrap().allgatherWorld("gpu-card", heap_->channel().address() + "\n" + busId_);
+    wire::BlobWriter mine(wire::BlobKind::GpuCard);
+    mine.str(heap_->channel().address()).str(busId_);
+    SetupStep introduce(boot, "gpu-card", boot.worldRanks(), "the GPU backend's start-up");
+    auto cards = introduce.finish(mine.take());
     HeapPeers peers;
     peers.channelAddress.assign(nPes_, "");
     peers.tryMap.assign(nPes_, false);
     busIds_.assign(nPes_, "");
     whyUnreachable_.assign(nPes_, "");
     for (int p = 0; p < nPes_; ++p) {
-      auto nl = cards[p].find('\n');
-      busIds_[p] = cards[p].substr(nl + 1);
+      auto [address, bus] = wire::decodeBlob(cards[p], wire::BlobKind::GpuCard, introduce.originOf(p),
+                                             [](wire::ByteReader& in) {
+                                               std::string a = in.str();
+                                               return std::pair{a, in.str()};
+                                             });
+      busIds_[p] = bus;
       if (!rt.nodeLocal()[p] || p == myPe_) continue;
-      peers.channelAddress[p] = cards[p].substr(0, nl);
+      peers.channelAddress[p] = address;
       peers.tryMap[p] = rt.env().p2p;
     }
     peers.timeoutSec = rt.env().timeoutSec;
@@ -129,19 +142,37 @@ class CudaBackend final : public GpuBackend {
     heap_->connect(std::move(peers));
 
     // The control words are the GPU heap's first allocation: offset 0 on every PE.
-    auto offset = heap_->allocator().allocate(sizeof(device::ControlWords), 4096);
-    if (!offset || *offset != 0) throw Error(ErrorCode::Internal, "the GPU control words are not at offset 0");
-    heap_->growLocal(heap_->allocator().top());
-    memsetLocal(heap_->base(), 0, sizeof(device::ControlWords));
-    auto sizes = rt.bootstrap().allgatherWorld("gpu-heap", std::to_string(heap_->mapped()));
-    std::vector<std::size_t> mapped(nPes_);
-    for (int p = 0; p < nPes_; ++p) mapped[p] = std::stoull(sizes[p]);
-    heap_->mapPeers(mapped);
+    SetupStep grow(boot, "gpu-heap", boot.worldRanks(), "the GPU heap's control words");
+    try {
+      auto offset = heap_->allocator().allocate(sizeof(device::ControlWords), 4096);
+      if (!offset || *offset != 0) throw Error(ErrorCode::Internal, pe(myPe_) + ": the GPU control words are not at offset 0");
+      heap_->growLocal(heap_->allocator().top());
+      memsetLocal(heap_->base(), 0, sizeof(device::ControlWords));
+    } catch (const Error& e) {
+      grow.fail(e);
+    }
+    auto sizes = grow.finish(wire::wordBlob(heap_->mapped()));
+    mapGrowth(rt, *heap_, sizes, grow, "gpu-heap-map", "mapping the PEs' GPU heaps");
     reportPeers(rt);
     startStagedPath(rt);
     buildContext();
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
-    rt.bootstrap().barrierWorld("gpu-ready");
+    boot.barrierWorld("gpu-ready");
+  }
+
+  // After a step whose payloads are the PEs' mapped sizes: maps the peers' growth in a step of its
+  // own, so that a PE that cannot fails every PE alike.
+  void mapGrowth(Runtime& rt, HeapSpace& heap, const std::vector<std::string>& sizes, const SetupStep& sizesStep,
+                 const char* tag, const char* what) {
+    std::vector<std::size_t> mapped(nPes_);
+    for (int p = 0; p < nPes_; ++p) mapped[p] = wire::readWordBlob(sizes[p], sizesStep.originOf(p));
+    SetupStep step(rt.bootstrap(), tag, rt.bootstrap().worldRanks(), what);
+    try {
+      heap.mapPeers(mapped, [&step] { step.checkPeers(); });
+    } catch (const Error& e) {
+      step.fail(e);
+    }
+    step.finish();
   }
 
   // What kernels get from axon::deviceContext(): nothing in it changes after start-up.
@@ -178,29 +209,37 @@ class CudaBackend final : public GpuBackend {
   // path: one channel per sender in its host heap (the same allocation on every PE) and a proxy
   // thread serving it.
   void startStagedPath(Runtime& rt) {
+    Bootstrap& boot = rt.bootstrap();
     bool missing = false;
     for (int p = 0; p < nPes_; ++p) missing |= rt.nodeLocal()[p] && !heap_->reachable(p);
-    auto votes = rt.bootstrap().allgatherWorld("gpu-reach", missing ? "1" : "0");
+    SetupStep vote(boot, "gpu-reach", boot.worldRanks(), "the choice of the staged path");
+    auto votes = vote.finish(wire::wordBlob(missing ? 1 : 0));
     bool any = false;
-    for (const auto& v : votes) any |= v == "1";
+    for (int p = 0; p < nPes_; ++p) any |= wire::readWordBlob(votes[p], vote.originOf(p)) != 0;
     if (!any) return;
     const std::size_t chunk = std::max<std::size_t>(64u << 10, rt.env().stageChunk / 4096 * 4096);
     const std::size_t perSender = staged::channelBytes(chunk);
     SymmetricHeap& host = rt.hostHeap();
-    auto offset = host.allocator().allocate(perSender * nPes_, 4096);
-    if (!offset) {
-      throw Error(ErrorCode::OutOfMemory, pe(myPe_) + ": the staged path needs " + std::to_string(perSender * nPes_) +
-                                              " bytes of host heap (AXON_STAGE_CHUNK x " +
-                                              std::to_string(staged::kStageSlots) + " slots x PEs; raise AXON_HEAP_MAX)");
+    SetupStep grow(boot, "stage-heap", boot.worldRanks(), "the staged path's channels");
+    std::optional<std::size_t> offset;
+    std::size_t total = 0;
+    try {
+      if (__builtin_mul_overflow(perSender, static_cast<std::size_t>(nPes_), &total)) total = SIZE_MAX;
+      offset = host.allocator().allocate(total, 4096);
+      if (!offset) {
+        throw Error(ErrorCode::OutOfMemory, pe(myPe_) + ": the staged path needs " + std::to_string(total) +
+                                                " bytes of host heap (AXON_STAGE_CHUNK x " +
+                                                std::to_string(staged::kStageSlots) + " slots x PEs; raise AXON_HEAP_MAX)");
+      }
+      host.growLocal(*offset + total);
+    } catch (const Error& e) {
+      grow.fail(e);
     }
-    host.growLocal(*offset + perSender * nPes_);
-    auto sizes = rt.bootstrap().allgatherWorld("stage-heap", std::to_string(host.mapped()));
-    std::vector<std::size_t> mapped(nPes_);
-    for (int p = 0; p < nPes_; ++p) mapped[p] = std::stoull(sizes[p]);
-    host.mapPeers(mapped);
+    auto sizes = grow.finish(wire::wordBlob(host.mapped()));
+    mapGrowth(rt, host, sizes, grow, "stage-heap-map", "mapping the staged path's channels");
     rt.pinHostHeap();
     char* mine = static_cast<char*>(host.peerAddress(myPe_, *offset));
-    std::memset(mine, 0, perSender * nPes_);
+    std::memset(mine, 0, total);
     const std::size_t at = *offset;
     const int me = myPe_;
     proxy_ = std::make_unique<staged::StageProxy>(cu_, ctx_, myPe_, nPes_, mine, chunk, heap_->base(),
@@ -222,7 +261,6 @@ class CudaBackend final : public GpuBackend {
   std::string description() const override {
     return "GPU " + std::to_string(device_) + " (" + name_ + ", PCI " + busId_ + ")";
   }
-  std::string busId() const override { return busId_; }
   HeapSpace& heap() override { return *heap_; }
   std::shared_ptr<HeapSpace> heapOwner() override { return heap_; }
   bool peerReachable(int p) const override { return heap_->reachable(p); }
@@ -243,7 +281,6 @@ class CudaBackend final : public GpuBackend {
     makeCurrent();
     transport_->quiet();
   }
-  bool stagedPathOn() const override { return staged_ != nullptr; }
 
   bool isDeviceMemory(const void* p) const override {
     if (heap_->contains(p)) return true;
@@ -282,6 +319,8 @@ class CudaBackend final : public GpuBackend {
 
   std::uint64_t readWord(const std::uint64_t* p) override {
     makeCurrent();
+    // Host waits on GPU words may run on several threads: one reader of the scratch word at a time.
+    std::lock_guard lock(readWordMutex_);
     cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(scratch_) + 64, reinterpret_cast<CUdeviceptr>(p), 8,
                               pollStream_),
             "reading a GPU word");
@@ -441,7 +480,10 @@ class CudaBackend final : public GpuBackend {
   std::vector<std::string> whyUnreachable_;  // with the GPU link, once reportPeers ran
   CUstream stream_ = nullptr, pollStream_ = nullptr;
   CUevent quietEvent_ = nullptr;
+  // Pinned scratch, one 64-byte line per user: [0] cuda_ipc atomic results, [64] readWord,
+  // [128] the staging proxy's atomic results (its own thread).
   void* scratch_ = nullptr;
+  std::mutex readWordMutex_;
   std::shared_ptr<GpuHeap> heap_;
   std::unique_ptr<CudaIpcTransport> transport_;
   std::unique_ptr<staged::StagedTransport> staged_;

@@ -81,11 +81,6 @@ const std::string& driverUnavailableReason() {
   return g_reason;
 }
 
-const DriverApi& requireDriver(const char* api) {
-  if (const DriverApi* d = driver()) return *d;
-  throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + " needs a GPU: " + g_reason);
-}
-
 std::string cuResultText(CUresult r) { return describeResult(g_api, r); }
 
 CudaError::CudaError(const std::string& what, CUresult result)

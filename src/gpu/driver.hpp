@@ -26,8 +26,6 @@ struct DriverApi {
 const DriverApi* driver();
 // Why driver() is null, for messages ("libcuda.so.1 not found: ...").
 const std::string& driverUnavailableReason();
-// driver(), or throws Unsupported naming `api` and the reason.
-const DriverApi& requireDriver(const char* api);
 
 // A CUDA driver call failed.
 class CudaError : public Error {

@@ -52,8 +52,6 @@ class GpuBackend {
 
   virtual int deviceOrdinal() const = 0;
   virtual std::string description() const = 0;  // "GPU 1 (NVIDIA H200, PCI 0000:19:00.0)"
-  // A printable id of the physical GPU, the same in every process (PCI bus id).
-  virtual std::string busId() const = 0;
   virtual HeapSpace& heap() = 0;
   virtual std::shared_ptr<HeapSpace> heapOwner() = 0;
   virtual bool peerReachable(int pe) const = 0;
@@ -63,8 +61,6 @@ class GpuBackend {
   virtual Transport& transportFor(const RemoteRef& ref) = 0;
   virtual void fence() = 0;
   virtual void quiet() = 0;
-  // Whether the staged path is on (some PE's GPU cannot map some peer's GPU heap).
-  virtual bool stagedPathOn() const = 0;
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
   // Bytes from p to the end of the plain device allocation (cudaMalloc, cuMemAlloc) that holds

@@ -6,6 +6,7 @@
 #include <deque>
 #include <vector>
 
+#include "bootstrap/setup_step.hpp"
 #include "core/fd_channel.hpp"
 #include "core/log.hpp"
 #include "core/runtime.hpp"
@@ -73,7 +74,13 @@ class CollWorkspace final : public GpuTeamWorkspace {
     cuCheck(cu_.cuMemGetAllocationGranularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
             "cuMemGetAllocationGranularity");
     size_ = roundUp(bytes, granularity);
-    cuCheck(cu_.cuMemAddressReserve(&reservation_, size_ * peers_.size(), granularity, 0, 0),
+    std::size_t total = 0;
+    if (__builtin_mul_overflow(size_, peers_.size(), &total)) {
+      throw Error(ErrorCode::InvalidArgument, "a GPU collective workspace of " + std::to_string(size_) + " bytes for " +
+                                                  std::to_string(peers_.size()) + " members overflows the address space "
+                                                  "(lower AXON_COLL_GPU_CHUNK or AXON_COLL_GPU_CHANNELS)");
+    }
+    cuCheck(cu_.cuMemAddressReserve(&reservation_, total, granularity, 0, 0),
             "reserving address space for a collective workspace");
     cuCheck(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     void* host = nullptr;
@@ -194,12 +201,11 @@ class CollWorkspace final : public GpuTeamWorkspace {
   device::CollHandle handle_{};
 };
 
-// What every member says in each exchange: "" for fine, else why not.
-std::string firstProblem(const std::vector<std::string>& said, const detail::TeamState& team) {
-  for (std::size_t i = 0; i < said.size(); ++i) {
-    if (!said[i].empty() && said[i][0] == '!') return "PE " + std::to_string(team.members[i]) + ": " + said[i].substr(1);
-  }
-  return "";
+// A failed step of the workspace's creation: the team keeps the host path, and says why.
+std::string fallbackReason(const SetupStep::Outcome& out) {
+  if (!out.failure) return "";
+  const std::string prefix = "PE " + std::to_string(out.failure->pe) + ": ";
+  return out.failure->message.rfind(prefix, 0) == 0 ? out.failure->message : prefix + out.failure->message;
 }
 
 }  // namespace
@@ -212,73 +218,92 @@ std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdev
   const device::CollLayout layout = device::collLayout(n, config.channels, config.chunkBytes, config.llChunkBytes);
   auto ws = std::make_shared<CollWorkspace>(cu, device, ctx, n);
   FdChannel channel;
-  std::string mine = channel.address();
+  const std::string what = "the GPU collective workspace of team " + team.name;
+  SetupStep create(rt.bootstrap(), "gpu-ws-" + team.name, team.members, what);
   try {
     ws->createOwn(layout.total, me);
   } catch (const Error& e) {
-    mine = std::string("!") + e.what();
+    create.fail(e);
   }
-  const std::string tag = "gpu-ws-" + team.name;
-  auto said = rt.bootstrap().allgather(tag, team.members, mine);
-  whyNot = firstProblem(said, team);
+  auto created = create.settle(channel.address());
+  whyNot = fallbackReason(created);
   if (!whyNot.empty()) return nullptr;
+  const std::vector<std::string>& addresses = created.payloads;
 
-  // Every member sends its handle to every other, and maps what it receives.
+  // Every member sends its handle to every other, and maps what it receives. A member whose part
+  // fails posts it, so the others stop waiting for its handle at their next check.
+  SetupStep mapped(rt.bootstrap(), "gpu-ws-mapped-" + team.name, team.members, what);
   std::deque<FdChannel::Message> inbox;
   const double timeout = rt.env().timeoutSec;
   std::string problem;
-  {
+  try {
     UniqueFd fd(ws->exportOwn());
     const std::int32_t from = me;
     for (int m = 0; m < n; ++m) {
       if (m == me) continue;
-      channel.send(said[m], std::string(reinterpret_cast<const char*>(&from), sizeof(from)), fd.get(), timeout,
+      channel.send(addresses[m], std::string(reinterpret_cast<const char*>(&from), sizeof(from)), fd.get(), timeout,
                    [&] {
                      while (auto msg = channel.receive(0)) inbox.push_back(std::move(*msg));
                    });
     }
-  }
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout);
-  for (int got = 0; got < n - 1;) {
-    std::optional<FdChannel::Message> msg;
-    if (!inbox.empty()) {
-      msg = std::move(inbox.front());
-      inbox.pop_front();
-    } else {
-      msg = channel.receive(0.05);
-    }
-    if (!msg) {
-      const int dead = rt.findDeadPe();
-      if (dead >= 0) {
-        throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rt.myPe()) + ": PE " + std::to_string(dead) +
-                                             " exited while team " + team.name + " exchanged its GPU collective workspaces");
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout);
+    for (int got = 0; got < n - 1;) {
+      std::optional<FdChannel::Message> msg;
+      if (!inbox.empty()) {
+        msg = std::move(inbox.front());
+        inbox.pop_front();
+      } else {
+        msg = channel.receive(0.05);
       }
-      if (Clock::now() > deadline) {
-        throw Error(ErrorCode::Timeout, "PE " + std::to_string(rt.myPe()) + ": waited " + secondsText(timeout) +
-                                            " (AXON_TIMEOUT) for the GPU collective workspaces of team " + team.name +
-                                            " (" + std::to_string(got) + " of " + std::to_string(n - 1) + " received)");
+      if (!msg) {
+        mapped.checkPeers();
+        const int dead = rt.findDeadPe();
+        if (dead >= 0) {
+          throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rt.myPe()) + ": " + rt.deathOf(dead) +
+                                               " while team " + team.name + " exchanged its GPU collective workspaces");
+        }
+        if (Clock::now() > deadline) {
+          throw Error(ErrorCode::Timeout, "PE " + std::to_string(rt.myPe()) + ": waited " + secondsText(timeout) +
+                                              " (AXON_TIMEOUT) for the GPU collective workspaces of team " + team.name +
+                                              " (" + std::to_string(got) + " of " + std::to_string(n - 1) + " received)");
+        }
+        continue;
       }
-      continue;
+      std::int32_t from = -1;
+      if (msg->header.size() != sizeof(from) || !msg->fd) {
+        throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": a malformed collective workspace message");
+      }
+      std::memcpy(&from, msg->header.data(), sizeof(from));
+      if (from < 0 || from >= n || from == me) {
+        throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": a collective workspace message from member " +
+                                             std::to_string(from));
+      }
+      std::string why = ws->mapPeer(from, msg->fd.get());
+      if (!why.empty() && problem.empty()) {
+        problem = "PE " + std::to_string(rt.myPe()) + ": cannot map the workspace of PE " +
+                  std::to_string(team.members[from]) + ": " + why;
+      }
+      ++got;
     }
-    std::int32_t from = -1;
-    if (msg->header.size() != sizeof(from) || !msg->fd) {
-      throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": a malformed collective workspace message");
-    }
-    std::memcpy(&from, msg->header.data(), sizeof(from));
-    if (from < 0 || from >= n || from == me) {
-      throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": a collective workspace message from member " +
-                                           std::to_string(from));
-    }
-    std::string why = ws->mapPeer(from, msg->fd.get());
-    if (!why.empty() && problem.empty()) {
-      problem = "cannot map the workspace of PE " + std::to_string(team.members[from]) + ": " + why;
-    }
-    ++got;
+    // This GPU cannot reach some member's memory: a fallback to the host path, not an error.
+    if (!problem.empty()) mapped.fail(ErrorCode::Unsupported, problem);
+  } catch (const Error& e) {
+    mapped.fail(e);
   }
-  said = rt.bootstrap().allgather(tag + "-mapped", team.members, problem.empty() ? "" : "!" + problem);
-  whyNot = firstProblem(said, team);
-  if (!whyNot.empty()) return nullptr;
+  auto outcome = mapped.settle();
+  whyNot = fallbackReason(outcome);
+  if (!whyNot.empty()) {
+    // A fault (a dead member, a timeout) is an error on every member; a GPU that cannot map
+    // another's memory only means the host path.
+    if (outcome.failure->code != ErrorCode::Unsupported) {
+      throw Error(outcome.failure->code, outcome.failure->pe == rt.myPe()
+                                             ? outcome.failure->message
+                                             : "PE " + std::to_string(rt.myPe()) + ": " + what + " failed on PE " +
+                                                   std::to_string(outcome.failure->pe) + ": " + outcome.failure->message);
+    }
+    return nullptr;
+  }
   ws->buildHandle(rt, team, config, layout);
   return ws;
 }

@@ -55,7 +55,14 @@ GpuHeap::GpuHeap(const DriverApi& cu, CUdevice device, int myPe, int nPes, std::
           "cuMemGetAllocationGranularity");
   capacity_ = roundUp(capacity, granularity_);
   chunk_ = roundUp(chunk, granularity_);
-  std::size_t total = capacity_ * static_cast<std::size_t>(nPes);
+  // One reservation holds every node-local PE's heap: a cap times the PE count that overflows
+  // would reserve a wrapped, far smaller range and put the heaps on top of each other.
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(capacity_, static_cast<std::size_t>(nPes), &total)) {
+    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(myPe) + ": GPU heaps of " + std::to_string(capacity_) +
+                                                " bytes (AXON_GPU_HEAP_MAX) for " + std::to_string(nPes) +
+                                                " PEs overflow the address space; lower AXON_GPU_HEAP_MAX");
+  }
   CUresult r = cu_.cuMemAddressReserve(&reservation_, total, granularity_, 0, 0);
   if (r != CUDA_SUCCESS) {
     throw CudaError("PE " + std::to_string(myPe) + ": cannot reserve " + gib(total) +
@@ -185,7 +192,7 @@ void GpuHeap::mapPeerChunk(int pe, std::size_t offset, std::size_t size, int fd)
   if (first) reachable_[pe] = true;
 }
 
-void GpuHeap::mapPeers(const std::vector<std::size_t>& peerMapped) {
+void GpuHeap::mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>& checkPeers) {
   sendNewChunks();
   auto missing = [&] {
     for (int pe = 0; pe < nPes_; ++pe) {
@@ -207,6 +214,7 @@ void GpuHeap::mapPeers(const std::vector<std::size_t>& peerMapped) {
       msg = channel_.receive(0.05);
     }
     if (!msg) {
+      if (checkPeers) checkPeers();
       int dead = peers_.findDeadPe ? peers_.findDeadPe() : -1;
       if (dead >= 0) {
         throw Error(ErrorCode::PeerDead, "PE " + std::to_string(myPe_) + ": PE " + std::to_string(dead) +
@@ -226,7 +234,7 @@ void GpuHeap::mapPeers(const std::vector<std::size_t>& peerMapped) {
       throw Error(ErrorCode::Internal, "PE " + std::to_string(myPe_) + ": a malformed GPU heap handle message");
     }
     std::memcpy(&note, msg->header.data(), sizeof(note));
-    if (note.fromPe < 0 || note.fromPe >= nPes_ || note.offset + note.size > capacity_) {
+    if (note.fromPe < 0 || note.fromPe >= nPes_ || note.size > capacity_ || note.offset > capacity_ - note.size) {
       throw Error(ErrorCode::Internal, "PE " + std::to_string(myPe_) + ": a GPU heap handle message out of range");
     }
     mapPeerChunk(note.fromPe, note.offset, note.size, msg->fd.get());

@@ -43,7 +43,7 @@ class GpuHeap final : public HeapSpace {
     return reachable_[pe] ? peerBase(pe) + offset : nullptr;
   }
   std::size_t growLocal(std::size_t end) override;
-  void mapPeers(const std::vector<std::size_t>& peerMapped) override;
+  void mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>& checkPeers = {}) override;
 
   // Whether PE pe's heap is mapped for load/store here (its first chunk could be mapped).
   bool reachable(int pe) const { return reachable_[pe]; }
@@ -53,7 +53,6 @@ class GpuHeap final : public HeapSpace {
   }
   // Why a PE is not reachable, for messages.
   const std::string& unreachableReason(int pe) const { return whyUnreachable_[pe]; }
-  char* reservationBase() const { return reinterpret_cast<char*>(reservation_); }
   std::size_t granularity() const { return granularity_; }
 
  private:

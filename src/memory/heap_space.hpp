@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "memory/symmetric_allocator.hpp"
@@ -32,7 +33,9 @@ class HeapSpace {
   virtual std::size_t growLocal(std::size_t end) = 0;
   // After an allocation's exchange, with every PE's mapped size: maps what the peers have grown.
   // Every PE calls it at the same point (the GPU heap passes memory handles here).
-  virtual void mapPeers(const std::vector<std::size_t>& peerMapped) = 0;
+  // `checkPeers` runs at each check while it waits for peers, and may throw to end the wait (a
+  // peer posted that its part failed: bootstrap/setup_step.hpp).
+  virtual void mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>& checkPeers = {}) = 0;
 
   bool contains(const void* p) const {
     auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(base());

@@ -6,28 +6,51 @@
 // alike, and tells each PE how far to map its peers' segments.
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "axon/error.hpp"
 #include "axon/memory.hpp"
 #include "axon/onesided.hpp"
 #include "axon/runtime.hpp"
+#include "bootstrap/blob.hpp"
+#include "bootstrap/setup_step.hpp"
 #include "core/runtime.hpp"
 
 namespace axon {
 namespace {
 
-enum class HeapOp : std::uint32_t { Malloc = 1, Free = 2 };
+enum class HeapOp : std::uint8_t { Malloc = 1, Free = 2 };
 
-// What each PE contributes to the exchange. Plain data, compared field by field.
+// What each PE contributes to the exchange, compared field by field.
 struct HeapCall {
   HeapOp op;
   HeapKind heap;
-  std::int32_t failed;        // 0, or the ErrorCode this PE failed with (message follows)
-  std::uint64_t bytes;        // malloc: size asked; free: heap offset freed (or max for nullptr)
+  std::uint64_t bytes;      // malloc: size asked; free: heap offset freed (or max for nullptr)
   std::uint64_t alignment;
-  std::uint64_t offset;       // malloc: offset chosen
-  std::uint64_t mapped;       // this PE's segment size after the call
+  std::uint64_t offset;     // malloc: offset chosen
+  std::uint64_t mapped;     // this PE's segment size after the call
+
+  std::string encode() const {
+    wire::BlobWriter w(wire::BlobKind::HeapCall);
+    w.u8(static_cast<std::uint8_t>(op)).u8(static_cast<std::uint8_t>(heap)).u64(bytes).u64(alignment).u64(offset).u64(mapped);
+    return w.take();
+  }
+  static HeapCall decode(const std::string& blob, const std::string& origin) {
+    return wire::decodeBlob(blob, wire::BlobKind::HeapCall, origin, [](wire::ByteReader& in) {
+      HeapCall c{};
+      const std::uint8_t op = in.u8(), heap = in.u8();
+      if (op != 1 && op != 2) throw wire::Malformed("a heap call of type " + std::to_string(op));
+      if (heap > 1) throw wire::Malformed("a heap of kind " + std::to_string(heap));
+      c.op = static_cast<HeapOp>(op);
+      c.heap = static_cast<HeapKind>(heap);
+      c.bytes = in.u64();
+      c.alignment = in.u64();
+      c.offset = in.u64();
+      c.mapped = in.u64();
+      return c;
+    });
+  }
 };
 
 std::string describeCall(const HeapCall& c) {
@@ -40,20 +63,13 @@ std::string describeCall(const HeapCall& c) {
   return std::string("free(") + where + " offset " + std::to_string(c.bytes) + ")";
 }
 
-// Exchanges `mine` (+ a failure message) with every PE; throws the same error on every PE when
-// calls differ or one failed. Returns everyone's call.
-std::vector<HeapCall> exchange(Runtime& rt, const HeapCall& mine, const std::string& failure) {
-  std::string blob(reinterpret_cast<const char*>(&mine), sizeof(mine));
-  blob += failure;
-  auto all = rt.bootstrap().allgatherWorld("heap", blob);
-  std::vector<HeapCall> calls(all.size());
-  for (std::size_t pe = 0; pe < all.size(); ++pe) std::memcpy(&calls[pe], all[pe].data(), sizeof(HeapCall));
-  for (std::size_t pe = 0; pe < calls.size(); ++pe) {
-    if (calls[pe].failed) {
-      throw Error(static_cast<ErrorCode>(calls[pe].failed), "PE " + std::to_string(rt.myPe()) + ": " + describeCall(mine) +
-                            " failed on PE " + std::to_string(pe) + ": " + all[pe].substr(sizeof(HeapCall)));
-    }
-  }
+// Exchanges `mine` with every PE (a failure this PE met travels instead, in `step`); throws the
+// same error on every PE when one failed or the calls differ. Returns everyone's call.
+std::vector<HeapCall> exchange(Runtime& rt, SetupStep& step, const HeapCall& mine) {
+  auto all = step.finish(mine.encode());
+  std::vector<HeapCall> calls;
+  calls.reserve(all.size());
+  for (std::size_t pe = 0; pe < all.size(); ++pe) calls.push_back(HeapCall::decode(all[pe], step.originOf(pe)));
   for (std::size_t pe = 0; pe < calls.size(); ++pe) {
     const auto& c = calls[pe];
     if (c.op != mine.op || c.heap != mine.heap || c.bytes != mine.bytes || c.alignment != mine.alignment) {
@@ -66,6 +82,21 @@ std::vector<HeapCall> exchange(Runtime& rt, const HeapCall& mine, const std::str
   return calls;
 }
 
+// Every PE maps what the others grew; a PE that cannot says so in a second step, so that every
+// PE fails alike (and rolls the allocation back) instead of one PE throwing alone.
+void mapGrowth(Runtime& rt, HeapSpace& heap, const std::vector<HeapCall>& calls, const std::string& call) {
+  SetupStep step(rt.bootstrap(), "heap-map", rt.bootstrap().worldRanks(), call + " (mapping the PEs' new memory)");
+  try {
+    std::vector<std::size_t> peerMapped(calls.size());
+    for (std::size_t pe = 0; pe < calls.size(); ++pe) peerMapped[pe] = calls[pe].mapped;
+    heap.mapPeers(peerMapped, [&step] { step.checkPeers(); });
+    if (heap.kind() == HeapKind::Host) rt.pinHostHeap();
+  } catch (const Error& e) {
+    step.fail(e);
+  }
+  step.finish();
+}
+
 void* allocate(std::size_t bytes, std::size_t alignment, HeapKind kind, const char* api) {
   Runtime& rt = runtime(api);
   HeapSpace& heap = rt.heapOf(kind);
@@ -73,51 +104,47 @@ void* allocate(std::size_t bytes, std::size_t alignment, HeapKind kind, const ch
     // Still join the exchange so that the other PEs do not wait for this one.
     alignment = 0;
   }
-  HeapCall mine{HeapOp::Malloc, heap.kind(), 0, bytes, alignment, 0, 0};
-  std::string failure;
-  ErrorCode code = ErrorCode::OutOfMemory;
+  HeapCall mine{HeapOp::Malloc, heap.kind(), bytes, alignment, 0, 0};
+  SetupStep step(rt.bootstrap(), "heap", rt.bootstrap().worldRanks(), describeCall(mine));
   std::optional<std::size_t> offset;
   if (alignment == 0) {
-    failure = "the alignment is not a power of two";
-    code = ErrorCode::InvalidArgument;
+    step.fail(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": " + api + ": the alignment is not a power of two");
   } else if (bytes > 0) {
     offset = heap.allocator().allocate(bytes, alignment);
     if (!offset) {
-      failure = std::to_string(bytes) + " bytes do not fit in the symmetric " + heapKindName(heap.kind()) +
-                " (cap " + std::to_string(heap.capacity()) + " bytes, " +
-                (heap.kind() == HeapKind::Gpu ? "AXON_GPU_HEAP_MAX; " : "AXON_HEAP_MAX; ") +
-                std::to_string(heap.allocator().bytesInUse()) + " in use)";
+      step.fail(ErrorCode::OutOfMemory,
+                "PE " + std::to_string(rt.myPe()) + ": " + std::to_string(bytes) + " bytes do not fit in the symmetric " +
+                    heapKindName(heap.kind()) + " (cap " + std::to_string(heap.capacity()) + " bytes, " +
+                    (heap.kind() == HeapKind::Gpu ? "AXON_GPU_HEAP_MAX; " : "AXON_HEAP_MAX; ") +
+                    std::to_string(heap.allocator().bytesInUse()) + " in use)");
     } else {
       try {
         heap.growLocal(*offset + bytes);
       } catch (const Error& e) {
-        failure = e.what();
-        code = e.code();
+        step.fail(e);
       }
     }
   }
-  mine.failed = failure.empty() ? 0 : static_cast<std::int32_t>(code);
   mine.offset = offset.value_or(0);
   mine.mapped = heap.mapped();
-  std::vector<HeapCall> calls;
+  // From here every PE either keeps the block or gives it back, all alike, so that the allocators
+  // stay in lockstep and a later free still matches.
   try {
-    calls = exchange(rt, mine, failure);
+    auto calls = exchange(rt, step, mine);
+    if (bytes == 0) return nullptr;
+    for (int pe = 0; pe < rt.nPes(); ++pe) {
+      // Every PE sees every offset, so every PE finds a divergence alike.
+      if (calls[pe].offset != calls[0].offset) {
+        throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": symmetric allocators diverged in " +
+                                             describeCall(mine) + ": PE 0 chose offset " + std::to_string(calls[0].offset) +
+                                             ", PE " + std::to_string(pe) + " " + std::to_string(calls[pe].offset));
+      }
+    }
+    mapGrowth(rt, heap, calls, describeCall(mine));
   } catch (...) {
     if (offset) heap.allocator().release(*offset);
     throw;
   }
-  if (bytes == 0) return nullptr;
-  std::vector<std::size_t> peerMapped(rt.nPes());
-  for (int pe = 0; pe < rt.nPes(); ++pe) {
-    if (calls[pe].offset != *offset) {
-      throw Error(ErrorCode::Internal, "symmetric allocators diverged: PE " + std::to_string(rt.myPe()) +
-                                           " chose offset " + std::to_string(*offset) + ", PE " +
-                                           std::to_string(pe) + " " + std::to_string(calls[pe].offset));
-    }
-    peerMapped[pe] = calls[pe].mapped;
-  }
-  heap.mapPeers(peerMapped);
-  if (heap.kind() == HeapKind::Host) rt.pinHostHeap();
   return heap.base() + *offset;
 }
 
@@ -155,22 +182,21 @@ void* calloc(std::size_t count, std::size_t elemBytes) {
 void free(void* ptr) {
   Runtime& rt = runtime("free");
   HeapSpace* heap = ptr ? rt.heapContaining(ptr) : nullptr;
-  HeapCall mine{HeapOp::Free, heap ? heap->kind() : rt.defaultHeap().kind(), 0,
+  HeapCall mine{HeapOp::Free, heap ? heap->kind() : rt.defaultHeap().kind(),
                 std::numeric_limits<std::uint64_t>::max(), 0, 0, heap ? heap->mapped() : 0};
-  std::string failure;
+  SetupStep step(rt.bootstrap(), "heap", rt.bootstrap().worldRanks(), "free");
   if (ptr) {
     if (!heap) {
-      failure = rt.describe(ptr) + " is not in the symmetric heap";
+      step.fail(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": free: " + rt.describe(ptr) + " is not in the symmetric heap");
     } else {
       mine.bytes = heap->offsetOf(ptr);
       auto block = heap->allocator().find(mine.bytes);
       if (!block || block->offset != mine.bytes || mine.bytes == 0) {
-        failure = rt.describe(ptr) + " is not the start of a live allocation";
+        step.fail(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": free: " + rt.describe(ptr) + " is not the start of a live allocation");
       }
     }
   }
-  mine.failed = failure.empty() ? 0 : static_cast<std::int32_t>(ErrorCode::InvalidArgument);
-  exchange(rt, mine, failure);
+  exchange(rt, step, mine);
   if (ptr) heap->allocator().release(mine.bytes);
 }
 

@@ -22,7 +22,7 @@ std::size_t SymmetricHeap::growLocal(std::size_t end) {
   return segments_[myPe_]->mapped();
 }
 
-void SymmetricHeap::mapPeers(const std::vector<std::size_t>& peerMapped) {
+void SymmetricHeap::mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>&) {
   for (std::size_t pe = 0; pe < peerMapped.size(); ++pe) mapPeer(static_cast<int>(pe), peerMapped[pe]);
 }
 

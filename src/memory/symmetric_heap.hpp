@@ -26,14 +26,13 @@ class SymmetricHeap final : public HeapSpace {
   char* base() const override { return segments_[myPe_]->base(); }
   std::size_t mapped() const override { return segments_[myPe_]->mapped(); }
   std::size_t capacity() const override { return capacity_; }
-  bool mapsPe(int pe) const { return segments_[pe].has_value(); }
   void* peerAddress(int pe, std::size_t offset) const override {
     return segments_[pe] ? segments_[pe]->base() + offset : nullptr;
   }
   std::size_t peerMapped(int pe) const { return segments_[pe] ? segments_[pe]->mapped() : 0; }
 
   std::size_t growLocal(std::size_t end) override;
-  void mapPeers(const std::vector<std::size_t>& peerMapped) override;
+  void mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>& checkPeers = {}) override;
   // Maps [0, bytes) of a peer that has grown its segment that far.
   void mapPeer(int pe, std::size_t bytes);
 

@@ -67,9 +67,8 @@ std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uin
     int dead = rt.findDeadPe();
     if (dead >= 0) {
       throw Error(ErrorCode::PeerDead,
-                  "PE " + std::to_string(rt.myPe()) + ": " + what + " gave up: PE " +
-                      std::to_string(dead) + " (pid " + std::to_string(rt.liveness().pidOf(dead)) +
-                      ") exited while this PE waited " + where);
+                  "PE " + std::to_string(rt.myPe()) + ": " + what + " gave up: " + rt.deathOf(dead) +
+                      " while this PE waited " + where);
     }
     if (now >= deadline) {
       std::string on = site.waitingOn >= 0 ? " on PE " + std::to_string(site.waitingOn) : "";

@@ -1,6 +1,6 @@
 // The transport interface: how bytes and atomics reach another PE's symmetric memory.
 // The one-sided layer validates every argument before it calls a transport; a transport only moves.
-// Each transport lives in its own folder and says what it can do through caps().
+// Each transport lives in its own folder; reaches(pe) says which PEs it can move data to.
 #pragma once
 
 #include <cstddef>
@@ -10,14 +10,6 @@
 #include "memory/heap_space.hpp"
 
 namespace axon {
-
-struct TransportCaps {
-  bool loadStore = false;      // peers' memory is mapped: axon::ptr works
-  bool remoteAtomics = false;  // 32/64-bit atomics on peers' memory
-  bool deviceMemory = false;   // can move GPU memory
-  bool crossNode = false;      // reaches PEs on other nodes
-  bool asyncNbi = false;       // _nbi operations really overlap (else they complete at once)
-};
 
 // A location in a PE's symmetric heap, resolved by the one-sided layer.
 struct RemoteRef {
@@ -30,8 +22,6 @@ struct RemoteRef {
 class Transport {
  public:
   virtual ~Transport() = default;
-  virtual const char* name() const noexcept = 0;
-  virtual TransportCaps caps() const noexcept = 0;
   virtual bool reaches(int pe) const noexcept = 0;
 
   virtual void put(const RemoteRef& dst, const void* src, std::size_t bytes) = 0;

@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/store_client.hpp"
@@ -207,6 +208,75 @@ TEST_F(StoreLoopback, SecondServerOnTheSamePortFailsNamingTheAddress) {
   std::string msg =
       errorMessageOf([&] { StoreServer second(addr()); }, ErrorCode::Bootstrap);
   EXPECT_TRUE(contains(msg, taken));
+}
+
+}  // namespace
+}  // namespace axon
+
+namespace axon {
+namespace {
+
+class StoreGather : public StoreLoopback {};
+
+TEST_F(StoreGather, EveryMemberGetsAllValuesInIndexOrder) {
+  connectBoth();
+  auto second = std::async(std::launch::async, [this] { return rank1->gather("g/0", 2, 1, "from 1", "test", {}); });
+  EXPECT_EQ(second.wait_for(kStillPending), std::future_status::timeout) << "answered before member 0 came";
+  EXPECT_EQ(rank0->gather("g/0", 2, 0, "from 0", "test", {}), (Strings{"from 0", "from 1"}));
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(second.get(), (Strings{"from 0", "from 1"}));
+  // An answered group is forgotten: the same name starts a new one.
+  auto again = std::async(std::launch::async, [this] { return rank1->gather("g/0", 2, 1, "b", "test", {}); });
+  EXPECT_EQ(rank0->gather("g/0", 2, 0, "a", "test", {}), (Strings{"a", "b"}));
+  EXPECT_EQ(again.get(), (Strings{"a", "b"}));
+  rank0->bye();
+  rank1->bye();
+}
+
+TEST_F(StoreGather, TimeoutNamesTheMembersStillMissing) {
+  auto impatient = connect(0, 0.3);
+  std::string msg = errorMessageOf([&] { impatient->gather("g/1", 3, 0, "", "'init' rendezvous", {"PE 0", "PE 5", "PE 7"}); },
+                                   ErrorCode::Timeout);
+  EXPECT_TRUE(contains(msg, "'init' rendezvous"));
+  EXPECT_TRUE(contains(msg, "still missing: PE 5, PE 7"));
+  impatient->bye();
+}
+
+TEST_F(StoreGather, MembersThatDisagreeOnTheGroupAreRefused) {
+  connectBoth();
+  auto first = std::async(std::launch::async, [this] { return rank0->gather("g/2", 2, 0, "", "test", {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::string msg = errorMessageOf([&] { rank1->gather("g/2", 3, 1, "", "test", {}); }, ErrorCode::Bootstrap);
+  EXPECT_TRUE(contains(msg, "2 members"));
+  EXPECT_TRUE(contains(msg, "3 for PE 1"));
+  // A member index may contribute once.
+  std::string twice = errorMessageOf([&] { rank1->gather("g/2", 2, 0, "", "test", {}); }, ErrorCode::Bootstrap);
+  EXPECT_TRUE(contains(twice, "contributed twice"));
+  rank1.reset();  // lets the first one go (PeerDead), so the test ends
+  EXPECT_THROW(first.get(), Error);
+}
+
+TEST_F(StoreGather, AGoneRankFailsTheGroupsItCannotComplete) {
+  connectBoth();
+  auto waiting = std::async(std::launch::async, [this] { return rank0->gather("g/3", 2, 0, "", "barrier", {"PE 0", "PE 1"}); });
+  EXPECT_EQ(waiting.wait_for(kStillPending), std::future_status::timeout);
+  rank1.reset();  // no goodbye
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  std::string msg = errorMessageOf([&] { waiting.get(); }, ErrorCode::PeerDead);
+  EXPECT_TRUE(contains(msg, "PE 1"));
+  EXPECT_TRUE(contains(msg, "barrier"));
+  rank0->bye();
+}
+
+TEST_F(StoreGather, AGroupCompletedByARankThatLeftStillAnswers) {
+  // A rank that contributed and exited at once must not fail a slower member: its value is there.
+  connectBoth();
+  auto early = std::async(std::launch::async, [this] { return rank1->gather("g/4", 2, 1, "one", "test", {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(rank0->gather("g/4", 2, 0, "zero", "test", {}), (Strings{"zero", "one"}));
+  early.get();
+  rank1.reset();
+  rank0->bye();
 }
 
 }  // namespace

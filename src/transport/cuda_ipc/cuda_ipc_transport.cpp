@@ -7,15 +7,6 @@
 
 namespace axon::gpu {
 
-TransportCaps CudaIpcTransport::caps() const noexcept {
-  TransportCaps c;
-  c.loadStore = true;
-  c.remoteAtomics = true;
-  c.deviceMemory = true;
-  c.asyncNbi = true;
-  return c;
-}
-
 void* CudaIpcTransport::target(const RemoteRef& ref, const char* api) const {
   if (ref.mapped) return ref.mapped;
   throw Error(ErrorCode::Unsupported,
@@ -26,12 +17,16 @@ void* CudaIpcTransport::target(const RemoteRef& ref, const char* api) const {
 void CudaIpcTransport::enqueueCopy(void* dst, const void* src, std::size_t bytes, const char* api) {
   cuCheck(copyAsync(cu_, dst, src, bytes, stream_),
           std::string("axon: ") + api + ": cuMemcpyAsync of " + std::to_string(bytes) + " bytes");
-  pending_ = true;
+  enqueued_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void CudaIpcTransport::wait(const char* api) {
+  // Only what was enqueued before the wait began is known to be done after it.
+  const std::uint64_t upTo = enqueued_.load(std::memory_order_acquire);
   cuCheck(cu_.cuStreamSynchronize(stream_), std::string("axon: ") + api + ": waiting for the GPU");
-  pending_ = false;
+  std::uint64_t seen = completed_.load(std::memory_order_acquire);
+  while (seen < upTo && !completed_.compare_exchange_weak(seen, upTo, std::memory_order_acq_rel)) {
+  }
 }
 
 void CudaIpcTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
@@ -54,7 +49,7 @@ void CudaIpcTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes
 
 void CudaIpcTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
   kernels::signal(stream_, static_cast<std::uint64_t*>(target(sig, "signal")), value, op);
-  pending_ = true;
+  enqueued_.fetch_add(1, std::memory_order_acq_rel);
   wait("signal");
 }
 
@@ -63,8 +58,10 @@ void CudaIpcTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t wid
   std::uint64_t a = 0, c = 0;
   if (operand) std::memcpy(&a, operand, width);
   if (cond) std::memcpy(&c, cond, width);
-  kernels::atomic(stream_, op, static_cast<int>(width), target(dst, "atomic"), a, c, result ? scratch_ : nullptr);
-  pending_ = true;
+  void* at = target(dst, "atomic");
+  std::lock_guard lock(atomicMutex_);
+  kernels::atomic(stream_, op, static_cast<int>(width), at, a, c, result ? scratch_ : nullptr);
+  enqueued_.fetch_add(1, std::memory_order_acq_rel);
   wait("atomic");
   if (result) std::memcpy(result, scratch_, width);
 }
@@ -72,11 +69,11 @@ void CudaIpcTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t wid
 // Work on one stream runs in order, so a later signal already follows earlier puts; the host
 // must wait only where it acts itself next (a signal in host memory, a host load).
 void CudaIpcTransport::fence() {
-  if (pending_) wait("fence");
+  if (pending()) wait("fence");
 }
 
 void CudaIpcTransport::quiet() {
-  if (pending_) wait("quiet");
+  if (pending()) wait("quiet");
 }
 
 }  // namespace axon::gpu

@@ -6,6 +6,9 @@
 // enqueue and complete at fence/quiet.
 #pragma once
 
+#include <atomic>
+#include <mutex>
+
 #include "gpu/driver.hpp"
 #include "gpu/gpu_heap.hpp"
 #include "transport/transport.hpp"
@@ -18,8 +21,6 @@ class CudaIpcTransport final : public Transport {
   CudaIpcTransport(const DriverApi& cu, GpuHeap& heap, CUstream stream, void* scratch)
       : cu_(cu), heap_(heap), stream_(stream), scratch_(scratch) {}
 
-  const char* name() const noexcept override { return "cuda_ipc"; }
-  TransportCaps caps() const noexcept override;
   bool reaches(int pe) const noexcept override { return heap_.reachable(pe); }
 
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
@@ -33,7 +34,7 @@ class CudaIpcTransport final : public Transport {
   void quiet() override;
 
   // True when enqueued work has not been waited for yet.
-  bool pending() const { return pending_; }
+  bool pending() const { return completed_.load(std::memory_order_acquire) < enqueued_.load(std::memory_order_acquire); }
 
  private:
   void* target(const RemoteRef& ref, const char* api) const;
@@ -43,8 +44,14 @@ class CudaIpcTransport final : public Transport {
   const DriverApi& cu_;
   GpuHeap& heap_;
   CUstream stream_;
+  // Threads: every call may come from several threads at once. Work goes in order onto one
+  // stream; enqueued_ counts it and completed_ says how much of it a wait has seen finish (a wait
+  // covers only what was enqueued before it began). Atomic results land in the pinned scratch
+  // word, so one atomic at a time.
   void* scratch_;
-  bool pending_ = false;
+  std::atomic<std::uint64_t> enqueued_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  std::mutex atomicMutex_;
 };
 
 }  // namespace axon::gpu

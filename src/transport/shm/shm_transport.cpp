@@ -38,13 +38,6 @@ void applyAtomic(AtomicOp op, T* addr, const void* operandPtr, const void* condP
 
 }  // namespace
 
-TransportCaps ShmTransport::caps() const noexcept {
-  TransportCaps c;
-  c.loadStore = true;
-  c.remoteAtomics = true;
-  return c;
-}
-
 bool ShmTransport::reaches(int pe) const noexcept {
   return pe >= 0 && static_cast<std::size_t>(pe) < reachable_.size() && reachable_[pe];
 }

@@ -96,10 +96,15 @@ bool StageProxy::serve(int pe, Sender& s) {
       }
       CUstream st = stream_;
       void* data = dataOf(channel, chunk_, index);
-      gpu::cuCheck(op == StageOp::Put ? gpu::copyAsync(cu_, target, data, bytes, st)
-                                      : gpu::copyAsync(cu_, data, target, bytes, st),
-                   "staged copy");
-      gpu::cuCheck(cu_.cuEventRecord(e, st), "cuEventRecord");
+      try {
+        gpu::cuCheck(op == StageOp::Put ? gpu::copyAsync(cu_, target, data, bytes, st)
+                                        : gpu::copyAsync(cu_, data, target, bytes, st),
+                     "staged copy");
+        gpu::cuCheck(cu_.cuEventRecord(e, st), "cuEventRecord");
+      } catch (...) {
+        freeEvents_.push_back(e);  // the request fails below; its event serves the next one
+        throw;
+      }
       s.pending.push_back(Pending{seq, index, e});
       return true;
     }

@@ -22,13 +22,6 @@ StagedTransport::~StagedTransport() {
   if (stream_) cu_.cuStreamDestroy(stream_);
 }
 
-TransportCaps StagedTransport::caps() const noexcept {
-  TransportCaps c;
-  c.deviceMemory = true;
-  c.remoteAtomics = true;
-  return c;
-}
-
 void StagedTransport::publish(StageSlot& slot, std::uint64_t seq) {
   slot.status = 0;
   std::atomic_ref<std::uint64_t>(slot.ready).store(seq, std::memory_order_release);

@@ -24,8 +24,6 @@ class StagedTransport final : public Transport {
   StagedTransport(const gpu::DriverApi& cu, Runtime& rt, std::size_t chunk, std::function<char*(int)> channelOf);
   ~StagedTransport() override;
 
-  const char* name() const noexcept override { return "staged"; }
-  TransportCaps caps() const noexcept override;
   bool reaches(int pe) const noexcept override { return true; }
 
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
