@@ -68,7 +68,11 @@ void validate(const LaunchInfo& info) {
                                                 std::to_string(info.worldSize) + ") (" +
                                                 info.sizeVar + ")");
   }
-  if (info.localSize > 0 && (info.localRank < 0 || info.localRank >= info.localSize)) {
+  if (info.localSize < 1) {
+    throw Error(ErrorCode::InvalidArgument, "local size " + std::to_string(info.localSize) + " must be at least 1" + from);
+  }
+  // A negative local rank would pick GPU -1 (local rank modulo the GPUs visible).
+  if (info.localRank < 0 || info.localRank >= info.localSize) {
     throw Error(ErrorCode::InvalidArgument, "local rank " + std::to_string(info.localRank) +
                                                 " is outside [0, " + std::to_string(info.localSize) +
                                                 ")" + from);
@@ -143,6 +147,10 @@ void chooseStoreAddr(LaunchInfo& info, const Vars& vars) {
     auto addr = get(vars, "MASTER_ADDR");
     auto port = getInt(vars, "MASTER_PORT");
     if (addr && port) {
+      if (*port < 1 || *port > 65534) {
+        throw Error(ErrorCode::InvalidArgument, "MASTER_PORT=" + std::to_string(*port) +
+                                                    " is not a port axon can take the next one of (1 to 65534)");
+      }
       // torchrun's own store already listens on MASTER_PORT; axon takes the next port.
       info.storeAddr = *addr + ":" + std::to_string(*port + 1);
       info.storeHint = "MASTER_ADDR:MASTER_PORT+1";

@@ -48,6 +48,32 @@ TEST(DetectLaunchErrors, ZeroWorldSizeIsInvalid) {
   EXPECT_TRUE(contains(msg, "world size 0"));
 }
 
+// Found by tests/fuzz/launch_fuzz.cpp: a negative local size let any local rank through, and a
+// negative local rank picks GPU -1.
+TEST(DetectLaunchErrors, NegativeLocalSizeOrRankIsInvalid) {
+  std::string msg = detectError({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "-7"},
+                                 {"LOCAL_WORLD_SIZE", "-2"}, {"MASTER_ADDR", "m"}, {"MASTER_PORT", "29500"}},
+                                ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(msg, "local size -2"));
+  msg = detectError({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "5"},
+                     {"SLURM_TASKS_PER_NODE", "-1"}, {"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "n1"}},
+                    ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(msg, "local size -1"));
+  msg = detectError({{"AXON_RANK", "0"}, {"AXON_WORLD_SIZE", "2"}, {"AXON_LOCAL_RANK", "-1"},
+                     {"AXON_LOCAL_SIZE", "2"}, {"AXON_STORE_ADDR", "h:1"}},
+                    ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(msg, "local rank -1"));
+}
+
+// Found by reading the code behind tests/fuzz: MASTER_PORT + 1 overflowed an int.
+TEST(DetectLaunchErrors, MasterPortWithoutANextPortIsInvalid) {
+  for (const char* port : {"2147483647", "65535", "0", "-3"}) {
+    std::string msg = detectError({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", port}},
+                                  ErrorCode::InvalidArgument);
+    EXPECT_TRUE(contains(msg, std::string("MASTER_PORT=") + port));
+  }
+}
+
 TEST(DetectLaunchErrors, LocalRankNotBelowLocalSizeIsInvalid) {
   std::string msg = detectError({{"AXON_RANK", "2"},
                                  {"AXON_WORLD_SIZE", "4"},
