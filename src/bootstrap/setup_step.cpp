@@ -79,7 +79,14 @@ SetupStep::Outcome SetupStep::settle(const std::string& payload) {
     }
     out.payloads.push_back(std::move(c.payload));
   }
-  if (mine_) boot_.store().del(postedKey());
+  if (mine_) {
+    // Tidying only: the step is settled, and PE 0 (which serves the store) may already be gone
+    // with the error in hand.
+    try {
+      boot_.store().del(postedKey());
+    } catch (const Error&) {
+    }
+  }
   return out;
 }
 
@@ -87,12 +94,11 @@ std::vector<std::string> SetupStep::finish(const std::string& payload) {
   Outcome out = settle(payload);
   if (!out.failure) return std::move(out.payloads);
   const StepFailure& f = *out.failure;
-  if (f.pe == boot_.rank()) throw Error(f.code, f.message);
-  // Its message names it first already, as every axon message does: say so once.
+  // Its message may name it first already, as axon's messages do: say so once.
   const std::string prefix = "PE " + std::to_string(f.pe) + ": ";
   const std::string said = f.message.rfind(prefix, 0) == 0 ? f.message.substr(prefix.size()) : f.message;
-  throw Error(f.code, "PE " + std::to_string(boot_.rank()) + ": " + what_ + " failed on PE " + std::to_string(f.pe) +
-                          ": " + said);
+  const std::string where = f.pe == boot_.rank() ? "" : " on PE " + std::to_string(f.pe);
+  throw Error(f.code, "PE " + std::to_string(boot_.rank()) + ": " + what_ + " failed" + where + ": " + said);
 }
 
 }  // namespace axon

@@ -50,8 +50,8 @@ class SetupStep {
   void checkPeers();
 
   // Contributes `payload` (or the failure recorded) and returns every member's payload in the order
-  // of the ranks. When any member failed, every member throws that member's error: its own
-  // message on the PE that failed, "PE me: <what> failed on PE x: ..." elsewhere.
+  // of the ranks. When any member failed, every member throws that member's error code with
+  // "PE me: <what> failed on PE x: <its message>" ("failed: ..." on the PE that failed).
   std::vector<std::string> finish(const std::string& payload = "");
 
   // The same, but the failure is returned instead of thrown, as "PE x: message": for steps whose

@@ -117,7 +117,7 @@ TEST(SetupStep, TheFirstFailingRankWinsOnEveryRank) {
     if (r == 3) step.fail(ErrorCode::Timeout, "PE 3: too slow");
     step.finish("fine");
   }, &codes);
-  EXPECT_EQ(errors[2], "PE 2: no room for the widget") << "the failing PE keeps its own message";
+  EXPECT_EQ(errors[2], "PE 2: the widget failed: no room for the widget");
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(codes[r], ErrorCode::OutOfMemory) << r;
     EXPECT_EQ(errors[r], "PE " + std::to_string(r) + ": the widget failed on PE 2: no room for the widget");
@@ -158,7 +158,7 @@ TEST(SetupStep, AFailurePostedMidStepStopsTheOthersWaitsAtOnce) {
   });
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
   for (int r : {0, 2}) EXPECT_TRUE(contains(errors[r], "failed on PE 1: cuMemExportToShareableHandle failed")) << errors[r];
-  EXPECT_EQ(errors[1], "PE 1: cuMemExportToShareableHandle failed");
+  EXPECT_EQ(errors[1], "PE 1: the handle exchange failed: cuMemExportToShareableHandle failed");
 }
 
 TEST(SetupStep, StepsOfOneTagOnTwoTeamsDoNotMix) {
