@@ -48,8 +48,13 @@ class HeapSpace {
   SymmetricAllocator& allocator() { return allocator_; }
   const SymmetricAllocator& allocator() const { return allocator_; }
 
+  // Every PE's mapped size as the last allocation exchange reported it: the same on every PE, so
+  // every PE decides alike whether there is growth to map (memory/memory_api.cpp).
+  std::vector<std::size_t>& exchangedMapped() { return exchangedMapped_; }
+
  private:
   SymmetricAllocator allocator_;
+  std::vector<std::size_t> exchangedMapped_;
 };
 
 }  // namespace axon

@@ -83,18 +83,22 @@ std::vector<HeapCall> exchange(Runtime& rt, SetupStep& step, const HeapCall& min
 }
 
 // Every PE maps what the others grew; a PE that cannot says so in a second step, so that every
-// PE fails alike (and rolls the allocation back) instead of one PE throwing alone.
+// PE fails alike (and rolls the allocation back) instead of one PE throwing alone. Most calls grow
+// nothing: they skip the step, all PEs alike, since all see the same sizes.
 void mapGrowth(Runtime& rt, HeapSpace& heap, const std::vector<HeapCall>& calls, const std::string& call) {
+  std::vector<std::size_t> peerMapped(calls.size());
+  for (std::size_t pe = 0; pe < calls.size(); ++pe) peerMapped[pe] = calls[pe].mapped;
+  if (peerMapped == heap.exchangedMapped()) return;
   SetupStep step(rt.bootstrap(), "heap-map", rt.bootstrap().worldRanks(), call + " (mapping the PEs' new memory)");
   try {
-    std::vector<std::size_t> peerMapped(calls.size());
-    for (std::size_t pe = 0; pe < calls.size(); ++pe) peerMapped[pe] = calls[pe].mapped;
     heap.mapPeers(peerMapped, [&step] { step.checkPeers(); });
     if (heap.kind() == HeapKind::Host) rt.pinHostHeap();
   } catch (const Error& e) {
     step.fail(e);
   }
   step.finish();
+  // Only after every PE mapped it: a failed step leaves the next call to try again.
+  heap.exchangedMapped() = peerMapped;
 }
 
 void* allocate(std::size_t bytes, std::size_t alignment, HeapKind kind, const char* api) {
