@@ -10,21 +10,21 @@
 //   store_bench [--ranks N[,N...]] [--rounds R] [--card BYTES]
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <arpa/inet.h>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <dirent.h>
 #include <fstream>
 #include <mutex>
-#include <netinet/in.h>
 #include <set>
 #include <sstream>
 #include <string>
-#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -62,6 +62,8 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// A free loopback port. Not net::freeLoopbackPort: this file must also build against axon
+// releases that predate it, to measure them (docs/performance.md).
 int freePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in sa{};

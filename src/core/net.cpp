@@ -1,6 +1,8 @@
 #include "core/net.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <unistd.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -50,6 +52,21 @@ SendResult sendAll(int fd, const void* data, std::size_t n, std::chrono::steady_
     if (r > 0 && (pfd.revents & (POLLERR | POLLHUP)) && !(pfd.revents & POLLOUT)) return SendResult::Gone;
   }
   return SendResult::Sent;
+}
+
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw SystemError("socket", errno);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw SystemError("binding a loopback port", err);
+  return ntohs(sa.sin_port);
 }
 
 void setNonBlocking(int fd, bool on) {

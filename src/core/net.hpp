@@ -21,6 +21,10 @@ enum class SendResult { Sent, Gone, TimedOut };
 // been sent, so the stream is torn and the connection must be closed.
 SendResult sendAll(int fd, const void* data, std::size_t n, std::chrono::steady_clock::time_point deadline);
 
+// A loopback TCP port that is free now, for tests and benchmarks that start a store of their own
+// at a known address (another program may take it in between: use it at once).
+int freeLoopbackPort();
+
 // Sets O_NONBLOCK / FD_CLOEXEC.
 void setNonBlocking(int fd, bool on);
 

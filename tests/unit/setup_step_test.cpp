@@ -4,11 +4,6 @@
 // mid-step must stop the others' waits at once.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -21,6 +16,7 @@
 #include "bootstrap/blob.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/setup_step.hpp"
+#include "core/net.hpp"
 #include "expect_error.hpp"
 
 namespace axon {
@@ -29,23 +25,11 @@ namespace {
 using test::contains;
 using test::errorMessageOf;
 
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
-
 // `n` ranks, each a Bootstrap on its own thread running `body(rank, boot)`; returns what each
 // threw ("" for nothing).
 std::vector<std::string> runRanks(int n, const std::function<void(int, Bootstrap&)>& body,
                                   std::vector<ErrorCode>* codes = nullptr) {
-  const std::string addr = "127.0.0.1:" + std::to_string(freePort());
+  const std::string addr = "127.0.0.1:" + std::to_string(net::freeLoopbackPort());
   std::vector<std::string> errors(n);
   std::vector<ErrorCode> got(n, ErrorCode::Internal);
   std::vector<std::thread> threads;
