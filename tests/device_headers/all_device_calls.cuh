@@ -102,32 +102,67 @@ extern "C" __global__ void axonCheckAtomics(axon::device::Context ctx, int* i32,
            callAtomics(ctx, u64, pe);
 }
 
-namespace axon_device_header_check {
+// Every device collective with one element type; the reducing ones with every type. One kernel
+// per call: ptxas takes time that grows faster than a kernel's size, and these calls inline
+// everything (every protocol), so one kernel holding them all took it four times as long.
+extern "C" __global__ void axonCheckCollBarrier(axon::device::CollHandle h, int* out) {
+  namespace ad = axon::device;
+  out[0] = ad::barrier<ad::Block>(h) ? 1 : 0;
+}
 
-// Every device collective with one element type; the reducing ones with every type.
+extern "C" __global__ void axonCheckCollBroadcast(axon::device::CollHandle h, char* bytes,
+                                                  axon::device::SizeT n, int* out) {
+  namespace ad = axon::device;
+  out[0] = ad::broadcast<ad::Block>(h, bytes, bytes + n, n, 0) ? 1 : 0;
+}
+
+extern "C" __global__ void axonCheckCollAllgather(axon::device::CollHandle h, float* f,
+                                                  axon::device::SizeT n, int* out) {
+  namespace ad = axon::device;
+  out[0] = ad::allgather<ad::Block>(h, f, f + n, n) ? 1 : 0;
+}
+
+extern "C" __global__ void axonCheckCollAlltoall(axon::device::CollHandle h, double* d,
+                                                 axon::device::SizeT n, int* out) {
+  namespace ad = axon::device;
+  out[0] = ad::alltoall<ad::Block>(h, d, d + n, n, 2) ? 1 : 0;
+}
+
 template <class T>
-__device__ bool callCollectives(const axon::device::CollHandle& h, T* buf, axon::device::SizeT n) {
+__global__ void axonCheckCollAllreduce(axon::device::CollHandle h, T* buf, axon::device::SizeT n,
+                                       int* out) {
   namespace ad = axon::device;
-  bool ok = ad::allreduce<ad::Block>(h, buf, buf, n, ad::ReduceOp::Sum);
-  ok = ad::reduce<ad::Block>(h, buf, buf + n, n, ad::ReduceOp::Max, 0, 1) && ok;
-  ok = ad::reduceScatter<ad::Block>(h, buf, buf + n, n, ad::ReduceOp::Min) && ok;
-  return ok;
+  out[0] = ad::allreduce<ad::Block>(h, buf, buf, n, ad::ReduceOp::Sum) ? 1 : 0;
 }
 
-}  // namespace axon_device_header_check
-
-extern "C" __global__ void axonCheckCollectives(axon::device::CollHandle h, char* bytes,
-                                                float* f, double* d, int* i,
-                                                axon::device::Half* half,
-                                                axon::device::BFloat16* bf, long* l,
-                                                axon::device::SizeT n, int* out) {
+template <class T>
+__global__ void axonCheckCollReduce(axon::device::CollHandle h, T* buf, axon::device::SizeT n,
+                                    int* out) {
   namespace ad = axon::device;
-  using axon_device_header_check::callCollectives;
-  bool ok = ad::barrier<ad::Block>(h);
-  ok = ad::broadcast<ad::Block>(h, bytes, bytes + n, n, 0) && ok;
-  ok = ad::allgather<ad::Block>(h, f, f + n, n) && ok;
-  ok = ad::alltoall<ad::Block>(h, d, d + n, n, 2) && ok;
-  ok = callCollectives(h, f, n) && callCollectives(h, d, n) && callCollectives(h, i, n) &&
-       callCollectives(h, half, n) && callCollectives(h, bf, n) && callCollectives(h, l, n) && ok;
-  out[0] = ok ? 1 : 0;
+  out[0] = ad::reduce<ad::Block>(h, buf, buf + n, n, ad::ReduceOp::Max, 0, 1) ? 1 : 0;
 }
+
+template <class T>
+__global__ void axonCheckCollReduceScatter(axon::device::CollHandle h, T* buf,
+                                           axon::device::SizeT n, int* out) {
+  namespace ad = axon::device;
+  out[0] = ad::reduceScatter<ad::Block>(h, buf, buf + n, n, ad::ReduceOp::Min) ? 1 : 0;
+}
+
+// The reducing collectives' kernels for one element type (explicit instantiations: their PTX
+// names are mangled, and contain the template's name).
+#define AXON_CHECK_REDUCING_COLLECTIVES(T)                                                        \
+  template __global__ void axonCheckCollAllreduce<T>(axon::device::CollHandle, T*,                \
+                                                     axon::device::SizeT, int*);                  \
+  template __global__ void axonCheckCollReduce<T>(axon::device::CollHandle, T*,                   \
+                                                  axon::device::SizeT, int*);                     \
+  template __global__ void axonCheckCollReduceScatter<T>(axon::device::CollHandle, T*,            \
+                                                         axon::device::SizeT, int*);
+
+AXON_CHECK_REDUCING_COLLECTIVES(float)
+AXON_CHECK_REDUCING_COLLECTIVES(double)
+AXON_CHECK_REDUCING_COLLECTIVES(int)
+AXON_CHECK_REDUCING_COLLECTIVES(axon::device::Half)
+AXON_CHECK_REDUCING_COLLECTIVES(axon::device::BFloat16)
+AXON_CHECK_REDUCING_COLLECTIVES(long)
+#undef AXON_CHECK_REDUCING_COLLECTIVES

@@ -2,6 +2,10 @@
 // header compiles alone, and kernels calling every device function with every scope and atomic
 // type (all_device_calls.cuh) compile to PTX and, through NVRTC's ptxas, to sm_90 machine code
 // (which checks the inline PTX). No GPU is needed.
+//
+// Compiling all_device_calls.cuh is the cost of these tests (about 50 s, nearly all of it NVVM's
+// optimizer and ptxas; the front end takes 0.3 s): one compile for sm_90 gives both the PTX that
+// is checked and the machine code, and the C++20 check optimizes little (--Ofast-compile=max).
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
@@ -51,10 +55,43 @@ Compiled compile(const std::string& source, std::vector<std::string> options) {
 
 const char* kAllCalls = "#include \"all_device_calls.cuh\"\n";
 
-TEST(DeviceHeadersNvrtc, AllCallsCompileToPtxWithCxx17) {
-  const Compiled c = compile(kAllCalls, {"--gpu-architecture=compute_90", "-std=c++17"});
+// How many kernels in the PTX are named `name`, or are instances of the template `name` (mangled:
+// _Z<length><name>I<type>E...).
+int kernelsNamed(const std::string& ptx, const std::string& name) {
+  const std::string instance = "_Z" + std::to_string(name.size()) + name + "I";
+  int count = 0;
+  for (std::size_t at = ptx.find(".entry "); at != std::string::npos;
+       at = ptx.find(".entry ", at + 1)) {
+    const std::size_t begin = at + 7;
+    const std::string entry = ptx.substr(begin, ptx.find('(', begin) - begin);
+    if (entry == name || entry.compare(0, instance.size(), instance) == 0) ++count;
+  }
+  return count;
+}
+
+// Every kernel of all_device_calls.cuh is in the PTX.
+void expectEveryKernel(const std::string& ptx) {
+  for (const char* kernel : {"axonCheckThreadScope", "axonCheckWarpScope", "axonCheckBlockScope",
+                             "axonCheckUnscoped", "axonCheckAtomics", "axonCheckCollBarrier",
+                             "axonCheckCollBroadcast", "axonCheckCollAllgather",
+                             "axonCheckCollAlltoall"}) {
+    EXPECT_EQ(kernelsNamed(ptx, kernel), 1) << kernel;
+  }
+  // The reducing collectives: one kernel for each of the six element types.
+  for (const char* kernel :
+       {"axonCheckCollAllreduce", "axonCheckCollReduce", "axonCheckCollReduceScatter"}) {
+    EXPECT_EQ(kernelsNamed(ptx, kernel), 6) << kernel;
+  }
+}
+
+// With a real architecture NVRTC compiles to PTX, then runs ptxas on it, and keeps both: the PTX
+// is the one compute_90 gives (the same text), and ptxas rejects inline PTX that the front end
+// passes through unread (wrong operand types, an instruction the architecture lacks).
+TEST(DeviceHeadersNvrtc, AllCallsCompileToPtxAndAssembleForSm90WithCxx17) {
+  const Compiled c = compile(kAllCalls, {"--gpu-architecture=sm_90", "-std=c++17"});
   ASSERT_TRUE(c.ok) << "NVRTC log:\n" << c.log;
   EXPECT_EQ(c.log.find("warning"), std::string::npos) << "NVRTC log:\n" << c.log;
+  EXPECT_TRUE(c.haveCubin);
   // The memory-model instructions the implementation promises, as the PTX spells them (the
   // system fence is membar.sys, a synonym of fence.sc.sys, in the PTX of CUDA 12 and 13).
   for (const char* instruction :
@@ -68,23 +105,19 @@ TEST(DeviceHeadersNvrtc, AllCallsCompileToPtxWithCxx17) {
   EXPECT_TRUE(c.ptx.find("membar.sys") != std::string::npos ||
               c.ptx.find("fence.sc.sys") != std::string::npos)
       << "no system-scope fence in the PTX";
-  for (const char* kernel : {"axonCheckThreadScope", "axonCheckWarpScope", "axonCheckBlockScope",
-                             "axonCheckUnscoped", "axonCheckAtomics"}) {
-    EXPECT_NE(c.ptx.find(std::string(".entry ") + kernel), std::string::npos) << kernel;
-  }
+  expectEveryKernel(c.ptx);
 }
+
+// The options of the C++20 check: the front end is the same as in every other compile here (it
+// instantiates every template the kernels use: WrongTypesFailWithTheirMessage runs under these
+// options too), and NVVM still generates the code of every kernel, with little optimization.
+const std::vector<std::string> kCxx20 = {"--gpu-architecture=compute_90", "-std=c++20",
+                                         "--Ofast-compile=max"};
 
 TEST(DeviceHeadersNvrtc, AllCallsCompileWithCxx20) {
-  const Compiled c = compile(kAllCalls, {"--gpu-architecture=compute_90", "-std=c++20"});
+  const Compiled c = compile(kAllCalls, kCxx20);
   ASSERT_TRUE(c.ok) << "NVRTC log:\n" << c.log;
-}
-
-// A real architecture makes NVRTC run ptxas, which rejects inline PTX that the front end passes
-// through unread (wrong operand types, an instruction the architecture lacks).
-TEST(DeviceHeadersNvrtc, AllCallsAssembleForSm90) {
-  const Compiled c = compile(kAllCalls, {"--gpu-architecture=sm_90", "-std=c++17"});
-  ASSERT_TRUE(c.ok) << "NVRTC log:\n" << c.log;
-  EXPECT_TRUE(c.haveCubin);
+  expectEveryKernel(c.ptx);
 }
 
 // Every header stands alone: included first and alone, it brings what it uses.
@@ -117,9 +150,13 @@ TEST(DeviceHeadersNvrtc, WrongTypesFailWithTheirMessage) {
     const std::string source = std::string("#include \"axon/device/device.hpp\"\n") +
                                "extern \"C\" __global__ void axonBad(axon::device::Context ctx) { " +
                                k.body + " }\n";
-    const Compiled c = compile(source, {"--gpu-architecture=compute_90", "-std=c++17"});
-    EXPECT_FALSE(c.ok) << k.body;
-    EXPECT_NE(c.log.find(k.message), std::string::npos) << k.body << ": NVRTC log:\n" << c.log;
+    for (const std::vector<std::string>& options :
+         {std::vector<std::string>{"--gpu-architecture=compute_90", "-std=c++17"}, kCxx20}) {
+      const Compiled c = compile(source, options);
+      EXPECT_FALSE(c.ok) << k.body << " (" << options[1] << ")";
+      EXPECT_NE(c.log.find(k.message), std::string::npos)
+          << k.body << " (" << options[1] << "): NVRTC log:\n" << c.log;
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
@@ -153,11 +154,14 @@ TEST(Collectives, AllgatherReduceScatterAlltoall) {
 }
 
 // 10,000 back-to-back collectives of random kind, size and root (the same sequence on every PE),
-// each verified.
+// each verified: 2,000 on more than 4 PEs, and AXON_TEST_MIXED_CALLS where it is set (the runs
+// with a forced algorithm and a small workspace, whose calls take many rounds each).
 TEST(Collectives, TenThousandMixed) {
   axon::Team world = axon::Team::world();
   const int n = np();
-  const int iterations = n <= 4 ? 10000 : 2000;
+  const char* calls = std::getenv("AXON_TEST_MIXED_CALLS");
+  const int iterations = calls ? std::atoi(calls) : n <= 4 ? 10000 : 2000;
+  ASSERT_GT(iterations, 0) << "AXON_TEST_MIXED_CALLS=" << calls;
   std::mt19937_64 rng(42);
   for (int it = 0; it < iterations; ++it) {
     const auto kind = static_cast<Collective>(rng() % 7);
