@@ -8,7 +8,6 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
-#include <sstream>
 
 #include "axon/error.hpp"
 #include "axon/runtime.hpp"
