@@ -152,6 +152,8 @@ void StoreClient::send(const std::string& frame, const std::string& what) {
       return;
     case net::SendResult::Gone: {
       std::lock_guard lock(mu_);
+      // Broken by this process (a goodbye, a corrupt reply) while the frame went out: not PE 0's death.
+      if (broken_) throwBroken(what);
       breakConnection(ErrorCode::PeerDead, "it closed the connection: PE 0, which serves it, exited or crashed");
       if (gone_.load() < 0) {
         goneWhy_ = "the axon store at " + addr_.str() + " closed the connection";

@@ -70,6 +70,10 @@ int bindListener(const net::HostPort& addr, int& boundPort) {
   return fd;
 }
 
+// Larger groups are refused: a corrupt or hostile member count must not make the server reserve
+// gigabytes (far more ranks than any machine runs).
+constexpr std::uint32_t kMaxGroup = 1u << 22;
+
 std::uint64_t getKey(int fd, std::uint32_t id) { return (static_cast<std::uint64_t>(fd) << 32) | id; }
 
 // A reply's own part: the frame header (its length counts the shared body too) and its fields.
@@ -155,6 +159,7 @@ void StoreServer::loop() {
       if (events[i].events & EPOLLOUT) flush(it->second);
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readFrom(it->second);
     }
+    dropStalled();
     // Closing a connection can fail waits and queue replies elsewhere, whose flush can find more
     // dead connections: repeat until the round is settled.
     do {
@@ -166,8 +171,6 @@ void StoreServer::loop() {
       }
       closeDead();
     } while (!toFlush_.empty() || !dead_.empty());
-    dropStalled();
-    closeDead();
   }
 }
 
@@ -213,6 +216,9 @@ void StoreServer::readFrom(Conn& c) {
     }
   } catch (const wire::Malformed&) {
     // A length or magic no axon client sends: the stream cannot be trusted past it.
+    closed = true;
+  } catch (const std::exception&) {
+    // Whatever one request costs (memory, ...), it ends that connection, never rank 0's process.
     closed = true;
   }
   c.in.erase(0, used);
@@ -312,8 +318,8 @@ void StoreServer::handleHello(Conn& c, const wire::StoreRequest& q) {
   queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(why));
   // It cannot take part; flush its answer, then let it go without counting it as a crash.
   c.closeWhenSent = true;
+  if (!c.saidBye) ++goodbyes_;
   c.saidBye = true;
-  ++goodbyes_;
   failWaiting();
 }
 
@@ -343,6 +349,14 @@ void StoreServer::keySet(const std::string& key) {
   for (std::uint64_t k : waiting) {
     auto g = gets_.find(k);
     if (g == gets_.end() || --g->second.missing != 0) continue;
+    // A key counted earlier may have been deleted since: wait for it again.
+    for (const auto& other : g->second.keys) {
+      if (!kv_.count(other)) {
+        ++g->second.missing;
+        getsByKey_[other].push_back(k);
+      }
+    }
+    if (g->second.missing != 0) continue;
     answerGet(g->second);
     auto c = conns_.find(g->second.fd);
     if (c != conns_.end()) std::erase(c->second.pendingGets, g->second.id);
@@ -353,7 +367,7 @@ void StoreServer::keySet(const std::string& key) {
 void StoreServer::answerGet(const PendingGet& g) {
   wire::ByteWriter out;
   out.u32(static_cast<std::uint32_t>(g.keys.size()));
-  for (const auto& k : g.keys) out.str(kv_[k]);
+  for (const auto& k : g.keys) out.str(kv_.at(k));  // every key is there: counted just now
   queue(g.fd, g.id, 0, out.bytes());
 }
 
@@ -365,11 +379,17 @@ void StoreServer::handleGather(Conn& c, std::uint32_t id, const std::string& nam
   if (!refusal_.empty()) {
     return queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(refusal_));
   }
-  if (members == 0 || index >= members) {
-    return bad("member " + std::to_string(index) + " of a group of " + std::to_string(members));
+  if (members == 0 || members > kMaxGroup || index >= members) {
+    return bad("member " + std::to_string(index) + " of a group of " + std::to_string(members) + " (at most " +
+               std::to_string(kMaxGroup) + " members)");
   }
   auto [it, fresh] = groups_.try_emplace(name);
   Group& g = it->second;
+  if (g.failed) {
+    // Its members were told it failed: a late one must hear the same, not complete it.
+    const auto status = static_cast<std::uint8_t>(refusal_.empty() ? wire::Status::PeerGone : wire::Status::VersionMismatch);
+    return queue(c.fd, id, status, field(refusal_.empty() ? goneText() : refusal_));
+  }
   if (fresh) {
     g.members = members;
     g.values.resize(members);
@@ -423,6 +443,7 @@ void StoreServer::failWaiting() {
   for (auto& [name, g] : groups_) {
     for (const Waiter& w : g.waiters) queue(w.fd, w.id, status, why);
     g.waiters.clear();
+    g.failed = true;
   }
   for (auto& [fd, c] : conns_) c.gathers.clear();
 }
@@ -519,8 +540,20 @@ void StoreServer::closeConn(int fd) {
   stalled_.erase(fd);
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
-  // Forget its waits: nobody is left to answer.
-  for (std::uint32_t id : c.pendingGets) gets_.erase(getKey(fd, id));
+  // Forget its waits: nobody is left to answer, and a later connection may get the same fd and
+  // request ids.
+  for (std::uint32_t id : c.pendingGets) {
+    const std::uint64_t key = getKey(fd, id);
+    auto g = gets_.find(key);
+    if (g == gets_.end()) continue;
+    for (const auto& k : g->second.keys) {
+      auto w = getsByKey_.find(k);
+      if (w == getsByKey_.end()) continue;
+      std::erase(w->second, key);
+      if (w->second.empty()) getsByKey_.erase(w);
+    }
+    gets_.erase(g);
+  }
   for (const auto& name : c.gathers) {
     auto g = groups_.find(name);
     if (g != groups_.end()) std::erase_if(g->second.waiters, [fd](const Waiter& w) { return w.fd == fd; });

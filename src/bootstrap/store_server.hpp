@@ -81,6 +81,7 @@ class StoreServer {
     std::vector<std::string> values;
     std::vector<bool> have;
     std::vector<Waiter> waiters;
+    bool failed = false;  // its waiters were told it cannot complete
   };
 
   void loop();

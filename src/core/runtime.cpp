@@ -110,7 +110,7 @@ void Runtime::exchangePeers() {
       if (peers[pe].host != me.host) continue;
       nodeLocal_[pe] = true;
       // A pid means something only in the namespace it came from.
-      if (peers[pe].pidNamespace == me.pidNamespace) pids[pe] = peers[pe].pid;
+      if (peers[pe].pidNamespace == me.pidNamespace && me.pidNamespace != "unknown") pids[pe] = peers[pe].pid;
       if (pe == myPe()) continue;
       heap_->attachPeer(pe, peers[pe].segment);
       heap_->mapPeer(pe, peers[pe].mapped);

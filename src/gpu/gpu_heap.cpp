@@ -130,7 +130,7 @@ std::size_t GpuHeap::growLocal(std::size_t end) {
   return mappedOwn_;
 }
 
-void GpuHeap::sendNewChunks() {
+void GpuHeap::sendNewChunks(const std::function<void()>& checkPeers) {
   for (int pe = 0; pe < nPes_; ++pe) {
     if (pe == myPe_ || peers_.channelAddress.empty() || peers_.channelAddress[pe].empty()) continue;
     for (const auto& c : own_) {
@@ -142,9 +142,16 @@ void GpuHeap::sendNewChunks() {
       ChunkNote note{myPe_, c.offset, c.size};
       // While that peer's queue is full, take in what others send us, so that PEs sending to
       // each other at once (every PE does, after an allocation) cannot block one another.
+      // A peer that failed and posted it no longer receives: its full queue must not hold this
+      // PE for AXON_TIMEOUT (checked every 50 ms, one store round trip each).
+      auto lastCheck = std::chrono::steady_clock::now();
       channel_.send(peers_.channelAddress[pe], std::string(reinterpret_cast<char*>(&note), sizeof(note)), fd,
-                    peers_.timeoutSec, [this] {
+                    peers_.timeoutSec, [&] {
                       while (auto m = channel_.receive(0)) inbox_.push_back(std::move(*m));
+                      if (checkPeers && std::chrono::steady_clock::now() - lastCheck > std::chrono::milliseconds(50)) {
+                        lastCheck = std::chrono::steady_clock::now();
+                        checkPeers();
+                      }
                     });
       sentUpTo_[pe] = c.offset + c.size;
     }
@@ -193,7 +200,7 @@ void GpuHeap::mapPeerChunk(int pe, std::size_t offset, std::size_t size, int fd)
 }
 
 void GpuHeap::mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>& checkPeers) {
-  sendNewChunks();
+  sendNewChunks(checkPeers);
   auto missing = [&] {
     for (int pe = 0; pe < nPes_; ++pe) {
       if (pe != myPe_ && !peers_.channelAddress.empty() && !peers_.channelAddress[pe].empty() &&

@@ -62,7 +62,7 @@ class GpuHeap final : public HeapSpace {
     std::size_t size;
   };
   char* peerBase(int pe) const { return reinterpret_cast<char*>(reservation_) + pe * capacity_; }
-  void sendNewChunks();
+  void sendNewChunks(const std::function<void()>& checkPeers);
   // Maps one chunk of a peer; false (and the peer marked unreachable) if the first chunk fails.
   void mapPeerChunk(int pe, std::size_t offset, std::size_t size, int fd);
   void release() noexcept;

@@ -186,6 +186,34 @@ TEST(StoreFailure, AnotherWireVersionIsAnsweredInWordsItReads) {
   EXPECT_TRUE(contains(r.str(), "axon 9.9.9 on PE 5, axon " + buildVersion() + " on PE 0"));
 }
 
+// Found by review: a member count near 2^32 made the server reserve it and abort rank 0.
+TEST(StoreFailure, AnImpossibleGroupSizeIsRefusedNotAllocated) {
+  StoreServer server({"127.0.0.1", 0}, 10.0);
+  StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0);
+  std::string msg = errorMessageOf([&] { pe0.gather("huge/0", 0xFFFFFFFFu, 0, "", "a rendezvous", {}); }, ErrorCode::Bootstrap);
+  EXPECT_TRUE(contains(msg, "at most"));
+  pe0.set("still", "here");
+  EXPECT_EQ(pe0.get({"still"}, "read"), std::vector<std::string>{"here"});
+}
+
+// Found by review: a group its members were told had failed could still be completed by a late
+// member, which then saw success where the others saw PeerDead.
+TEST(StoreFailure, AFailedGroupFailsItsLateMembersToo) {
+  StoreServer server({"127.0.0.1", 0}, 10.0);
+  const net::HostPort addr{"127.0.0.1", server.port()};
+  StoreClient pe0(addr, "test", 0, 10.0), pe1(addr, "test", 1, 10.0);
+  // PE 2 contributes, then dies: its connection closes without a goodbye.
+  int pe2 = connectRaw(server.port());
+  sendRaw(pe2, hello(2, buildVersion()));
+  sendRaw(pe2, wire::Writer(2, static_cast<std::uint8_t>(wire::Op::Gather)).str("g/9").u32(3).u32(2).str("").frame());
+  auto one = std::async(std::launch::async, [&] { return pe1.gather("g/9", 3, 1, "", "step", {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::close(pe2);
+  EXPECT_TRUE(contains(errorMessageOf([&] { one.get(); }, ErrorCode::PeerDead), "PE 2"));
+  // The last member would complete the group: it must hear what the others heard.
+  EXPECT_TRUE(contains(errorMessageOf([&] { pe0.gather("g/9", 3, 0, "", "step", {}); }, ErrorCode::PeerDead), "PE 2"));
+}
+
 TEST(StoreFailure, GarbageClosesOnlyThatConnection) {
   StoreServer server({"127.0.0.1", 0}, 10.0);
   StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0);

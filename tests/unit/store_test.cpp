@@ -281,3 +281,41 @@ TEST_F(StoreGather, AGroupCompletedByARankThatLeftStillAnswers) {
 
 }  // namespace
 }  // namespace axon
+
+namespace axon {
+namespace {
+
+// Found by review: a get left waiting by a connection that closed used to stay registered under
+// (fd, request id), and a new connection on the same fd woke on the old get's keys.
+TEST_F(StoreGather, AGetOfAClosedConnectionWakesNobodyElse) {
+  auto other = connect(0);
+  {
+    auto gone = connect(1, 0.2);
+    EXPECT_THROW(gone->get({"x"}, "wait"), Error);  // times out, still registered at the server
+    gone->bye();
+  }
+  auto next = connect(2);  // likely the same fd, and the same first request ids
+  auto pending = std::async(std::launch::async, [&] { return next->get({"y"}, "wait"); });
+  EXPECT_EQ(pending.wait_for(kStillPending), std::future_status::timeout);
+  other->set("x", "1");
+  EXPECT_EQ(pending.wait_for(kStillPending), std::future_status::timeout) << "a get of 'y' was answered by a set of 'x'";
+  EXPECT_EQ(other->check({"y"}), std::vector<bool>{false});
+  other->set("y", "2");
+  EXPECT_EQ(pending.get(), Strings{"2"});
+}
+
+// Found by review: a key deleted while a get waited for another one was answered as "".
+TEST_F(StoreGather, AGetWaitsAgainForAKeyDeletedMeanwhile) {
+  connectBoth();
+  rank0->set("a", "1");
+  auto pending = std::async(std::launch::async, [this] { return rank1->get({"a", "b"}, "wait"); });
+  EXPECT_EQ(pending.wait_for(kStillPending), std::future_status::timeout);
+  rank0->del("a");
+  rank0->set("b", "2");
+  EXPECT_EQ(pending.wait_for(kStillPending), std::future_status::timeout) << "answered without 'a'";
+  rank0->set("a", "3");
+  EXPECT_EQ(pending.get(), (Strings{"3", "2"}));
+}
+
+}  // namespace
+}  // namespace axon
