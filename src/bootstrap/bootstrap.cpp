@@ -40,16 +40,13 @@ std::vector<std::string> Bootstrap::gatherRound(const std::string& tag, long rou
   if (me == ranks.end()) {
     throw Error(ErrorCode::Internal, "PE " + std::to_string(rank_) + " joined the '" + tag + "' rendezvous of ranks it is not one of");
   }
-  std::vector<std::string> labels;
-  labels.reserve(ranks.size());
-  for (int r : ranks) labels.push_back("PE " + std::to_string(r));
   // The server answers when all have contributed; the group is forgotten once answered, so
   // nothing piles up round after round.
   return client_->gather(tag + "/" + std::to_string(round), static_cast<std::uint32_t>(ranks.size()),
                          static_cast<std::uint32_t>(me - ranks.begin()), data,
                          "'" + tag + "' rendezvous (round " + std::to_string(round) + ") of " +
                              std::to_string(ranks.size()) + " PEs",
-                         labels);
+                         [&ranks](std::uint32_t m) { return "PE " + std::to_string(ranks[m]); });
 }
 
 std::vector<std::string> Bootstrap::allgather(const std::string& tag, const std::vector<int>& ranks,

@@ -90,15 +90,20 @@ SetupStep::Outcome SetupStep::settle(const std::string& payload) {
   return out;
 }
 
+std::string StepFailure::said() const {
+  const std::string prefix = "PE " + std::to_string(pe) + ": ";
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+void SetupStep::raise(const StepFailure& f) const {
+  const std::string where = f.pe == boot_.rank() ? "" : " on PE " + std::to_string(f.pe);
+  throw Error(f.code, "PE " + std::to_string(boot_.rank()) + ": " + what_ + " failed" + where + ": " + f.said());
+}
+
 std::vector<std::string> SetupStep::finish(const std::string& payload) {
   Outcome out = settle(payload);
-  if (!out.failure) return std::move(out.payloads);
-  const StepFailure& f = *out.failure;
-  // Its message may name it first already, as axon's messages do: say so once.
-  const std::string prefix = "PE " + std::to_string(f.pe) + ": ";
-  const std::string said = f.message.rfind(prefix, 0) == 0 ? f.message.substr(prefix.size()) : f.message;
-  const std::string where = f.pe == boot_.rank() ? "" : " on PE " + std::to_string(f.pe);
-  throw Error(f.code, "PE " + std::to_string(boot_.rank()) + ": " + what_ + " failed" + where + ": " + said);
+  if (out.failure) raise(*out.failure);
+  return std::move(out.payloads);
 }
 
 }  // namespace axon

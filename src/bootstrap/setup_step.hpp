@@ -21,6 +21,11 @@ struct StepFailure {
   int pe = -1;  // the world rank that failed
   ErrorCode code = ErrorCode::Internal;
   std::string message;
+
+  // The message without the "PE x: " it may start with (axon's messages name their PE first).
+  std::string said() const;
+  // "PE x: <said>".
+  std::string text() const { return "PE " + std::to_string(pe) + ": " + said(); }
 };
 
 struct StepContribution {
@@ -61,6 +66,9 @@ class SetupStep {
     std::optional<StepFailure> failure;
   };
   Outcome settle(const std::string& payload = "");
+
+  // Throws `f` as finish() does: its code, with "PE me: <what> failed on PE x: <said>".
+  [[noreturn]] void raise(const StepFailure& f) const;
 
   // The origin to name when a member's payload is malformed: "PE 3's contribution to 'heap' (round 7)".
   std::string originOf(std::size_t member) const;

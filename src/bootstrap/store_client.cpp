@@ -136,6 +136,14 @@ void StoreClient::breakConnection(ErrorCode code, const std::string& why) {
   arrived_.notify_all();
 }
 
+void StoreClient::storeClosed() {
+  breakConnection(ErrorCode::PeerDead, "it closed the connection: PE 0, which serves it, exited or crashed");
+  if (gone_.load() < 0) {
+    goneWhy_ = "the axon store at " + addr_.str() + " closed the connection";
+    gone_.store(0);
+  }
+}
+
 void StoreClient::throwBroken(const std::string& what) const {
   throw Error(brokenCode_, "PE " + std::to_string(rank_) + ": " + what + " at the axon store " + addr_.str() +
                                " failed: " + brokenWhy_);
@@ -153,12 +161,7 @@ void StoreClient::send(const std::string& frame, const std::string& what) {
     case net::SendResult::Gone: {
       std::lock_guard lock(mu_);
       // Broken by this process (a goodbye, a corrupt reply) while the frame went out: not PE 0's death.
-      if (broken_) throwBroken(what);
-      breakConnection(ErrorCode::PeerDead, "it closed the connection: PE 0, which serves it, exited or crashed");
-      if (gone_.load() < 0) {
-        goneWhy_ = "the axon store at " + addr_.str() + " closed the connection";
-        gone_.store(0);
-      }
+      if (!broken_) storeClosed();
       throwBroken(what);
     }
     case net::SendResult::TimedOut: {
@@ -197,13 +200,7 @@ void StoreClient::readAsTheReader(std::unique_lock<std::mutex>& lock, int waitMs
   reading_ = false;
   in_ += got;
   fileFrames();  // what arrived before a close still counts
-  if (!open && !broken_) {
-    breakConnection(ErrorCode::PeerDead, "it closed the connection: PE 0, which serves it, exited or crashed");
-    if (gone_.load() < 0) {
-      goneWhy_ = "the axon store at " + addr_.str() + " closed the connection";
-      gone_.store(0);
-    }
-  }
+  if (!open && !broken_) storeClosed();
   arrived_.notify_all();
 }
 
@@ -282,18 +279,14 @@ std::string StoreClient::roundTrip(const std::string& frame, std::uint32_t id, c
     }
   }
   status = reply.status;
-  wire::ByteReader r(reply.body);
-  try {
-    if (status == static_cast<std::uint8_t>(wire::Status::VersionMismatch)) {
-      throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": " + r.str());
-    }
-    if (status == static_cast<std::uint8_t>(wire::Status::BadRequest)) {
-      throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": the axon store at " + addr_.str() +
-                                            " refused " + what + ": " + r.str());
-    }
-  } catch (const wire::Malformed& e) {
-    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to " + what +
-                                          " from the axon store (" + e.what() + ")");
+  if (status == static_cast<std::uint8_t>(wire::Status::VersionMismatch)) {
+    const std::string why = decodeAnswer(reply.body, what, [](wire::ByteReader& r) { return r.str(); });
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": " + why);
+  }
+  if (status == static_cast<std::uint8_t>(wire::Status::BadRequest)) {
+    const std::string why = decodeAnswer(reply.body, what, [](wire::ByteReader& r) { return r.str(); });
+    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": the axon store at " + addr_.str() +
+                                          " refused " + what + ": " + why);
   }
   return std::move(reply.body);
 }
@@ -317,18 +310,15 @@ void StoreClient::throwTimeoutNaming(const Error& timeout, const std::function<s
 }
 
 std::vector<std::string> StoreClient::valuesOf(const std::string& body, std::uint8_t status, const std::string& what) {
-  wire::ByteReader r(body);
-  try {
-    if (status == static_cast<std::uint8_t>(wire::Status::PeerGone)) {
-      throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rank_) + ": " + what + " failed: " + r.str());
-    }
+  if (status == static_cast<std::uint8_t>(wire::Status::PeerGone)) {
+    const std::string why = decodeAnswer(body, what, [](wire::ByteReader& r) { return r.str(); });
+    throw Error(ErrorCode::PeerDead, "PE " + std::to_string(rank_) + ": " + what + " failed: " + why);
+  }
+  return decodeAnswer(body, what, [](wire::ByteReader& r) {
     std::vector<std::string> values(r.count(4));
     for (auto& v : values) v = r.str();
     return values;
-  } catch (const wire::Malformed& e) {
-    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to " + what +
-                                          " from the axon store (" + e.what() + ")");
-  }
+  });
 }
 
 std::vector<std::string> StoreClient::get(const std::vector<std::string>& keys,
@@ -358,7 +348,7 @@ std::vector<std::string> StoreClient::get(const std::vector<std::string>& keys,
 
 std::vector<std::string> StoreClient::gather(const std::string& group, std::uint32_t members, std::uint32_t index,
                                              const std::string& value, const std::string& what,
-                                             const std::vector<std::string>& labels) {
+                                             const MemberLabel& label) {
   std::uint32_t id = nextId();
   wire::Writer w(id, static_cast<std::uint8_t>(wire::Op::Gather));
   w.str(group).u32(members).u32(index).str(value);
@@ -372,7 +362,7 @@ std::vector<std::string> StoreClient::gather(const std::string& group, std::uint
     throwTimeoutNaming(e, [&] {
       std::vector<std::string> missing;
       for (std::uint32_t m : missingMembers(group)) {
-        missing.push_back(m < labels.size() ? labels[m] : "member " + std::to_string(m));
+        missing.push_back(label ? label(m) : "member " + std::to_string(m));
       }
       return missing;
     });
@@ -390,15 +380,11 @@ std::vector<std::uint32_t> StoreClient::missingMembers(const std::string& group)
   std::uint8_t status = 0;
   std::string body = roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::GatherMissing)).str(group).frame(),
                                id, "a question about '" + group + "'", status);
-  std::vector<std::uint32_t> missing;
-  try {
-    wire::ByteReader r(body);
-    missing.resize(r.count(4));
+  return decodeAnswer(body, "a question about '" + group + "'", [](wire::ByteReader& r) {
+    std::vector<std::uint32_t> missing(r.count(4));
     for (auto& m : missing) m = r.u32();
-  } catch (const wire::Malformed&) {
-    missing.clear();
-  }
-  return missing;
+    return missing;
+  });
 }
 
 std::vector<bool> StoreClient::check(const std::vector<std::string>& keys) {
@@ -408,14 +394,11 @@ std::vector<bool> StoreClient::check(const std::vector<std::string>& keys) {
   for (const auto& k : keys) w.str(k);
   std::uint8_t status = 0;
   std::string body = roundTrip(w.frame(), id, "check", status);
-  try {
-    wire::ByteReader r(body);
+  return decodeAnswer(body, "check", [](wire::ByteReader& r) {
     std::vector<bool> present(r.count(1));
     for (std::size_t i = 0; i < present.size(); ++i) present[i] = r.u8() != 0;
     return present;
-  } catch (const wire::Malformed& e) {
-    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to check from the axon store (" + e.what() + ")");
-  }
+  });
 }
 
 std::int64_t StoreClient::add(const std::string& key, std::int64_t delta) {
@@ -424,11 +407,7 @@ std::int64_t StoreClient::add(const std::string& key, std::int64_t delta) {
   std::string body = roundTrip(
       wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Add)).str(key).i64(delta).frame(), id,
       "add '" + key + "'", status);
-  try {
-    return wire::ByteReader(body).i64();
-  } catch (const wire::Malformed& e) {
-    throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to add '" + key + "' from the axon store (" + e.what() + ")");
-  }
+  return decodeAnswer(body, "add '" + key + "'", [](wire::ByteReader& r) { return r.i64(); });
 }
 
 void StoreClient::del(const std::string& key) {

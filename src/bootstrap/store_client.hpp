@@ -11,9 +11,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "axon/error.hpp"
+#include "bootstrap/wire.hpp"
 #include "core/net.hpp"
 
 namespace axon {
@@ -39,12 +41,15 @@ class StoreClient {
   std::vector<bool> check(const std::vector<std::string>& keys);
   std::int64_t add(const std::string& key, std::int64_t delta);
   void del(const std::string& key);
+  // Names member i in messages ("PE 3"); called only when a message needs it, so that a
+  // rendezvous of many ranks builds no labels on its way.
+  using MemberLabel = std::function<std::string(std::uint32_t)>;
   // Member `index` of the `members` members of `group` contributes `value`; returns every
   // member's value in index order once all are in. Timeout names the members still missing
-  // (`labels[i]` names member i); PeerDead when a rank left without finalize.
+  // (`label(i)` names member i, "member i" without one); PeerDead when a rank left without
+  // finalize.
   std::vector<std::string> gather(const std::string& group, std::uint32_t members, std::uint32_t index,
-                                  const std::string& value, const std::string& what,
-                                  const std::vector<std::string>& labels);
+                                  const std::string& value, const std::string& what, const MemberLabel& label = {});
   // Tells the server this rank leaves on purpose, then closes.
   void bye();
 
@@ -75,6 +80,20 @@ class StoreClient {
   void fileFrames();
   // The connection can no longer be used: later calls throw `code` with `why`. With mu_ held.
   void breakConnection(ErrorCode code, const std::string& why);
+  // The store closed the connection: rank 0, which serves it, is gone. With mu_ held.
+  void storeClosed();
+  // Reads an answer's fields with `read`; a field cut short or corrupt throws Bootstrap naming
+  // `what`.
+  template <class Read>
+  auto decodeAnswer(std::string_view body, const std::string& what, Read&& read) const {
+    try {
+      wire::ByteReader r(body);
+      return read(r);
+    } catch (const wire::Malformed& e) {
+      throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": a corrupt answer to " + what +
+                                            " from the axon store (" + e.what() + ")");
+    }
+  }
   [[noreturn]] void throwBroken(const std::string& what) const;
   std::vector<std::uint32_t> missingMembers(const std::string& group);
   // The values of a get or gather answer; PeerDead when the store says a rank is gone.

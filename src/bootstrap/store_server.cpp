@@ -214,11 +214,9 @@ void StoreServer::readFrom(Conn& c) {
       handleFrame(c, std::string_view(c.in).substr(used + 4, n - 4));
       used += n;
     }
-  } catch (const wire::Malformed&) {
-    // A length or magic no axon client sends: the stream cannot be trusted past it.
-    closed = true;
   } catch (const std::exception&) {
-    // Whatever one request costs (memory, ...), it ends that connection, never rank 0's process.
+    // A length or magic no axon client sends (the stream cannot be trusted past it), or a request
+    // that cost too much: it ends that connection, never rank 0's process.
     closed = true;
   }
   c.in.erase(0, used);
@@ -302,12 +300,7 @@ void StoreServer::handleHello(Conn& c, const wire::StoreRequest& q) {
     c.rank = static_cast<int>(q.rank);
     queue(c.fd, id, 0);
     // A late joiner learns of ranks already gone, as the others did.
-    for (int gone : goneRanks_) {
-      wire::ByteWriter event;
-      event.u32(static_cast<std::uint32_t>(gone));
-      event.str(goneText());
-      queue(c.fd, wire::kEventId, static_cast<std::uint8_t>(wire::Status::PeerGone), event.bytes());
-    }
+    for (int gone : goneRanks_) queueGoneEvent(c.fd, gone);
     return;
   }
   const std::string who = q.op == wire::Op::Hello && !q.version.empty() ? "PE " + std::to_string(q.rank) : "a client";
@@ -324,9 +317,7 @@ void StoreServer::handleHello(Conn& c, const wire::StoreRequest& q) {
 }
 
 void StoreServer::handleGet(Conn& c, std::uint32_t id, std::vector<std::string> keys) {
-  if (!refusal_.empty()) {
-    return queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(refusal_));
-  }
+  if (!refusal_.empty()) return queueFailure(c.fd, id);
   PendingGet g{c.fd, id, std::move(keys), 0};
   for (const auto& k : g.keys) g.missing += kv_.count(k) ? 0 : 1;
   // Keys that are all there answer the get even after a PE left: a rendezvous whose last key the
@@ -376,20 +367,15 @@ void StoreServer::handleGather(Conn& c, std::uint32_t id, const std::string& nam
   auto bad = [&](const std::string& why) {
     queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::BadRequest), field(why));
   };
-  if (!refusal_.empty()) {
-    return queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(refusal_));
-  }
+  if (!refusal_.empty()) return queueFailure(c.fd, id);
   if (members == 0 || members > kMaxGroup || index >= members) {
     return bad("member " + std::to_string(index) + " of a group of " + std::to_string(members) + " (at most " +
                std::to_string(kMaxGroup) + " members)");
   }
   auto [it, fresh] = groups_.try_emplace(name);
   Group& g = it->second;
-  if (g.failed) {
-    // Its members were told it failed: a late one must hear the same, not complete it.
-    const auto status = static_cast<std::uint8_t>(refusal_.empty() ? wire::Status::PeerGone : wire::Status::VersionMismatch);
-    return queue(c.fd, id, status, field(refusal_.empty() ? goneText() : refusal_));
-  }
+  // Its members were told it failed: a late one must hear the same, not complete it.
+  if (g.failed) return queueFailure(c.fd, id);
   if (fresh) {
     g.members = members;
     g.values.resize(members);
@@ -431,17 +417,30 @@ std::string StoreServer::goneText() const {
   return "PE " + who + " disconnected from the store without finalize (exited, crashed or stopped reading)";
 }
 
+void StoreServer::queueGoneEvent(int fd, int rank) {
+  wire::ByteWriter event;
+  event.u32(static_cast<std::uint32_t>(rank));
+  event.str("PE " + std::to_string(rank) + " disconnected from the store without finalize");
+  queue(fd, wire::kEventId, static_cast<std::uint8_t>(wire::Status::PeerGone), event.bytes());
+}
+
+void StoreServer::queueFailure(int fd, std::uint32_t id) {
+  if (refusal_.empty()) {
+    queue(fd, id, static_cast<std::uint8_t>(wire::Status::PeerGone), field(goneText()));
+  } else {
+    queue(fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(refusal_));
+  }
+}
+
 void StoreServer::failWaiting() {
   if (goneRanks_.empty() && refusal_.empty()) return;
-  const auto status = static_cast<std::uint8_t>(refusal_.empty() ? wire::Status::PeerGone : wire::Status::VersionMismatch);
-  const std::string why = field(refusal_.empty() ? goneText() : refusal_);
-  for (auto& [key, g] : gets_) queue(g.fd, g.id, status, why);
+  for (auto& [key, g] : gets_) queueFailure(g.fd, g.id);
   for (auto& [fd, c] : conns_) c.pendingGets.clear();
   gets_.clear();
   getsByKey_.clear();
   // Incomplete groups keep what arrived (a slow member still finds it) but lose their waiters.
   for (auto& [name, g] : groups_) {
-    for (const Waiter& w : g.waiters) queue(w.fd, w.id, status, why);
+    for (const Waiter& w : g.waiters) queueFailure(w.fd, w.id);
     g.waiters.clear();
     g.failed = true;
   }
@@ -501,12 +500,11 @@ void StoreServer::flush(Conn& c) {
 }
 
 void StoreServer::watchOutput(Conn& c, bool on) {
-  if (on == !c.writable) return;
+  if (on == (stalled_.count(c.fd) != 0)) return;
   epoll_event ev{};
   ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
   ev.data.fd = c.fd;
   ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
-  c.writable = !on;
   if (on) stalled_.insert(c.fd);
   else stalled_.erase(c.fd);
 }
@@ -563,10 +561,7 @@ void StoreServer::closeConn(int fd) {
   ++goodbyes_;  // it will not say goodbye now; do not wait for it at shutdown
   // Tell every other rank at once: a PE waiting on the gone one's memory, not on the store, checks
   // for these events instead of running into its timeout.
-  wire::ByteWriter event;
-  event.u32(static_cast<std::uint32_t>(c.rank));
-  event.str("PE " + std::to_string(c.rank) + " disconnected from the store without finalize");
-  for (auto& [other, oc] : conns_) queue(other, wire::kEventId, static_cast<std::uint8_t>(wire::Status::PeerGone), event.bytes());
+  for (auto& [other, oc] : conns_) queueGoneEvent(other, c.rank);
   failWaiting();
 }
 

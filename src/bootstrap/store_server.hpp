@@ -61,7 +61,6 @@ class StoreServer {
     int rank = -1;
     bool saidBye = false;
     bool closeWhenSent = false;     // refused: it goes once its answer is out
-    bool writable = true;           // false while EPOLLOUT is armed
     std::size_t outBytes = 0;       // queued and not yet sent
     Clock::time_point stalledSince; // when its output last stopped moving
     std::string in;
@@ -97,6 +96,10 @@ class StoreServer {
   void completeGroup(const std::string& name, Group& g);
   // Fails every get and gather that can no longer complete (a rank is gone, or builds differ).
   void failWaiting();
+  // Answers request `id` with why it cannot complete: the refusal, or the ranks gone.
+  void queueFailure(int fd, std::uint32_t id);
+  // Tells connection `fd` (request id 0, unasked) that `rank` left without a goodbye.
+  void queueGoneEvent(int fd, int rank);
   std::string goneText() const;
 
   // Output: queue, then flush at the end of the loop's round (or when the socket has room).
@@ -126,7 +129,7 @@ class StoreServer {
   std::set<int> goneRanks_;   // ranks whose connection closed without a goodbye
   std::string refusal_;       // set when a client of another build came: every wait fails with it
   std::vector<int> toFlush_;  // connections with new output this round
-  std::set<int> stalled_;     // connections whose output waits for room
+  std::set<int> stalled_;     // connections whose output waits for room (EPOLLOUT armed)
   std::vector<int> dead_;     // connections to close at the end of this round
 };
 

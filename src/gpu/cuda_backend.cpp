@@ -19,6 +19,7 @@
 #include "gpu/gpu_coll_workspace.hpp"
 #include "gpu/gpu_heap.hpp"
 #include "gpu/nvml.hpp"
+#include "memory/peer_growth.hpp"
 #include "kernels/coll_kernels.hpp"
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
@@ -152,7 +153,7 @@ class CudaBackend final : public GpuBackend {
       grow.fail(e);
     }
     auto sizes = grow.finish(wire::wordBlob(heap_->mapped()));
-    mapGrowth(rt, *heap_, sizes, grow, "gpu-heap-map", "mapping the PEs' GPU heaps");
+    mapPeerGrowth(boot, *heap_, mappedSizes(sizes, grow), "gpu-heap-map", "mapping the PEs' GPU heaps");
     reportPeers(rt);
     startStagedPath(rt);
     buildContext();
@@ -160,20 +161,13 @@ class CudaBackend final : public GpuBackend {
     boot.barrierWorld("gpu-ready");
   }
 
-  // After a step whose payloads are the PEs' mapped sizes: maps the peers' growth in a step of its
-  // own, so that a PE that cannot fails every PE alike.
-  void mapGrowth(Runtime& rt, HeapSpace& heap, const std::vector<std::string>& sizes, const SetupStep& sizesStep,
-                 const char* tag, const char* what) {
+  // The PEs' mapped sizes a step exchanged, as numbers.
+  std::vector<std::size_t> mappedSizes(const std::vector<std::string>& sizes, const SetupStep& step) const {
     std::vector<std::size_t> mapped(nPes_);
-    for (int p = 0; p < nPes_; ++p) mapped[p] = wire::readWordBlob(sizes[p], sizesStep.originOf(p));
-    SetupStep step(rt.bootstrap(), tag, rt.bootstrap().worldRanks(), what);
-    try {
-      heap.mapPeers(mapped, [&step] { step.checkPeers(); });
-    } catch (const Error& e) {
-      step.fail(e);
-    }
-    step.finish();
+    for (int p = 0; p < nPes_; ++p) mapped[p] = wire::readWordBlob(sizes[p], step.originOf(p));
+    return mapped;
   }
+
 
   // What kernels get from axon::deviceContext(): nothing in it changes after start-up.
   void buildContext() {
@@ -236,7 +230,7 @@ class CudaBackend final : public GpuBackend {
       grow.fail(e);
     }
     auto sizes = grow.finish(wire::wordBlob(host.mapped()));
-    mapGrowth(rt, host, sizes, grow, "stage-heap-map", "mapping the staged path's channels");
+    mapPeerGrowth(boot, host, mappedSizes(sizes, grow), "stage-heap-map", "mapping the staged path's channels");
     rt.pinHostHeap();
     char* mine = static_cast<char*>(host.peerAddress(myPe_, *offset));
     std::memset(mine, 0, total);

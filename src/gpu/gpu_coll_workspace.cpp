@@ -202,11 +202,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
 };
 
 // A failed step of the workspace's creation: the team keeps the host path, and says why.
-std::string fallbackReason(const SetupStep::Outcome& out) {
-  if (!out.failure) return "";
-  const std::string prefix = "PE " + std::to_string(out.failure->pe) + ": ";
-  return out.failure->message.rfind(prefix, 0) == 0 ? out.failure->message : prefix + out.failure->message;
-}
+std::string fallbackReason(const SetupStep::Outcome& out) { return out.failure ? out.failure->text() : ""; }
 
 }  // namespace
 
@@ -296,12 +292,7 @@ std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdev
   if (!whyNot.empty()) {
     // A fault (a dead member, a timeout) is an error on every member; a GPU that cannot map
     // another's memory only means the host path.
-    if (outcome.failure->code != ErrorCode::Unsupported) {
-      throw Error(outcome.failure->code, outcome.failure->pe == rt.myPe()
-                                             ? outcome.failure->message
-                                             : "PE " + std::to_string(rt.myPe()) + ": " + what + " failed on PE " +
-                                                   std::to_string(outcome.failure->pe) + ": " + outcome.failure->message);
-    }
+    if (outcome.failure->code != ErrorCode::Unsupported) mapped.raise(*outcome.failure);
     return nullptr;
   }
   ws->buildHandle(rt, team, config, layout);

@@ -16,6 +16,7 @@
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
 #include "core/runtime.hpp"
+#include "memory/peer_growth.hpp"
 
 namespace axon {
 namespace {
@@ -82,21 +83,15 @@ std::vector<HeapCall> exchange(Runtime& rt, SetupStep& step, const HeapCall& min
   return calls;
 }
 
-// Every PE maps what the others grew; a PE that cannot says so in a second step, so that every
-// PE fails alike (and rolls the allocation back) instead of one PE throwing alone. Most calls grow
-// nothing: they skip the step, all PEs alike, since all see the same sizes.
+// Every PE maps what the others grew, in a second step (a failure there rolls the allocation back
+// on every PE). Most calls grow nothing: they skip the step, all PEs alike, since all see the
+// same sizes.
 void mapGrowth(Runtime& rt, HeapSpace& heap, const std::vector<HeapCall>& calls, const std::string& call) {
   std::vector<std::size_t> peerMapped(calls.size());
   for (std::size_t pe = 0; pe < calls.size(); ++pe) peerMapped[pe] = calls[pe].mapped;
   if (peerMapped == heap.exchangedMapped()) return;
-  SetupStep step(rt.bootstrap(), "heap-map", rt.bootstrap().worldRanks(), call + " (mapping the PEs' new memory)");
-  try {
-    heap.mapPeers(peerMapped, [&step] { step.checkPeers(); });
-    if (heap.kind() == HeapKind::Host) rt.pinHostHeap();
-  } catch (const Error& e) {
-    step.fail(e);
-  }
-  step.finish();
+  mapPeerGrowth(rt.bootstrap(), heap, peerMapped, "heap-map", call + " (mapping the PEs' new memory)");
+  if (heap.kind() == HeapKind::Host) rt.pinHostHeap();  // a failure to pin only warns
   // Only after every PE mapped it: a failed step leaves the next call to try again.
   heap.exchangedMapped() = peerMapped;
 }

@@ -93,7 +93,7 @@ TEST(StoreFailure, ReaderThatStopsReadingIsDroppedWithoutStallingTheServer) {
   // A rendezvous with PE 1 fails with PeerDead naming it once it is dropped, long before the
   // client's own timeout.
   start = Clock::now();
-  std::string msg = errorMessageOf([&] { pe0->gather("g/0", 2, 0, "", "rendezvous", {"PE 0", "PE 1"}); }, ErrorCode::PeerDead);
+  std::string msg = errorMessageOf([&] { pe0->gather("g/0", 2, 0, "", "rendezvous", [](std::uint32_t m) { return "PE " + std::to_string(m); }); }, ErrorCode::PeerDead);
   EXPECT_TRUE(contains(msg, "PE 1"));
   EXPECT_LT(secondsSince(start), 5.0);
   EXPECT_EQ(pe0->goneRank(), 1);
@@ -159,7 +159,7 @@ TEST(StoreFailure, AnotherAxonBuildFailsEveryRankNamingBothBuilds) {
   const net::HostPort addr{"127.0.0.1", server.port()};
   StoreClient pe0(addr, "test", 0, 10.0, "1.0.0+gaaaa");
   // PE 0 already waits in the first rendezvous when PE 1 arrives.
-  auto waiting = std::async(std::launch::async, [&] { return pe0.gather("init/0", 2, 0, "card", "init", {"PE 0", "PE 1"}); });
+  auto waiting = std::async(std::launch::async, [&] { return pe0.gather("init/0", 2, 0, "card", "init", [](std::uint32_t m) { return "PE " + std::to_string(m); }); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::string mine = errorMessageOf([&] { StoreClient pe1(addr, "test", 1, 10.0, "1.1.0+gbbbb"); }, ErrorCode::Bootstrap);
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);

@@ -235,7 +235,7 @@ TEST_F(StoreGather, EveryMemberGetsAllValuesInIndexOrder) {
 
 TEST_F(StoreGather, TimeoutNamesTheMembersStillMissing) {
   auto impatient = connect(0, 0.3);
-  std::string msg = errorMessageOf([&] { impatient->gather("g/1", 3, 0, "", "'init' rendezvous", {"PE 0", "PE 5", "PE 7"}); },
+  std::string msg = errorMessageOf([&] { impatient->gather("g/1", 3, 0, "", "'init' rendezvous", [](std::uint32_t m) { return Strings{"PE 0", "PE 5", "PE 7"}[m]; }); },
                                    ErrorCode::Timeout);
   EXPECT_TRUE(contains(msg, "'init' rendezvous"));
   EXPECT_TRUE(contains(msg, "still missing: PE 5, PE 7"));
@@ -258,7 +258,7 @@ TEST_F(StoreGather, MembersThatDisagreeOnTheGroupAreRefused) {
 
 TEST_F(StoreGather, AGoneRankFailsTheGroupsItCannotComplete) {
   connectBoth();
-  auto waiting = std::async(std::launch::async, [this] { return rank0->gather("g/3", 2, 0, "", "barrier", {"PE 0", "PE 1"}); });
+  auto waiting = std::async(std::launch::async, [this] { return rank0->gather("g/3", 2, 0, "", "barrier", [](std::uint32_t m) { return "PE " + std::to_string(m); }); });
   EXPECT_EQ(waiting.wait_for(kStillPending), std::future_status::timeout);
   rank1.reset();  // no goodbye
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);

@@ -1,0 +1,20 @@
+#include "memory/peer_growth.hpp"
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/setup_step.hpp"
+
+namespace axon {
+
+void mapPeerGrowth(Bootstrap& boot, HeapSpace& heap, const std::vector<std::size_t>& peerMapped,
+                   const std::string& tag, const std::string& what) {
+  SetupStep step(boot, tag, boot.worldRanks(), what);
+  try {
+    // The GPU heap waits for the peers' memory handles here: a peer that posted a failure ends it.
+    heap.mapPeers(peerMapped, [&step] { step.checkPeers(); });
+  } catch (const Error& e) {
+    step.fail(e);
+  }
+  step.finish();
+}
+
+}  // namespace axon

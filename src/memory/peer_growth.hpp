@@ -1,0 +1,20 @@
+// Mapping what the peers' heaps grew to, together: every PE maps, and a PE that cannot fails
+// every PE alike (one set-up step) instead of throwing alone while the others go on.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "memory/heap_space.hpp"
+
+namespace axon {
+
+class Bootstrap;
+
+// `peerMapped` is every PE's mapped size from the exchange that came before (the same on every
+// PE); `tag` and `what` name the step in the store and in messages.
+void mapPeerGrowth(Bootstrap& boot, HeapSpace& heap, const std::vector<std::size_t>& peerMapped,
+                   const std::string& tag, const std::string& what);
+
+}  // namespace axon
