@@ -22,6 +22,7 @@ enum class ErrorCode : int {
   Unsupported = -12,        // no transport or build feature supports the request
   Internal = -13,           // a bug in axon: please report it
   Cuda = -14,               // a CUDA driver call failed (the message names the call and the error)
+  Ucx = -15,                // a UCX call failed (the message names the call, the PE and the status)
 };
 
 // The name of a code, e.g. "Timeout".

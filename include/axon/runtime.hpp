@@ -20,4 +20,9 @@ int nPes();   // size of the world team
 // Where the rank, size and store address came from ("axon", "torchrun", "slurm", ...).
 std::string launcherName();
 
+// How this PE reaches PE `pe`'s default heap: "self", "shm" (shared memory, same node),
+// "cuda_ipc" (its GPU heap mapped), "staged" (through pinned host memory), or "ucx:<transports>"
+// for a PE on another node ("ucx:tcp", "ucx:rc_mlx5"). Throws InvalidPe for a PE outside the world.
+std::string pathTo(int pe);
+
 }  // namespace axon

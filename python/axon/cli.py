@@ -53,6 +53,12 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
              "sent SIGTERM (default: %(default)s)",
     )
     parser.add_argument(
+        "--emulate-nodes", type=cli_parser.positive_int, default=None, metavar="K",
+        help="run the PEs on K emulated nodes of this machine (network, IPC, UTS and mount "
+             "namespaces joined by a bridge, so nodes share no memory and UCX carries their "
+             "traffic over TCP); N/K PEs per node, in blocks; needs root",
+    )
+    parser.add_argument(
         "--no-prefix", dest="prefix", action="store_false",
         help="forward output lines without the [rank] prefix",
     )
@@ -72,7 +78,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise cli_parser.UsageError("no program to run (see 'axon run --help')", "axon run")
-    return launcher.run(args.nprocs, command, grace=args.grace, prefix=args.prefix)
+    if args.emulate_nodes is not None and args.nprocs % args.emulate_nodes:
+        raise cli_parser.UsageError(
+            f"{args.nprocs} PEs do not divide over {args.emulate_nodes} emulated nodes "
+            "(every node gets the same number of PEs)", "axon run")
+    return launcher.run(
+        args.nprocs, command, grace=args.grace, prefix=args.prefix, emulate_nodes=args.emulate_nodes
+    )
 
 
 # --------------------------------------------------------------------------

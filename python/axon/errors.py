@@ -65,10 +65,14 @@ class CudaError(Error, RuntimeError):
     code = -14
 
 
+class UcxError(Error, RuntimeError):
+    code = -15
+
+
 ALL = [
     InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
     AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
     CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
-    CudaError,
+    CudaError, UcxError,
 ]
 BY_CODE = {cls.code: cls for cls in ALL}

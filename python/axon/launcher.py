@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
+from .emulated_nodes import EmulatedNodes, EmulationError, node_of_rank
+
 __all__ = [
     "EXIT_CANNOT_START",
     "KILL_AFTER_TERM",
@@ -64,6 +66,9 @@ _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _STORE_HOST = "127.0.0.1"
 
+# The store's port on emulated node 0 (any port is free in a new network namespace).
+_EMULATED_STORE_PORT = 29500
+
 
 # --------------------------------------------------------------------------
 # Small helpers
@@ -86,16 +91,21 @@ def pe_environment(
     nprocs: int,
     store_addr: str,
     base: Mapping[str, str] | None = None,
+    nodes: int = 1,
 ) -> dict[str, str]:
-    """Environment of PE ``rank``: ``base`` (default: ours) plus the AXON_* variables."""
+    """Environment of PE ``rank``: ``base`` (default: ours) plus the AXON_* variables.
+
+    With ``nodes`` > 1 (emulated nodes), PEs sit in blocks of nprocs / nodes per node and the
+    local rank and size count within the node.
+    """
     env = dict(os.environ if base is None else base)
+    per_node = nprocs // nodes
     env.update(
         {
             "AXON_RANK": str(rank),
             "AXON_WORLD_SIZE": str(nprocs),
-            # All PEs run on this machine, so local and global numbering agree.
-            "AXON_LOCAL_RANK": str(rank),
-            "AXON_LOCAL_SIZE": str(nprocs),
+            "AXON_LOCAL_RANK": str(rank % per_node),
+            "AXON_LOCAL_SIZE": str(per_node),
             "AXON_STORE_ADDR": store_addr,
         }
     )
@@ -309,15 +319,23 @@ def _start_reader(pe: _PE, source: IO[bytes], sink: LineSink, prefix: bytes, nam
     pe.readers.append(thread)
 
 
-def _start_pes(nprocs: int, argv: Sequence[str], output: _Output, prefix: bool) -> list[_PE]:
+def _start_pes(
+    nprocs: int, argv: Sequence[str], output: _Output, prefix: bool, nodes: EmulatedNodes | None
+) -> list[_PE]:
     """Start every PE; on failure stop the ones already started and raise _CannotStart."""
-    store_addr = f"{_STORE_HOST}:{find_free_port()}"
+    if nodes is None:
+        store_addr = f"{_STORE_HOST}:{find_free_port()}"
+    else:
+        # PE 0 serves the store on node 0, whose fresh network namespace has every port free.
+        store_addr = f"{nodes.address(0)}:{_EMULATED_STORE_PORT}"
+    node_count = nodes.count if nodes else 1
     pes: list[_PE] = []
     for rank in range(nprocs):
+        enter = nodes.enter_command(node_of_rank(rank, nprocs, node_count)) if nodes else []
         try:
             proc = subprocess.Popen(
-                list(argv),
-                env=pe_environment(rank, nprocs, store_addr),
+                enter + list(argv),
+                env=pe_environment(rank, nprocs, store_addr, nodes=node_count),
                 # Only PE 0 reads the terminal, as with mpirun; N readers of
                 # one stdin would split its input arbitrarily.
                 stdin=None if rank == 0 else subprocess.DEVNULL,
@@ -484,7 +502,14 @@ class _Supervisor:
             pe.send_signal(signum)
 
 
-def run(nprocs: int, argv: list[str], *, grace: float = 2.0, prefix: bool = True) -> int:
+def run(
+    nprocs: int,
+    argv: list[str],
+    *,
+    grace: float = 2.0,
+    prefix: bool = True,
+    emulate_nodes: int | None = None,
+) -> int:
     """Run ``nprocs`` PEs of the program ``argv`` on this machine; return the exit code.
 
     The exit code is 0 when every PE exits 0; otherwise the status of the
@@ -492,7 +517,9 @@ def run(nprocs: int, argv: list[str], *, grace: float = 2.0, prefix: bool = True
     forwarded SIGINT/SIGTERM (so PEs that handle it and exit 0 give 0); 127
     when the program cannot be started. ``grace`` is how long the other PEs may run on
     after a failure before the launcher stops them; ``prefix`` selects the
-    ``[rank] `` prefix on forwarded output lines.
+    ``[rank] `` prefix on forwarded output lines. ``emulate_nodes`` runs the PEs
+    on that many emulated nodes (``emulated_nodes.py``), nprocs / nodes PEs on
+    each, in blocks; it must divide ``nprocs``.
     """
     if nprocs < 1:
         raise ValueError(f"nprocs must be >= 1, got {nprocs}")
@@ -500,13 +527,33 @@ def run(nprocs: int, argv: list[str], *, grace: float = 2.0, prefix: bool = True
         raise ValueError("argv must name the program to run")
     if not grace >= 0:  # also rejects NaN
         raise ValueError(f"grace must be >= 0 seconds, got {grace}")
+    if emulate_nodes is not None and (emulate_nodes < 1 or nprocs % emulate_nodes):
+        raise ValueError(
+            f"{nprocs} PEs do not divide over {emulate_nodes} emulated nodes "
+            "(every node gets the same number of PEs)"
+        )
 
     output = _Output()
+    if emulate_nodes is None:
+        return _run_with_output(nprocs, argv, grace, prefix, None, output)
+    try:
+        nodes = EmulatedNodes(emulate_nodes)
+        with nodes:
+            return _run_with_output(nprocs, argv, grace, prefix, nodes, output)
+    except EmulationError as exc:
+        output.say(str(exc))
+        output.close()
+        return EXIT_CANNOT_START
+
+
+def _run_with_output(
+    nprocs: int, argv: list[str], grace: float, prefix: bool, nodes: EmulatedNodes | None, output: _Output
+) -> int:
     # Catch signals before the first PE exists: PEs live in their own
     # sessions, so a launcher killed by Ctrl-C would orphan them.
     with _SignalCatcher() as signals:
         try:
-            pes = _start_pes(nprocs, argv, output, prefix)
+            pes = _start_pes(nprocs, argv, output, prefix, nodes)
         except _CannotStart as exc:
             output.say(str(exc))
             output.close()

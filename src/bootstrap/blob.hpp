@@ -25,6 +25,8 @@ enum class BlobKind : std::uint16_t {
   GpuCard,    // the GPU backend's start-up card (gpu/cuda_backend.cpp)
   Word,       // one 64-bit number
   Text,       // one string
+  NetworkCard,   // the network transport's start-up card (transport/network_setup.cpp)
+  Registration,  // where a heap is registered with the network transport (transport/ucx/ucx_registry.cpp)
 };
 
 class BlobWriter : public ByteWriter {

@@ -15,6 +15,7 @@
 #include "coll/workspace.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
+#include "onesided/team_barrier.hpp"
 
 namespace axon {
 
@@ -117,6 +118,13 @@ void run(Request q, const Team& team, const char* api) {
   }
   if (state.gpuWorkspace) {
     coll::runOnGpu(rt, state, q, nullptr, api);
+    return;
+  }
+  if (!state.workspace && q.collective == Collective::Barrier) {
+    // Members on several nodes: the control-block barrier reaches every member through its
+    // transport; the quiet first makes every earlier put complete, as the collective's does.
+    rt.quietAll();
+    teamBarrier(rt, state, api);
     return;
   }
   if (!state.workspace) {

@@ -115,6 +115,12 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_BACKEND")) env.backend = parseBackend(*v);
   if (auto v = lookup(vars, "AXON_DEVICE")) env.device = parseDevice(*v);
   if (auto v = lookup(vars, "AXON_P2P")) env.p2p = parseSwitch(*v, "AXON_P2P");
+  if (auto v = lookup(vars, "AXON_NODE")) {
+    if (v->empty() || v->size() > 255) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_NODE='" + *v + "' must be a node name of 1 to 255 characters");
+    }
+    env.node = *v;
+  }
   env.gpuHeapMax = kDefaultGpuHeapMax;
   if (auto v = lookup(vars, "AXON_GPU_HEAP_MAX")) env.gpuHeapMax = parseByteSize(*v, "AXON_GPU_HEAP_MAX");
   env.gpuHeapChunk = kDefaultGpuHeapChunk;

@@ -27,6 +27,7 @@ struct Env {
   Backend backend = Backend::Auto;  // AXON_BACKEND: auto (GPU when there is one), host, gpu
   int device = -1;              // AXON_DEVICE: GPU ordinal; -1 = the program's, else local rank
   bool p2p = true;              // AXON_P2P: map peers' GPU memory (0: always the staged path)
+  std::string node;             // AXON_NODE: this PE's node name, overriding host name + boot id
   std::size_t gpuHeapMax = 0;   // AXON_GPU_HEAP_MAX: cap of the GPU heap per PE (address space)
   std::size_t gpuHeapChunk = 0; // AXON_GPU_HEAP_CHUNK: granularity by which the GPU heap grows
   std::size_t stageChunk = 0;   // AXON_STAGE_CHUNK: pipeline chunk of the staged path

@@ -20,6 +20,7 @@ const char* errorCodeName(ErrorCode code) noexcept {
     case ErrorCode::Unsupported: return "Unsupported";
     case ErrorCode::Internal: return "Internal";
     case ErrorCode::Cuda: return "Cuda";
+    case ErrorCode::Ucx: return "Ucx";
   }
   return "Unknown";
 }

@@ -17,7 +17,7 @@
 #include "core/log.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/network_setup.hpp"
 
 namespace axon {
 namespace {
@@ -26,14 +26,20 @@ std::unique_ptr<Runtime> g_runtime;
 bool g_wasFinalized = false;
 std::mutex g_lifecycle;
 
-// Processes with the same host name and boot id share /dev/shm and can map each other's heaps.
-std::string hostIdentity() {
+std::string hostName() {
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+// Processes with the same host name and boot id share /dev/shm and can map each other's heaps;
+// AXON_NODE names the node instead.
+std::string hostIdentity(const Env& env) {
+  if (!env.node.empty()) return "node:" + env.node;
   std::string boot;
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::getline(f, boot);
-  return std::string(host) + "/" + boot;
+  return hostName() + "/" + boot;
 }
 
 // The file that names this process's PID namespace ("pid:[4026531836]"). PEs in another
@@ -46,7 +52,8 @@ std::string pidNamespace() {
 
 // What each PE tells the others at init.
 struct PeerCard {
-  std::string host;
+  std::string host;           // identity: PEs with the same one share memory
+  std::string node;           // the node's name, for messages
   std::string pidNamespace;
   pid_t pid = 0;
   std::string segment;
@@ -54,13 +61,14 @@ struct PeerCard {
 
   std::string encode() const {
     wire::BlobWriter w(wire::BlobKind::PeerCard);
-    w.str(host).str(pidNamespace).i64(pid).str(segment).u64(mapped);
+    w.str(host).str(node).str(pidNamespace).i64(pid).str(segment).u64(mapped);
     return w.take();
   }
   static PeerCard decode(const std::string& blob, const std::string& origin) {
     return wire::decodeBlob(blob, wire::BlobKind::PeerCard, origin, [](wire::ByteReader& in) {
       PeerCard c;
       c.host = in.str();
+      c.node = in.str();
       c.pidNamespace = in.str();
       const std::int64_t pid = in.i64();
       if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) throw wire::Malformed("a pid of " + std::to_string(pid));
@@ -83,6 +91,7 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   heap_->growLocal(heap_->allocator().top());
   exchangePeers();
   startGpu();
+  connectNodes();
 
   std::vector<int> local;
   for (int pe = 0; pe < nPes(); ++pe) {
@@ -90,20 +99,26 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   }
   bool allLocal = static_cast<int>(local.size()) == nPes();
   world_ = detail::TeamState::make(0, boot_->worldRanks(), myPe(), allLocal, "world");
-  node_ = detail::TeamState::make(1, local, myPe(), true, "node");
+  // Team names key the store's rendezvous, and each node's team has its own members: across nodes
+  // each is named after its first PE ("node0", "node2"), so that two nodes' steps never meet.
+  node_ = detail::TeamState::make(1, local, myPe(), true, allLocal ? "node" : "node" + std::to_string(local.front()));
   teamSlots_ = 0b11;
   attachCollectiveWorkspace(*world_.state());
   attachCollectiveWorkspace(*node_.state());
 }
 
 void Runtime::exchangePeers() {
-  PeerCard me{hostIdentity(), pidNamespace(), ::getpid(), heap_->localName(), heap_->mapped()};
+  PeerCard me{hostIdentity(env_), env_.node.empty() ? hostName() : env_.node, pidNamespace(), ::getpid(),
+              heap_->localName(), heap_->mapped()};
   SetupStep join(*boot_, "init", boot_->worldRanks(), "joining the job");
   auto cards = join.finish(me.encode());
   nodeLocal_.assign(nPes(), false);
   std::vector<pid_t> pids(nPes(), 0);
   std::vector<PeerCard> peers;
-  for (int pe = 0; pe < nPes(); ++pe) peers.push_back(PeerCard::decode(cards[pe], join.originOf(pe)));
+  for (int pe = 0; pe < nPes(); ++pe) {
+    peers.push_back(PeerCard::decode(cards[pe], join.originOf(pe)));
+    nodeNames_.push_back(peers.back().node);
+  }
   SetupStep attach(*boot_, "init-attached", boot_->worldRanks(), "mapping the heaps of the PEs on each node");
   try {
     for (int pe = 0; pe < nPes(); ++pe) {
@@ -124,22 +139,28 @@ void Runtime::exchangePeers() {
   liveness_ = Liveness(std::move(pids));
 
   int localCount = static_cast<int>(std::count(nodeLocal_.begin(), nodeLocal_.end(), true));
-  if (localCount != nPes()) {
-    throw Error(ErrorCode::Unsupported,
-                "PE " + std::to_string(myPe()) + ": " + std::to_string(nPes() - localCount) +
-                    " PEs run on other nodes; this build of axon moves data only between PEs "
-                    "that share memory (one node)");
-  }
   if (localCount != env_.launch.localSize) {
     log(LogLevel::Warn, myPe(),
         "the launcher (" + env_.launch.source + ") says " + std::to_string(env_.launch.localSize) +
             " PEs per node but " + std::to_string(localCount) + " share this node");
   }
-  shm_ = std::make_unique<ShmTransport>(nodeLocal_);
-  route_.assign(nPes(), nullptr);
-  for (int pe = 0; pe < nPes(); ++pe) {
-    if (shm_->reaches(pe)) route_[pe] = shm_.get();
-  }
+  router_ = std::make_unique<Router>(myPe(), nodeLocal_);
+}
+
+void Runtime::connectNodes() {
+  // Every PE sees every card, so every PE decides alike whether the job spans nodes.
+  if (std::count(nodeLocal_.begin(), nodeLocal_.end(), true) == nPes()) return;
+  NetworkSetup setup{myPe(), nPes(), env_.timeoutSec,
+                     [this] {
+                       const int dead = findDeadPe();
+                       if (dead >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(myPe()) + ": " + deathOf(dead));
+                     },
+                     [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }};
+  std::vector<const HeapSpace*> heaps{heap_.get()};
+  if (gpu_) heaps.push_back(&gpu_->heap());
+  router_->setNetwork(connectNetwork(*boot_, setup, nodeLocal_, nodeNames_, heaps));
+  progress_.add(router_->network());
+  log(LogLevel::Info, myPe(), "PEs on other nodes through " + router_->network()->describe());
 }
 
 void Runtime::startGpu() {
@@ -186,6 +207,7 @@ void Runtime::startGpu() {
   }
   pinned_.assign(nPes(), 0);
   gpu_->connect(*this);
+  router_->setGpu(gpu_.get());
   pinHostHeap();
   log(LogLevel::Info, myPe(), "GPU backend on " + gpu_->description());
 }
@@ -280,13 +302,12 @@ RemoteRef Runtime::resolve(const void* addr, std::size_t bytes, int pe, const ch
 }
 
 Transport& Runtime::transportFor(const RemoteRef& ref, const void* local, const char* api) const {
-  const int pe = ref.pe;
-  if (gpu_ && (ref.heap == HeapKind::Gpu || (local && gpu_->isDeviceMemory(local)))) return gpu_->transportFor(ref);
-  if (!route_[pe]) {
-    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe()) + ": " + api +
-                                            ": no transport reaches PE " + std::to_string(pe));
-  }
-  return *route_[pe];
+  return router_->transportFor(ref, local, api);
+}
+
+RemoteRef Runtime::controlRef(int pe, const std::uint64_t* localWord) const {
+  const std::size_t off = heap_->offsetOf(localWord);
+  return RemoteRef{pe, off, heap_->peerAddress(pe, off), HeapKind::Host};
 }
 
 int Runtime::findDeadPe() const {
@@ -298,25 +319,22 @@ int Runtime::findDeadPe() const {
   }
   // Every other PE through the store, which sees each one's connection drop.
   const int gone = boot_->goneRank();
-  return gone == myPe() ? -1 : gone;
+  if (gone >= 0 && gone != myPe()) return gone;
+  // A PE on another node whose endpoint failed (it died, or the way to it is gone).
+  if (router_ && router_->network()) return router_->network()->failedPeer(nullptr);
+  return -1;
 }
 
 std::string Runtime::deathOf(int pe) const {
   if (liveness_.pidOf(pe) > 0 && !Liveness::processAlive(liveness_.pidOf(pe))) {
     return "PE " + std::to_string(pe) + " (pid " + std::to_string(liveness_.pidOf(pe)) + ") exited";
   }
+  std::string network;
+  if (router_ && router_->network() && router_->network()->failedPeer(&network) == pe && boot_->goneRank() != pe) {
+    return "PE " + std::to_string(pe) + " (node " + nodeNames_[pe] + ") cannot be reached: " + network;
+  }
   std::string why = boot_->store().goneReason();
   return "PE " + std::to_string(pe) + " is gone (" + (why.empty() ? "its store connection closed" : why) + ")";
-}
-
-void Runtime::fenceAll() {
-  if (gpu_) gpu_->fence();
-  shm_->fence();
-}
-
-void Runtime::quietAll() {
-  if (gpu_) gpu_->quiet();
-  shm_->quiet();
 }
 
 ControlBlock& Runtime::control(int pe) const {
@@ -359,6 +377,11 @@ bool isInitialized() noexcept { return static_cast<bool>(g_runtime); }
 int myPe() { return runtime("my_pe").myPe(); }
 int nPes() { return runtime("n_pes").nPes(); }
 std::string launcherName() { return runtime("launcher_name").env().launch.source; }
+std::string pathTo(int pe) {
+  Runtime& rt = runtime("path_to");
+  rt.checkPe(pe, "path_to");
+  return rt.router().pathTo(pe, rt.defaultHeap().kind());
+}
 
 void Runtime::attachCollectiveWorkspace(const detail::TeamState& team) {
   if (!team.sharedMemory) return;

@@ -13,8 +13,10 @@
 #include "core/control_block.hpp"
 #include "core/env.hpp"
 #include "core/liveness.hpp"
+#include "core/progress_engine.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "memory/symmetric_heap.hpp"
+#include "transport/router.hpp"
 #include "transport/transport.hpp"
 
 namespace axon {
@@ -51,6 +53,13 @@ class Runtime {
   // "PE 3 (pid 1234) exited", or how the store saw it go: for messages about findDeadPe's answer.
   std::string deathOf(int pe) const;
   const std::vector<bool>& nodeLocal() const { return nodeLocal_; }
+  // The name of PE `pe`'s node (its host name, or AXON_NODE), for messages and paths.
+  const std::string& nodeName(int pe) const { return nodeNames_[pe]; }
+  // Whether any PE runs on another node (the network transport is then up).
+  bool spansNodes() const { return router_->network() != nullptr; }
+  Router& router() { return *router_; }
+  // Polls what advances only when polled (the network transport); every wait calls it.
+  bool progress() { return progress_.progress(); }
 
   // Checks `pe`; names `api` in the error.
   void checkPe(int pe, const char* api) const;
@@ -66,9 +75,11 @@ class Runtime {
   Transport& transportFor(const RemoteRef& ref, const void* local, const char* api) const;
 
   ControlBlock& control(int pe) const;
+  // A word of PE `pe`'s control block, resolved for a transport (any PE, on any node).
+  RemoteRef controlRef(int pe, const std::uint64_t* localWord) const;
   // fence / quiet on every transport this PE uses.
-  void fenceAll();
-  void quietAll();
+  void fenceAll() { router_->fenceAll(); }
+  void quietAll() { router_->quietAll(); }
 
   // Creates the team's collective workspace when its members share memory. Collective over the
   // team's members.
@@ -81,6 +92,7 @@ class Runtime {
  private:
   void exchangePeers();
   void startGpu();
+  void connectNodes();
 
   Env env_;
   std::unique_ptr<Bootstrap> boot_;
@@ -90,9 +102,12 @@ class Runtime {
   std::vector<std::size_t> pinned_;  // [pe] bytes of its host heap pinned for the GPU here
   std::vector<void*> pinnedRanges_;  // start of each pinned range
   std::vector<bool> nodeLocal_;
+  std::vector<std::string> nodeNames_;
   Liveness liveness_;
-  std::unique_ptr<Transport> shm_;
-  std::vector<Transport*> route_;  // [pe] -> transport that reaches it, or nullptr
+  // Declared after the heaps: the transports (and their registrations of the heaps) go first, and
+  // the progress engine's thread stops before them.
+  std::unique_ptr<Router> router_;
+  ProgressEngine progress_;
   std::size_t controlOffset_ = 0;
   std::uint64_t teamSlots_ = 0;  // bit i: team slot i is taken on this PE
   Team world_, node_;

@@ -31,10 +31,14 @@ struct HeapCall {
   std::uint64_t alignment;
   std::uint64_t offset;     // malloc: offset chosen
   std::uint64_t mapped;     // this PE's segment size after the call
+  // Where the network transport reaches what this PE's heap grew since the last exchange (for
+  // PEs on other nodes); empty when nothing grew or the job runs on one node.
+  std::string registration;
 
   std::string encode() const {
     wire::BlobWriter w(wire::BlobKind::HeapCall);
     w.u8(static_cast<std::uint8_t>(op)).u8(static_cast<std::uint8_t>(heap)).u64(bytes).u64(alignment).u64(offset).u64(mapped);
+    w.str(registration);
     return w.take();
   }
   static HeapCall decode(const std::string& blob, const std::string& origin) {
@@ -49,6 +53,7 @@ struct HeapCall {
       c.alignment = in.u64();
       c.offset = in.u64();
       c.mapped = in.u64();
+      c.registration = in.str();
       return c;
     });
   }
@@ -90,7 +95,13 @@ void mapGrowth(Runtime& rt, HeapSpace& heap, const std::vector<HeapCall>& calls,
   std::vector<std::size_t> peerMapped(calls.size());
   for (std::size_t pe = 0; pe < calls.size(); ++pe) peerMapped[pe] = calls[pe].mapped;
   if (peerMapped == heap.exchangedMapped()) return;
-  mapPeerGrowth(rt.bootstrap(), heap, peerMapped, "heap-map", call + " (mapping the PEs' new memory)");
+  std::vector<std::string> registrations(calls.size());
+  for (std::size_t pe = 0; pe < calls.size(); ++pe) registrations[pe] = calls[pe].registration;
+  // The peers' registrations travel in the exchange; a key that cannot be unpacked fails this
+  // step on every PE, as a mapping that fails does.
+  mapPeerGrowth(rt.bootstrap(), heap, peerMapped, "heap-map", call + " (mapping the PEs' new memory)",
+                [&] { rt.router().acceptRegistrations(registrations, [&](int pe) {
+                        return "PE " + std::to_string(pe) + "'s registration of " + call; }); });
   if (heap.kind() == HeapKind::Host) rt.pinHostHeap();  // a failure to pin only warns
   // Only after every PE mapped it: a failed step leaves the next call to try again.
   heap.exchangedMapped() = peerMapped;
@@ -103,7 +114,7 @@ void* allocate(std::size_t bytes, std::size_t alignment, HeapKind kind, const ch
     // Still join the exchange so that the other PEs do not wait for this one.
     alignment = 0;
   }
-  HeapCall mine{HeapOp::Malloc, heap.kind(), bytes, alignment, 0, 0};
+  HeapCall mine{HeapOp::Malloc, heap.kind(), bytes, alignment, 0, 0, {}};
   SetupStep step(rt.bootstrap(), "heap", rt.bootstrap().worldRanks(), describeCall(mine));
   std::optional<std::size_t> offset;
   if (alignment == 0) {
@@ -126,6 +137,16 @@ void* allocate(std::size_t bytes, std::size_t alignment, HeapKind kind, const ch
   }
   mine.offset = offset.value_or(0);
   mine.mapped = heap.mapped();
+  if (!step.failed() && rt.spansNodes()) {
+    // What grew since the last exchange every PE agreed on (all of it, the first time).
+    const auto& agreed = heap.exchangedMapped();
+    const std::size_t from = agreed.empty() ? 0 : agreed[rt.myPe()];
+    try {
+      if (mine.mapped > from) mine.registration = rt.router().registration(heap, from);
+    } catch (const Error& e) {
+      step.fail(e);
+    }
+  }
   // From here every PE either keeps the block or gives it back, all alike, so that the allocators
   // stay in lockstep and a later free still matches.
   try {
@@ -182,7 +203,7 @@ void free(void* ptr) {
   Runtime& rt = runtime("free");
   HeapSpace* heap = ptr ? rt.heapContaining(ptr) : nullptr;
   HeapCall mine{HeapOp::Free, heap ? heap->kind() : rt.defaultHeap().kind(),
-                std::numeric_limits<std::uint64_t>::max(), 0, 0, heap ? heap->mapped() : 0};
+                std::numeric_limits<std::uint64_t>::max(), 0, 0, heap ? heap->mapped() : 0, {}};
   SetupStep step(rt.bootstrap(), "heap", rt.bootstrap().worldRanks(), "free");
   if (ptr) {
     if (!heap) {

@@ -6,11 +6,12 @@
 namespace axon {
 
 void mapPeerGrowth(Bootstrap& boot, HeapSpace& heap, const std::vector<std::size_t>& peerMapped,
-                   const std::string& tag, const std::string& what) {
+                   const std::string& tag, const std::string& what, const std::function<void()>& alsoDo) {
   SetupStep step(boot, tag, boot.worldRanks(), what);
   try {
     // The GPU heap waits for the peers' memory handles here: a peer that posted a failure ends it.
     heap.mapPeers(peerMapped, [&step] { step.checkPeers(); });
+    if (alsoDo) alsoDo();
   } catch (const Error& e) {
     step.fail(e);
   }

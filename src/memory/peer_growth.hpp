@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,10 @@ namespace axon {
 class Bootstrap;
 
 // `peerMapped` is every PE's mapped size from the exchange that came before (the same on every
-// PE); `tag` and `what` name the step in the store and in messages.
+// PE); `tag` and `what` name the step in the store and in messages. `alsoDo` runs inside the step
+// after the mapping (the network transport takes the peers' registrations there), so that its
+// failure fails the step on every PE too.
 void mapPeerGrowth(Bootstrap& boot, HeapSpace& heap, const std::vector<std::size_t>& peerMapped,
-                   const std::string& tag, const std::string& what);
+                   const std::string& tag, const std::string& what, const std::function<void()>& alsoDo = {});
 
 }  // namespace axon

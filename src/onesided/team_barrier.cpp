@@ -17,11 +17,6 @@ int disseminationRounds(int n) {
 
 void teamBarrier(Runtime& rt, const detail::TeamState& team, const char* what) {
   const int n = static_cast<int>(team.members.size());
-  if (!team.sharedMemory) {
-    rt.bootstrap().barrier("team-" + team.name, team.members);
-    ++team.barriers;
-    return;
-  }
   // Round r: signal the PE 2^r ahead, wait for the one 2^r behind. Counters only grow, so a fast
   // PE that enters the next barrier early cannot be mistaken for this one: this barrier waits for
   // the count to pass `barriers`, the next for it to pass `barriers + 1`.
@@ -30,8 +25,9 @@ void teamBarrier(Runtime& rt, const detail::TeamState& team, const char* what) {
   for (int r = 0; r < disseminationRounds(n); ++r) {
     const int to = team.members[(me + (1 << r)) % n];
     const int from = team.members[(me - (1 << r) % n + n) % n];
-    std::atomic_ref<std::uint64_t>(rt.control(to).barrier[team.slot][r])
-        .fetch_add(1, std::memory_order_acq_rel);
+    // A signal add is ordered after everything this PE put to `to` before it.
+    const RemoteRef counter = rt.controlRef(to, &rt.control(rt.myPe()).barrier[team.slot][r]);
+    rt.transportFor(counter, nullptr, what).signal(counter, 1, SignalOp::Add);
     waitUntil(rt, &rt.control(rt.myPe()).barrier[team.slot][r], Cmp::Ge, target,
               WaitSite{what, team.name.c_str(), r, from});
   }

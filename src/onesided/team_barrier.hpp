@@ -1,5 +1,6 @@
-// Barrier over a team: a dissemination barrier on the heap's control block when every member
-// shares memory, else a rendezvous through the key-value store.
+// Barrier over a team: a dissemination barrier on the control block at the start of every PE's
+// host heap, whose counters each member increments on its partner through the transport that
+// reaches it (a CPU atomic on this node, a UCX atomic on another).
 #pragma once
 
 namespace axon {

@@ -1,0 +1,60 @@
+// The transport to PEs on other nodes (UCX, src/transport/ucx/). Besides moving data it must be
+// told where each PE's heaps are registered: a heap's growth is registered here and described in
+// a registration that travels with the allocation exchange; each PE accepts its peers' once.
+// It also needs polling (core/progress_engine.hpp): over TCP and shared memory UCX serves gets and
+// atomics in software, on the target.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/progress_engine.hpp"
+#include "memory/heap_space.hpp"
+#include "transport/transport.hpp"
+
+namespace axon {
+
+class Bootstrap;
+
+class NetworkTransport : public Transport, public ProgressClient {
+ public:
+  // What this PE tells every other at set-up: library version, worker address. The version alone
+  // is also given apart, so that PEs can refuse a mix of versions before anything else.
+  virtual std::string version() const = 0;
+  virtual std::string address() const = 0;
+  // Creates the endpoint to a PE on another node from the address it published.
+  virtual void connect(int pe, const std::string& address, const std::string& nodeName) = 0;
+  // Waits until every endpoint made is connected (bounded); peers' keys are unpacked after it.
+  virtual void finishConnecting() = 0;
+
+  // Registers `heap` up to its mapped size (what is not yet registered) and returns a registration
+  // of the ranges that reach past `from`, for the peers; empty when there is none.
+  virtual std::string registration(const HeapSpace& heap, std::size_t from) = 0;
+  // Keeps (and unpacks once) a peer's registration; `origin` names it in errors.
+  virtual void acceptRegistration(int pe, const std::string& registration, const std::string& origin) = 0;
+
+  // How this PE reaches `pe`: "ucx:tcp", "ucx:rc_mlx5/mlx5_0:1", ...
+  virtual std::string pathTo(int pe) const = 0;
+  // "UCX 1.22.0 (/path/libucp.so.0)"
+  virtual std::string describe() const = 0;
+  // A PE whose endpoint failed (peer gone, link down), or -1; `why` gets the reason.
+  virtual int failedPeer(std::string* why) const = 0;
+};
+
+// What a network transport needs from the runtime, without depending on it.
+struct NetworkSetup {
+  int myPe;
+  int nPes;
+  double timeoutSec;
+  // Called while an operation waits (every 50 ms): throws when a peer is known dead.
+  std::function<void()> checkPeers;
+  // Whether a local buffer is device memory (the memory-type hint of every operation).
+  std::function<bool(const void*)> isDeviceMemory;
+};
+
+// Makes the network transport of this build (UCX), or throws Unsupported naming what is missing.
+std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup);
+
+}  // namespace axon

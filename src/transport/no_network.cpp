@@ -1,0 +1,14 @@
+// A build without UCX: one node only.
+#include "axon/error.hpp"
+#include "transport/network_transport.hpp"
+
+namespace axon {
+
+std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup) {
+  throw Error(ErrorCode::Unsupported,
+              "PE " + std::to_string(setup.myPe) +
+                  ": PEs on other nodes are reached through UCX, and this build of axon has none (CMake found no "
+                  "UCX: set UCX_HOME, install libucx-dev, or pip install libucx-cu13, and rebuild)");
+}
+
+}  // namespace axon

@@ -1,0 +1,60 @@
+// The UCX transport: one-sided operations on the heaps of PEs on other nodes. Every operation
+// names the memory type of its local buffer (UCX would otherwise detect it, at 250-500 ns a call),
+// signals are ordered after the data by a worker fence, and quiet is a worker flush.
+#pragma once
+
+#include "transport/network_transport.hpp"
+#include "transport/ucx/ucx_registry.hpp"
+#include "transport/ucx/ucx_worker.hpp"
+
+namespace axon::ucx {
+
+class UcxTransport final : public NetworkTransport {
+ public:
+  UcxTransport(const UcxApi& api, const NetworkSetup& setup) : worker_(api, setup), registry_(worker_) {}
+
+  bool reaches(int pe) const noexcept override;
+  void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
+  void get(void* dst, const RemoteRef& src, std::size_t bytes) override;
+  void putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) override;
+  void getNbi(void* dst, const RemoteRef& src, std::size_t bytes) override;
+  void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) override;
+  void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand, const void* cond,
+              void* result) override;
+  void fence() override;
+  void quiet() override;
+
+  std::string version() const override { return worker_.api().version(); }
+  std::string address() const override { return worker_.address(); }
+  void connect(int pe, const std::string& address, const std::string& nodeName) override {
+    worker_.connect(pe, address, nodeName);
+    connected_.resize(worker_.setup().nPes, false);
+    connected_[pe] = true;
+  }
+  void finishConnecting() override { worker_.wireUp(); }
+  std::string registration(const HeapSpace& heap, std::size_t from) override { return registry_.registration(heap, from); }
+  void acceptRegistration(int pe, const std::string& reg, const std::string& origin) override {
+    registry_.accept(pe, reg, origin);
+  }
+  std::string pathTo(int pe) const override;
+  std::string describe() const override;
+  int failedPeer(std::string* why) const override { return worker_.failedPeer(why); }
+
+  bool progress() override { return worker_.progress(); }
+  int armForSleep() override { return worker_.armForSleep(); }
+
+ private:
+  // The parameters of an operation whose local buffer is `local`: its memory type always given.
+  ucp_request_param_t paramsFor(const void* local) const;
+  // Issues op(rkey, remoteAddress, offsetInAccess, bytes, params) for each registered piece and
+  // waits for each (or, with wait false, lets it complete by itself: nbi).
+  template <class Op>
+  void rma(const RemoteRef& ref, std::size_t bytes, const void* local, const char* what, bool wait, Op&& op);
+  std::string describeOp(const char* what, const RemoteRef& ref, std::size_t bytes) const;
+
+  UcxWorker worker_;
+  UcxRegistry registry_;
+  std::vector<bool> connected_;  // [pe]: an endpoint was made (set-up only)
+};
+
+}  // namespace axon::ucx

@@ -1,0 +1,257 @@
+#include "transport/ucx/ucx_worker.hpp"
+
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+namespace axon::ucx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kCheckEvery = std::chrono::milliseconds(50);
+// After an endpoint is closed by force its requests complete (cancelled) within a few progress
+// calls; this bounds that wait in case UCX misbehaves.
+constexpr auto kCancelBound = std::chrono::seconds(5);
+
+// Statuses that mean the peer or the way to it is gone, not a misuse of UCX.
+bool peerFailure(ucs_status_t s) {
+  return s == UCS_ERR_CONNECTION_RESET || s == UCS_ERR_ENDPOINT_TIMEOUT || s == UCS_ERR_UNREACHABLE ||
+         s == UCS_ERR_CANCELED || s == UCS_ERR_REJECTED || s == UCS_ERR_TIMED_OUT;
+}
+
+}  // namespace
+
+UcxWorker::UcxWorker(const UcxApi& api, const NetworkSetup& setup) : api_(api), setup_(setup) {
+  const std::string me = "PE " + std::to_string(setup.myPe) + ": ";
+  ucp_config_t* config = nullptr;
+  ucxCheck(api_.ucp_config_read(nullptr, nullptr, &config), me + "ucp_config_read");
+  // Where no transport does RMA or atomics itself (TCP, shared memory without a shared mapping),
+  // UCX emulates them over active messages, served by the target's progress. Newer UCX leaves that
+  // off unless asked; a user's own UCX_PROTO_EMULATION_ENABLE wins, and an older UCX, which
+  // emulates anyway, does not know the key.
+  if (!std::getenv("UCX_PROTO_EMULATION_ENABLE")) api_.ucp_config_modify(config, "PROTO_EMULATION_ENABLE", "y");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+  const ucs_status_t s = api_.ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
+  api_.ucp_config_release(config);
+  ucxCheck(s, me + "ucp_init");
+  try {
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_MULTI;  // waits on any thread and the progress thread
+    ucxCheck(api_.ucp_worker_create(context_, &wp, &worker_), me + "ucp_worker_create");
+    ucxCheck(api_.ucp_worker_get_efd(worker_, &efd_), me + "ucp_worker_get_efd");
+    ucp_address_t* addr = nullptr;
+    std::size_t len = 0;
+    ucxCheck(api_.ucp_worker_get_address(worker_, &addr, &len), me + "ucp_worker_get_address");
+    address_.assign(reinterpret_cast<const char*>(addr), len);
+    api_.ucp_worker_release_address(worker_, addr);
+  } catch (...) {
+    if (worker_) api_.ucp_worker_destroy(worker_);
+    api_.ucp_cleanup(context_);
+    throw;
+  }
+  for (int pe = 0; pe < setup.nPes; ++pe) {
+    peers_.push_back(std::make_unique<Peer>());
+    peers_.back()->owner = this;
+    peers_.back()->pe = pe;
+  }
+}
+
+UcxWorker::~UcxWorker() {
+  // Every PE is past finalize's barrier: nothing is in flight. Closing by force never waits for a
+  // peer, which may already be gone.
+  for (auto& p : peers_) {
+    if (p->ep) closeEndpoint(p->pe, UCS_ERR_CANCELED);
+  }
+  api_.ucp_worker_destroy(worker_);
+  api_.ucp_cleanup(context_);
+}
+
+void UcxWorker::connect(int pe, const std::string& address, const std::string& nodeName) {
+  Peer& p = *peers_[pe];
+  p.node = nodeName;
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  // Not UCP_ERR_HANDLING_MODE_PEER: see the header (no emulated atomics with it in UCX 1.22).
+  params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  params.err_handler.cb = &UcxWorker::onEndpointError;
+  params.err_handler.arg = &p;
+  ucxCheck(api_.ucp_ep_create(worker_, &params, &p.ep),
+           "PE " + std::to_string(setup_.myPe) + ": ucp_ep_create to " + describePe(pe));
+}
+
+void UcxWorker::wireUp() {
+  for (auto& p : peers_) {
+    if (!p->ep) continue;
+    ucp_request_param_t param{};
+    wait(api_.ucp_ep_flush_nbx(p->ep, &param), p->pe, [&] { return "connecting to " + describePe(p->pe); });
+  }
+}
+
+void UcxWorker::onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* p = static_cast<Peer*>(arg);
+  int ok = UCS_OK;
+  p->status.compare_exchange_strong(ok, status, std::memory_order_acq_rel);
+}
+
+std::string UcxWorker::describePe(int pe) const {
+  const std::string& node = peers_[pe]->node;
+  return "PE " + std::to_string(pe) + (node.empty() ? "" : " (node " + node + ")");
+}
+
+ucp_ep_h UcxWorker::endpoint(int pe, const char* what) const {
+  const Peer& p = *peers_[pe];
+  const auto status = static_cast<ucs_status_t>(p.status.load(std::memory_order_acquire));
+  if (status != UCS_OK) {
+    throw Error(ErrorCode::PeerDead, "PE " + std::to_string(setup_.myPe) + ": " + what + " to " + describePe(pe) +
+                                         ": its UCX endpoint failed earlier: " + statusText(status));
+  }
+  if (!p.ep) {
+    throw Error(ErrorCode::Internal, "PE " + std::to_string(setup_.myPe) + ": " + what + ": no UCX endpoint to " +
+                                         describePe(pe) + " (a PE on this node takes another path)");
+  }
+  return p.ep;
+}
+
+void UcxWorker::closeEndpoint(int pe, ucs_status_t why) {
+  std::lock_guard lock(closeMutex_);
+  Peer& p = *peers_[pe];
+  if (!p.ep) return;
+  int ok = UCS_OK;
+  p.status.compare_exchange_strong(ok, why, std::memory_order_acq_rel);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t req = api_.ucp_ep_close_nbx(p.ep, &param);
+  p.ep = nullptr;
+  if (UCS_PTR_IS_PTR(req)) {
+    const auto end = Clock::now() + kCancelBound;
+    while (api_.ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < end) {
+      api_.ucp_worker_progress(worker_);
+    }
+    api_.ucp_request_free(req);
+  }
+}
+
+void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what) {
+  if (request == nullptr) return;  // completed at once
+  const std::string me = "PE " + std::to_string(setup_.myPe) + ": ";
+  auto failure = [&](ucs_status_t s) {
+    const std::string text = me + what() + " failed: " + statusText(s);
+    if (peerFailure(s)) return Error(ErrorCode::PeerDead, text);
+    return static_cast<Error>(UcxError(me + what(), s));
+  };
+  if (UCS_PTR_IS_ERR(request)) throw failure(UCS_PTR_STATUS(request));
+
+  // Gives up on the request: the endpoint is closed by force, which completes it (cancelled), so
+  // that it cannot write into the caller's buffer once we have returned.
+  auto abandon = [&](ucs_status_t why) {
+    if (pe >= 0) closeEndpoint(pe, why);
+    const auto end = Clock::now() + kCancelBound;
+    while (api_.ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < end) {
+      api_.ucp_worker_progress(worker_);
+    }
+    api_.ucp_request_free(request);
+  };
+
+  const auto start = Clock::now();
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(setup_.timeoutSec));
+  auto nextCheck = start + kCheckEvery;
+  while (true) {
+    const ucs_status_t s = api_.ucp_request_check_status(request);
+    if (s != UCS_INPROGRESS) {
+      api_.ucp_request_free(request);
+      if (s != UCS_OK) throw failure(s);
+      return;
+    }
+    if (api_.ucp_worker_progress(worker_) != 0) continue;
+    const auto now = Clock::now();
+    if (now < nextCheck) {
+      std::this_thread::yield();
+      continue;
+    }
+    nextCheck = now + kCheckEvery;
+    try {
+      if (setup_.checkPeers) setup_.checkPeers();
+    } catch (...) {
+      abandon(UCS_ERR_CANCELED);
+      throw;
+    }
+    if (now >= deadline) {
+      abandon(UCS_ERR_TIMED_OUT);
+      throw Error(ErrorCode::Timeout,
+                  me + what() + " did not complete within " + std::to_string(setup_.timeoutSec) +
+                      " s (AXON_TIMEOUT)" +
+                      (pe >= 0 ? "; " + describePe(pe) + " may be unreachable, and later operations to it fail" : ""));
+    }
+  }
+}
+
+void UcxWorker::release(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what) {
+  if (request == nullptr) return;
+  if (UCS_PTR_IS_ERR(request)) {
+    const ucs_status_t s = UCS_PTR_STATUS(request);
+    const std::string text = "PE " + std::to_string(setup_.myPe) + ": " + what() + " failed: " + statusText(s);
+    if (peerFailure(s)) throw Error(ErrorCode::PeerDead, text);
+    throw UcxError("PE " + std::to_string(setup_.myPe) + ": " + what(), UCS_PTR_STATUS(request));
+  }
+  // Freed now, released by UCX when it completes; a failure shows in the endpoint's status.
+  api_.ucp_request_free(request);
+}
+
+void UcxWorker::flush(const char* what) {
+  ucp_request_param_t param{};
+  wait(api_.ucp_worker_flush_nbx(worker_, &param), -1, [&] { return std::string(what) + " (flushing UCX)"; });
+  // An nbi operation that failed surfaces here, as its endpoint's failure.
+  std::string why;
+  if (failedPeer(&why) >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(setup_.myPe) + ": " + what + ": " + why);
+}
+
+bool UcxWorker::progress() { return api_.ucp_worker_progress(worker_) != 0; }
+
+int UcxWorker::armForSleep() {
+  const ucs_status_t s = api_.ucp_worker_arm(worker_);
+  if (s == UCS_ERR_BUSY) return kBusy;
+  return s == UCS_OK ? efd_ : kNoFd;
+}
+
+int UcxWorker::failedPeer(std::string* why) const {
+  for (const auto& p : peers_) {
+    const auto status = static_cast<ucs_status_t>(p->status.load(std::memory_order_acquire));
+    if (status == UCS_OK) continue;
+    if (why) *why = "the UCX endpoint to " + describePe(p->pe) + " failed: " + statusText(status);
+    return p->pe;
+  }
+  return -1;
+}
+
+std::string UcxWorker::transportsTo(int pe) const {
+#if UCP_API_VERSION >= UCP_VERSION(1, 14)
+  const Peer& p = *peers_[pe];
+  if (!api_.ucp_ep_query || !p.ep) return "";
+  ucp_transport_entry_t entries[16];
+  ucp_ep_attr_t attr{};
+  attr.field_mask = UCP_EP_ATTR_FIELD_TRANSPORTS;
+  attr.transports.entries = entries;
+  attr.transports.num_entries = 16;
+  attr.transports.entry_size = sizeof(ucp_transport_entry_t);
+  if (api_.ucp_ep_query(p.ep, &attr) != UCS_OK) return "";
+  std::set<std::string> names;
+  for (unsigned i = 0; i < attr.transports.num_entries; ++i) {
+    if (entries[i].transport_name) names.insert(entries[i].transport_name);
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+#else
+  (void)pe;
+  return "";
+#endif
+}
+
+}  // namespace axon::ucx
