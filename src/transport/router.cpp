@@ -7,7 +7,7 @@ namespace axon {
 
 Router::Router(int myPe, std::vector<bool> nodeLocal) : myPe_(myPe), nodeLocal_(nodeLocal), shm_(std::move(nodeLocal)) {}
 
-Transport& Router::transportFor(const RemoteRef& ref, const void* local, const char* api) const {
+Transport& Router::transportFor(const RemoteRef& ref, const void* local, const char* api) {
   const int pe = ref.pe;
   if (!nodeLocal_[pe]) {
     if (net_ && net_->reaches(pe)) return *net_;
@@ -15,7 +15,7 @@ Transport& Router::transportFor(const RemoteRef& ref, const void* local, const c
                                             std::to_string(pe) + ", which runs on another node");
   }
   if (gpu_ && (ref.heap == HeapKind::Gpu || (local && gpu_->isDeviceMemory(local)))) return gpu_->transportFor(ref);
-  return const_cast<ShmTransport&>(shm_);
+  return shm_;
 }
 
 std::string Router::pathTo(int pe, HeapKind kind) const {

@@ -28,7 +28,7 @@ class Router {
 
   // The transport for an operation between `ref` (resolved) and the local buffer `local`. Throws
   // Unsupported naming the PE when none reaches it.
-  Transport& transportFor(const RemoteRef& ref, const void* local, const char* api) const;
+  Transport& transportFor(const RemoteRef& ref, const void* local, const char* api);
   // How this PE reaches `pe`'s heap `kind`: "self", "shm", "cuda_ipc", "staged", "ucx:tcp", ...
   std::string pathTo(int pe, HeapKind kind) const;
 

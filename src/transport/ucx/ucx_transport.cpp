@@ -35,9 +35,7 @@ ucp_atomic_op_t opcodeOf(AtomicOp op) {
 
 }  // namespace
 
-bool UcxTransport::reaches(int pe) const noexcept {
-  return pe >= 0 && static_cast<std::size_t>(pe) < connected_.size() && connected_[pe];
-}
+bool UcxTransport::reaches(int pe) const noexcept { return worker_.connected(pe); }
 
 ucp_request_param_t UcxTransport::paramsFor(const void* local) const {
   ucp_request_param_t p{};

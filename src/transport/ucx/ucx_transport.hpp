@@ -28,8 +28,6 @@ class UcxTransport final : public NetworkTransport {
   std::string address() const override { return worker_.address(); }
   void connect(int pe, const std::string& address, const std::string& nodeName) override {
     worker_.connect(pe, address, nodeName);
-    connected_.resize(worker_.setup().nPes, false);
-    connected_[pe] = true;
   }
   void finishConnecting() override { worker_.wireUp(); }
   std::string registration(const HeapSpace& heap, std::size_t from) override { return registry_.registration(heap, from); }
@@ -54,7 +52,6 @@ class UcxTransport final : public NetworkTransport {
 
   UcxWorker worker_;
   UcxRegistry registry_;
-  std::vector<bool> connected_;  // [pe]: an endpoint was made (set-up only)
 };
 
 }  // namespace axon::ucx

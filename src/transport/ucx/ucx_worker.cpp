@@ -82,6 +82,7 @@ void UcxWorker::connect(int pe, const std::string& address, const std::string& n
   params.err_handler.arg = &p;
   ucxCheck(api_.ucp_ep_create(worker_, &params, &p.ep),
            "PE " + std::to_string(setup_.myPe) + ": ucp_ep_create to " + describePe(pe));
+  p.connected = true;
 }
 
 void UcxWorker::wireUp() {
@@ -137,15 +138,16 @@ void UcxWorker::closeEndpoint(int pe, ucs_status_t why) {
   }
 }
 
+Error UcxWorker::failure(ucs_status_t status, const std::string& what) const {
+  const std::string me = "PE " + std::to_string(setup_.myPe) + ": ";
+  if (peerFailure(status)) return Error(ErrorCode::PeerDead, me + what + " failed: " + statusText(status));
+  return UcxError(me + what, status);
+}
+
 void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what) {
   if (request == nullptr) return;  // completed at once
   const std::string me = "PE " + std::to_string(setup_.myPe) + ": ";
-  auto failure = [&](ucs_status_t s) {
-    const std::string text = me + what() + " failed: " + statusText(s);
-    if (peerFailure(s)) return Error(ErrorCode::PeerDead, text);
-    return static_cast<Error>(UcxError(me + what(), s));
-  };
-  if (UCS_PTR_IS_ERR(request)) throw failure(UCS_PTR_STATUS(request));
+  if (UCS_PTR_IS_ERR(request)) throw failure(UCS_PTR_STATUS(request), what());
 
   // Gives up on the request: the endpoint is closed by force, which completes it (cancelled), so
   // that it cannot write into the caller's buffer once we have returned.
@@ -166,7 +168,7 @@ void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::
     const ucs_status_t s = api_.ucp_request_check_status(request);
     if (s != UCS_INPROGRESS) {
       api_.ucp_request_free(request);
-      if (s != UCS_OK) throw failure(s);
+      if (s != UCS_OK) throw failure(s, what());
       return;
     }
     if (api_.ucp_worker_progress(worker_) != 0) continue;
@@ -194,12 +196,7 @@ void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::
 
 void UcxWorker::release(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what) {
   if (request == nullptr) return;
-  if (UCS_PTR_IS_ERR(request)) {
-    const ucs_status_t s = UCS_PTR_STATUS(request);
-    const std::string text = "PE " + std::to_string(setup_.myPe) + ": " + what() + " failed: " + statusText(s);
-    if (peerFailure(s)) throw Error(ErrorCode::PeerDead, text);
-    throw UcxError("PE " + std::to_string(setup_.myPe) + ": " + what(), UCS_PTR_STATUS(request));
-  }
+  if (UCS_PTR_IS_ERR(request)) throw failure(UCS_PTR_STATUS(request), what());
   // Freed now, released by UCX when it completes; a failure shows in the endpoint's status.
   api_.ucp_request_free(request);
 }

@@ -37,6 +37,10 @@ class UcxWorker final : public ProgressClient {
   // still wiring up keep the protocols of its temporary configuration (UCX then finds no protocol
   // for atomics on the final one).
   void wireUp();
+  // Whether an endpoint to `pe` was made at set-up (it may have failed since).
+  bool connected(int pe) const noexcept {
+    return pe >= 0 && static_cast<std::size_t>(pe) < peers_.size() && peers_[pe]->connected;
+  }
   // The endpoint to `pe`; throws (PeerDead or Ucx) naming the PE when it failed or never existed.
   ucp_ep_h endpoint(int pe, const char* what) const;
   const std::string& nodeName(int pe) const { return peers_[pe]->node; }
@@ -63,9 +67,12 @@ class UcxWorker final : public ProgressClient {
     int pe = -1;
     std::string node;
     ucp_ep_h ep = nullptr;
+    bool connected = false;           // an endpoint was made (set-up only; ep goes null when closed)
     std::atomic<int> status{UCS_OK};  // the endpoint's failure, once it failed
   };
   static void onEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // The error for a request to `pe` (-1: the worker) that ended with `status`.
+  Error failure(ucs_status_t status, const std::string& what) const;
   void closeEndpoint(int pe, ucs_status_t why);
   std::string describePe(int pe) const;
 
