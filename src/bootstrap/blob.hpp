@@ -27,6 +27,7 @@ enum class BlobKind : std::uint16_t {
   Text,       // one string
   NetworkCard,   // the network transport's start-up card (transport/network_setup.cpp)
   Registration,  // where a heap is registered with the network transport (transport/ucx/ucx_registry.cpp)
+  CollRegion,    // a leader's network collective workspace: region number and registration (coll/net_workspace.cpp)
 };
 
 class BlobWriter : public ByteWriter {

@@ -34,7 +34,7 @@ void reduceInOrder(Call& call, char* dst, std::size_t count, const Buffers& b, c
 void runBarrier(Call& call) {
   const std::uint64_t r = call.nextRound();
   call.beginPublish(r);
-  call.publishToAll(r);
+  call.publishToAll(r, 0);
   for (int p = 0; p < call.members(); ++p) {
     if (p == call.me()) continue;
     call.await(p, r);
@@ -57,7 +57,7 @@ void runBroadcast(Call& call, const Plan& plan, const Buffers& b) {
         char* h = call.beginPublish(r0 + t);
         copyBytes(h, b.src + c.offset * b.elem, bytes);
         const int readers[] = {succ};
-        call.publish(r0 + t, readers);
+        call.publish(r0 + t, readers, bytes);
         copyBytes(b.dst + c.offset * b.elem, b.src + c.offset * b.elem, bytes);
         continue;
       }
@@ -67,7 +67,7 @@ void runBroadcast(Call& call, const Plan& plan, const Buffers& b) {
         char* h = call.beginPublish(r0 + t);
         copyBytes(h, in, bytes);
         const int readers[] = {succ};
-        call.publish(r0 + t, readers);
+        call.publish(r0 + t, readers, bytes);
       }
       call.ack(pred, r0 + t - 1);
     }
@@ -80,7 +80,7 @@ void runBroadcast(Call& call, const Plan& plan, const Buffers& b) {
     if (me == b.root) {
       char* h = call.beginPublish(r);
       copyBytes(h, b.src + c.offset * b.elem, bytes);
-      call.publishToAll(r);
+      call.publishToAll(r, bytes);
       copyBytes(b.dst + c.offset * b.elem, b.src + c.offset * b.elem, bytes);
     } else {
       copyBytes(b.dst + c.offset * b.elem, call.await(b.root, r), bytes);
@@ -100,7 +100,7 @@ void runReduce(Call& call, const Plan& plan, const Buffers& b) {
     copyBytes(h, b.src + c.offset * b.elem, bytes);
     if (me != b.root) {
       const int readers[] = {b.root};
-      call.publish(r, readers);
+      call.publish(r, readers, bytes);
       continue;
     }
     reduceInOrder(call, b.dst + c.offset * b.elem, c.count, b,
@@ -120,7 +120,7 @@ void allreduceOneShot(Call& call, const Plan& plan, const Buffers& b) {
     const std::uint64_t r = call.nextRound();
     char* h = call.beginPublish(r);
     copyBytes(h, b.src + c.offset * b.elem, c.count * b.elem);
-    call.publishToAll(r);
+    call.publishToAll(r, c.count * b.elem);
     reduceInOrder(call, b.dst + c.offset * b.elem, c.count, b,
                   [&](int p) { return p == me ? h : call.await(p, r); });
     for (int p = 0; p < call.members(); ++p) {
@@ -136,7 +136,7 @@ void allreduceTwoShot(Call& call, const Plan& plan, const Buffers& b) {
     const std::uint64_t ra = call.nextRound(), rb = call.nextRound();
     char* ha = call.beginPublish(ra);
     copyBytes(ha, b.src + c.offset * b.elem, c.count * b.elem);
-    call.publishToAll(ra);
+    call.publishToAll(ra, c.count * b.elem);
     // Reduce-scatter: this PE reduces its segment of the chunk into its other half.
     const Range mine = balancedPart(c.count, n, me);
     char* hb = call.beginPublish(rb);
@@ -146,7 +146,7 @@ void allreduceTwoShot(Call& call, const Plan& plan, const Buffers& b) {
     for (int p = 0; p < n; ++p) {
       if (p != me) call.ack(p, ra);
     }
-    call.publishToAll(rb);
+    call.publishToAll(rb, mine.count * b.elem);
     // Allgather of the reduced segments.
     for (int p = 0; p < n; ++p) {
       const Range seg = balancedPart(c.count, n, p);
@@ -184,7 +184,58 @@ void allreduceRing(Call& call, const Plan& plan, const Buffers& b) {
         copyBytes(b.dst + at, in, bytes);
       }
       if (t > 0) call.ack(left, r0 + t - 1);
-      call.publish(r0 + t, readers);
+      call.publish(r0 + t, readers, bytes);
+    }
+  }
+}
+
+// Works in dst: each exchange reduces the partner's partial with this PE's, the lower member's
+// first, so both partners (and in the end every PE) hold the same bits.
+void allreduceDoubling(Call& call, const Plan& plan, const Buffers& b) {
+  const int n = call.members(), me = call.me();
+  const int extra = doublingFolded(n), v = doublingRank(me, n);
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t bytes = c.count * b.elem;
+    char* acc = b.dst + c.offset * b.elem;
+    copyBytes(acc, b.src + c.offset * b.elem, bytes);
+    std::uint64_t r = call.reserveRounds(doublingRoundsPerChunk(n));
+    auto exchange = [&](std::uint64_t round, int partner) {
+      char* h = call.beginPublish(round);
+      copyBytes(h, acc, bytes);
+      const int readers[] = {partner};
+      call.publish(round, readers, bytes);
+      const char* in = call.await(partner, round);
+      if (partner < me) reduceHost(acc, in, h, c.count, b.type, b.op);
+      else reduceHost(acc, h, in, c.count, b.type, b.op);
+      call.ack(partner, round);
+    };
+    if (extra > 0) {  // fold
+      if (v < 0) {
+        char* h = call.beginPublish(r);
+        copyBytes(h, acc, bytes);
+        const int readers[] = {me + 1};
+        call.publish(r, readers, bytes);
+      } else if (me < 2 * extra) {
+        const char* in = call.await(me - 1, r);
+        reduceHost(acc, in, acc, c.count, b.type, b.op);
+        call.ack(me - 1, r);
+      }
+      ++r;
+    }
+    for (int s = 0; s < doublingSteps(n); ++s, ++r) {
+      if (v >= 0) exchange(r, doublingMember(v ^ (1 << s), n));
+    }
+    if (extra > 0) {  // unfold
+      if (v < 0) {
+        copyBytes(acc, call.await(me + 1, r), bytes);
+        call.ack(me + 1, r);
+      } else if (me < 2 * extra) {
+        char* h = call.beginPublish(r);
+        copyBytes(h, acc, bytes);
+        const int readers[] = {me - 1};
+        call.publish(r, readers, bytes);
+      }
     }
   }
 }
@@ -195,6 +246,7 @@ void runAllreduce(Call& call, const Plan& plan, const Buffers& b) {
   switch (plan.algo) {
     case Algo::TwoShot: return allreduceTwoShot(call, plan, b);
     case Algo::Ring: return allreduceRing(call, plan, b);
+    case Algo::Doubling: return allreduceDoubling(call, plan, b);
     default: return allreduceOneShot(call, plan, b);
   }
 }
@@ -216,14 +268,14 @@ void runAllgather(Call& call, const Plan& plan, const Buffers& b) {
         if (h) copyBytes(h, data, bytes);
         copyBytes(out, data, bytes);
         if (t > 0) call.ack(left, r0 + t - 1);
-        if (h) call.publish(r0 + t, readers);
+        if (h) call.publish(r0 + t, readers, bytes);
       }
       continue;
     }
     const std::uint64_t r = call.nextRound();
     char* h = call.beginPublish(r);
     copyBytes(h, b.src + at, bytes);
-    call.publishToAll(r);
+    call.publishToAll(r, bytes);
     for (int p = 0; p < n; ++p) {
       copyBytes(b.dst + p * block + at, p == me ? h : call.await(p, r), bytes);
       if (p != me) call.ack(p, r);
@@ -240,7 +292,7 @@ char* publishBlocks(Call& call, std::uint64_t r, const Range& c, const Buffers& 
   for (int j = 0; j < call.members(); ++j) {
     copyBytes(h + j * c.count * b.elem, b.src + (j * b.count + c.offset) * b.elem, c.count * b.elem);
   }
-  call.publishToAll(r);
+  call.publishToAll(r, call.members() * c.count * b.elem);
   return h;
 }
 
@@ -272,6 +324,71 @@ void runAlltoall(Call& call, const Plan& plan, const Buffers& b) {
       const char* data = (p == me ? h : call.await(p, r)) + mine;
       copyBytes(b.dst + (p * b.count + c.offset) * b.elem, data, c.count * b.elem);
       if (p != me) call.ack(p, r);
+    }
+  }
+}
+
+void runGather(Call& call, const Plan& plan, const Buffers& b) {
+  const int me = call.me();
+  const std::size_t block = b.count * b.elem;
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t at = c.offset * b.elem, bytes = c.count * b.elem;
+    const std::uint64_t r = call.nextRound();
+    if (me != b.root) {
+      char* h = call.beginPublish(r);
+      copyBytes(h, b.src + at, bytes);
+      const int readers[] = {b.root};
+      call.publish(r, readers, bytes);
+      continue;
+    }
+    for (int p = 0; p < call.members(); ++p) {
+      if (p == me) {
+        copyBytes(b.dst + p * block + at, b.src + at, bytes);
+        continue;
+      }
+      copyBytes(b.dst + p * block + at, call.await(p, r), bytes);
+      call.ack(p, r);
+    }
+  }
+}
+
+void runScatter(Call& call, const Plan& plan, const Buffers& b) {
+  const int me = call.me();
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t bytes = c.count * b.elem;
+    const std::uint64_t r = call.nextRound();
+    if (me == b.root) {
+      // Chunk c of every member's block, block j's piece at j * c.count.
+      char* h = call.beginPublish(r);
+      for (int j = 0; j < call.members(); ++j) {
+        copyBytes(h + j * bytes, b.src + (j * b.count + c.offset) * b.elem, bytes);
+      }
+      call.publishToAll(r, call.members() * bytes);
+      copyBytes(b.dst + c.offset * b.elem, b.src + (me * b.count + c.offset) * b.elem, bytes);
+      continue;
+    }
+    copyBytes(b.dst + c.offset * b.elem, call.await(b.root, r) + me * bytes, bytes);
+    call.ack(b.root, r);
+  }
+}
+
+void runSend(Call& call, const Plan& plan, const Buffers& b, int from, int to) {
+  const int me = call.me();
+  const std::uint64_t r0 = call.reserveRounds(plan.chunks);
+  if (me != from && me != to) return;
+  for (std::size_t k = 0; k < plan.chunks; ++k) {
+    const Range c = chunkOf(plan, b.count, k);
+    const std::size_t at = c.offset * b.elem, bytes = c.count * b.elem;
+    if (me == from) {
+      char* h = call.beginPublish(r0 + k);
+      copyBytes(h, b.src + at, bytes);
+      const int readers[] = {to};
+      call.publish(r0 + k, readers, bytes);
+    } else {
+      copyBytes(b.dst + at, call.await(from, r0 + k), bytes);
+      call.ack(from, r0 + k);
     }
   }
 }

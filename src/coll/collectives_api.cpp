@@ -9,13 +9,13 @@
 #include "axon/error.hpp"
 #include "coll/algorithms.hpp"
 #include "coll/gpu_path.hpp"
+#include "coll/hierarchy.hpp"
 #include "coll/plan.hpp"
 #include "coll/protocol.hpp"
 #include "coll/request.hpp"
 #include "coll/workspace.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
-#include "onesided/team_barrier.hpp"
 
 namespace axon {
 
@@ -120,17 +120,9 @@ void run(Request q, const Team& team, const char* api) {
     coll::runOnGpu(rt, state, q, nullptr, api);
     return;
   }
-  if (!state.workspace && q.collective == Collective::Barrier) {
-    // Members on several nodes: the control-block barrier reaches every member through its
-    // transport; the quiet first makes every earlier put complete, as the collective's does.
-    rt.quietAll();
-    teamBarrier(rt, state, api);
-    return;
-  }
-  if (!state.workspace) {
-    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + state.name +
-                                            ": its members do not all share memory, and this build moves "
-                                            "collective data only within a node");
+  if (!state.workspace && !state.hierarchy) {
+    throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + state.name +
+                                         ": the team has no collective workspace");
   }
   // In-place forms name the same bytes through src; normalize them so the host copies see it.
   HostCopies copies(rt, q, extents(q, n, elem, me));
@@ -142,7 +134,12 @@ void run(Request q, const Team& team, const char* api) {
   record.root = coll::rooted(q.collective) ? q.root : -1;
   record.count = q.count;
   record.chunkBytes = rt.env().collBuffer;
-  coll::Call call(rt, state, *state.workspace, record, api);
+  if (state.hierarchy) {
+    state.hierarchy->run(rt, q, record, api);
+    copies.copyBack();
+    return;
+  }
+  coll::ShmCall call(rt, state, *state.workspace, record, api);
   const coll::Buffers b{static_cast<const char*>(q.src), static_cast<char*>(q.dst), q.count, q.type, q.op, q.root, elem};
   try {
     switch (q.collective) {
@@ -279,9 +276,8 @@ Explanation explain(Collective c, const Team& team, std::size_t count, DataType 
                "device memory";
     e.chunkBytes = gp.chunkBytes;
     e.rounds = gp.rounds;
-  } else if (!state.workspace) {
-    e.path = "none";
-    e.reason = "the team's members do not all share memory; this build moves collective data only within a node";
+  } else if (state.hierarchy) {
+    state.hierarchy->explain(rt, e, count, type);
   } else {
     e.path = "host-shm";
     if (rt.gpu()) {

@@ -15,7 +15,7 @@ constexpr std::size_t kGpuTwoShotBytes = 256 * 1024;  // as device::kDeviceTwoSh
 constexpr std::size_t kGpuBroadcastTwoShotBytes = 512 * 1024;
 constexpr std::size_t kGpuFewThreadsBytes = 16 * 1024;  // channel shares up to this use 128 threads
 constexpr std::size_t kGpuChannelShareBytes = 16 * 1024;  // a channel per this much of a block
-constexpr std::array<const char*, 5> kAlgoNames = {"local", "oneshot", "twoshot", "ring", "chain"};
+constexpr std::array<const char*, 6> kAlgoNames = {"local", "oneshot", "twoshot", "ring", "chain", "recursive_doubling"};
 
 std::string bytesText(std::size_t b) {
   if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
@@ -68,7 +68,9 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
   if (in.collective == Collective::Allreduce) {
     if (in.forced) {
       return size + ": " + algoName(algo) + ", set by " + algoVariable(in.collective) +
-             (*in.forced == Algo::Ring ? " (ring runs on the host path only; the GPU runs two-shot)" : "");
+             (*in.forced == Algo::Ring || *in.forced == Algo::Doubling
+                  ? std::string(" (") + algoName(*in.forced) + " runs on the host path only; the GPU runs two-shot)"
+                  : "");
     }
     if (algo == Algo::TwoShot) {
       return size + " > 256 KiB: two-shot (each GPU reduces 1/n of the data, then sends it to all)";
@@ -133,7 +135,8 @@ std::optional<Algo> algoFromName(std::string_view name) {
 
 bool algorithmAllowed(Collective c, Algo a) {
   switch (c) {
-    case Collective::Allreduce: return a == Algo::OneShot || a == Algo::TwoShot || a == Algo::Ring;
+    case Collective::Allreduce:
+      return a == Algo::OneShot || a == Algo::TwoShot || a == Algo::Ring || a == Algo::Doubling;
     case Collective::Broadcast: return a == Algo::OneShot || a == Algo::Chain;
     case Collective::Allgather: return a == Algo::OneShot || a == Algo::Ring;
     default: return a == Algo::OneShot;
@@ -214,7 +217,38 @@ Plan makePlan(const PlanInput& in) {
                                                          : n - 1);
       break;
     case Algo::Chain: p.rounds = chainSteps(p.chunks, n); break;
+    case Algo::Doubling: p.rounds = p.chunks * static_cast<std::size_t>(doublingRoundsPerChunk(n)); break;
     default: p.rounds = p.chunks; break;
+  }
+  return p;
+}
+
+Plan makeLeaderPlan(const PlanInput& in) {
+  PlanInput chosen = in;
+  if (in.members > 1 && !(in.forced && algorithmAllowed(in.collective, *in.forced))) {
+    const std::size_t bytes = in.count * in.elemBytes;
+    const std::string size = bytesText(bytes) + " on " + std::to_string(in.members) + " node leaders";
+    std::string why;
+    if (in.collective == Collective::Allreduce) {
+      chosen.forced = bytes <= 64 * 1024 ? Algo::Doubling : Algo::Ring;
+      why = bytes <= 64 * 1024 ? size + ": recursive doubling (log2 rounds; latency-bound size)"
+                               : size + " > 64 KiB: ring (each leader sends 2(n-1)/n of the data over its link)";
+    } else if (in.collective == Collective::Allgather && in.members >= 3 && bytes * in.members >= 256 * 1024) {
+      chosen.forced = Algo::Ring;
+      why = size + ": ring (each leader sends each block once over its link)";
+    }
+    if (chosen.forced) {
+      Plan p = makePlan(chosen);
+      p.reason = why;
+      return p;
+    }
+    chosen.forced.reset();
+  }
+  Plan p = makePlan(chosen);
+  if (in.members > 1 && !in.forced) {
+    // makePlan speaks of PEs: the step runs among leaders.
+    const std::string pes = " PEs";
+    if (auto at = p.reason.find(pes); at != std::string::npos) p.reason.replace(at, pes.size(), " node leaders");
   }
   return p;
 }

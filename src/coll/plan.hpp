@@ -13,8 +13,8 @@
 
 namespace axon::coll {
 
-enum class Algo { Local, OneShot, TwoShot, Ring, Chain };
-const char* algoName(Algo a) noexcept;  // "oneshot"
+enum class Algo { Local, OneShot, TwoShot, Ring, Chain, Doubling };
+const char* algoName(Algo a) noexcept;  // "oneshot", "recursive_doubling"
 std::optional<Algo> algoFromName(std::string_view name);
 
 // The algorithms AXON_ALGO_<COLLECTIVE> may name for `c`, e.g. "oneshot, twoshot, ring".
@@ -41,6 +41,13 @@ struct Plan {
 };
 
 Plan makePlan(const PlanInput& in);
+
+// The plan of a step among node leaders (the network level of a collective across nodes): a
+// latency-bound allreduce doubles recursively (log2 rounds), a larger one takes the ring (each
+// leader sends 2 (n-1)/n of the data, the least a link can carry); an allgather of 256 KiB or more
+// on 3 or more leaders takes the ring; broadcasts choose as on one node. `forced` wins where the
+// collective allows it.
+Plan makeLeaderPlan(const PlanInput& in);
 
 // The GPU path ("gpu-p2p", src/coll/gpu_path.cpp): kernels on the team's GPU workspace, one block
 // per channel, each channel moving up to `chunkBytes` per sender and round.

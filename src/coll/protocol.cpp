@@ -21,6 +21,8 @@ void storeRelease(std::uint64_t& w, std::uint64_t v) {
   std::atomic_ref<std::uint64_t>(w).store(v, std::memory_order_release);
 }
 
+}  // namespace
+
 bool sameCall(const CallRecord& a, const CallRecord& b) {
   return a.seq == b.seq && a.collective == b.collective && a.dtype == b.dtype && a.op == b.op &&
          a.algo == b.algo && a.root == b.root && a.count == b.count && a.chunkBytes == b.chunkBytes;
@@ -34,66 +36,41 @@ std::string describeCall(const CallRecord& r) {
                                             algoName(static_cast<Algo>(r.algo)), "buffer " + std::to_string(r.chunkBytes)});
 }
 
-}  // namespace
-
-Call::Call(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api)
-    : rt_(rt), team_(team), ws_(ws), record_(record), api_(api), onCheck_([this] {
+Call::Call(Runtime& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
+           const char* api)
+    : rt_(rt), team_(team), state_(state), record_(record), api_(api), onCheck_([this] {
         checkAbort();
         checkPeers();
-      }) {
-  if (!ws_.failure.empty()) {
+      }),
+      members_(members), me_(me) {
+  if (!state_.failure.empty()) {
     throw Error(ErrorCode::CollectiveMismatch,
                 "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name +
                     ": an earlier collective on this team failed, so the members no longer agree on "
-                    "where they are (" + ws_.failure + "); destroy the team and split a new one");
+                    "where they are (" + state_.failure + "); destroy the team and split a new one");
   }
-  record_.seq = ++ws_.calls;
+  record_.seq = ++state_.calls;
   record_.round = 0;
-  // A peer scanning our record sees seq 0 while the fields change, and skips it.
-  CallRecord& cur = ws_.header(me()).current;
-  storeRelease(cur.seq, 0);
-  CallRecord body = record_;
-  body.seq = 0;
-  std::memcpy(&cur, &body, sizeof(body));
-  storeRelease(cur.seq, record_.seq);
-  checkAbort();
 }
 
 char* Call::beginPublish(std::uint64_t r) {
-  Workspace::HalfUse& use = ws_.halfUse[r % 2];
-  for (int reader : use.readers) {
-    waitWord(ws_.ackWord(me(), reader), use.round, reader, ws_.ackNames[reader]);
-  }
+  ProtocolState::HalfUse& use = state_.halfUse[r % 2];
+  for (int reader : use.readers) waitWord(ackWord(reader), use.round, reader, state_.ackNames[reader]);
   use.readers.clear();
-  return ws_.half(me(), r);
+  return halfFor(r);
 }
 
-void Call::publish(std::uint64_t r, std::span<const int> readers) {
-  CallRecord& rec = ws_.header(me()).half[r % 2];
-  rec = record_;
-  rec.round = r;
-  Workspace::HalfUse& use = ws_.halfUse[r % 2];
+void Call::published(std::uint64_t r, std::span<const int> readers) {
+  ProtocolState::HalfUse& use = state_.halfUse[r % 2];
   use.round = r;
   use.readers.assign(readers.begin(), readers.end());
-  for (int reader : readers) storeRelease(*ws_.readyWord(reader, me()), r);
   lastPublished_ = r;
 }
 
-void Call::publishToAll(std::uint64_t r) { publish(r, ws_.others); }
-
-const char* Call::await(int p, std::uint64_t r) {
-  waitWord(ws_.readyWord(me(), p), r, p, ws_.readyNames[p]);
-  checkRecord(ws_.header(p).half[r % 2], p, r);
-  readSomething_ = true;
-  return ws_.half(p, r);
-}
-
-void Call::ack(int p, std::uint64_t r) { storeRelease(*ws_.ackWord(p, me()), r); }
-
 void Call::finish() {
   if (readSomething_ || lastPublished_ == 0) return;
-  const Workspace::HalfUse& use = ws_.halfUse[lastPublished_ % 2];
-  for (int reader : use.readers) waitWord(ws_.ackWord(me(), reader), use.round, reader, ws_.ackNames[reader]);
+  const ProtocolState::HalfUse& use = state_.halfUse[lastPublished_ % 2];
+  for (int reader : use.readers) waitWord(ackWord(reader), use.round, reader, state_.ackNames[reader]);
 }
 
 std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name) {
@@ -107,7 +84,44 @@ void Call::checkRecord(const CallRecord& theirs, int member, std::uint64_t round
            std::to_string(team_.members[member]) + ") called " + describeCall(theirs));
 }
 
-void Call::checkAbort() {
+void Call::mismatch(const std::string& text) {
+  const std::string message = "PE " + std::to_string(rt_.myPe()) + ": collective mismatch on team " + team_.name +
+                              " (call #" + std::to_string(record_.seq) + "): " + text;
+  tellOthers(message);
+  state_.failure = "this PE found a mismatch";
+  throw Error(ErrorCode::CollectiveMismatch, message);
+}
+
+ShmCall::ShmCall(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api)
+    : Call(rt, team, ws, ws.members(), ws.me(), record, api), ws_(ws) {
+  // A peer scanning our record sees seq 0 while the fields change, and skips it.
+  CallRecord& cur = ws_.header(me()).current;
+  storeRelease(cur.seq, 0);
+  CallRecord body = record_;
+  body.seq = 0;
+  std::memcpy(&cur, &body, sizeof(body));
+  storeRelease(cur.seq, record_.seq);
+  checkAbort();
+}
+
+void ShmCall::publish(std::uint64_t r, std::span<const int> readers, std::size_t) {
+  CallRecord& rec = ws_.header(me()).half[r % 2];
+  rec = record_;
+  rec.round = r;
+  published(r, readers);
+  for (int reader : readers) storeRelease(*ws_.readyWord(reader, me()), r);
+}
+
+const char* ShmCall::await(int p, std::uint64_t r) {
+  waitWord(ws_.readyWord(me(), p), r, p, ws_.readyNames[p]);
+  checkRecord(ws_.header(p).half[r % 2], p, r);
+  readSomething();
+  return ws_.half(p, r);
+}
+
+void ShmCall::ack(int p, std::uint64_t r) { storeRelease(*ws_.ackWord(p, me()), r); }
+
+void ShmCall::checkAbort() {
   AbortRecord& mine = ws_.header(me()).abort;
   if (loadAcquire(mine.state) == 2) {
     std::string text(mine.text, strnlen(mine.text, sizeof(mine.text)));
@@ -118,7 +132,7 @@ void Call::checkAbort() {
   }
 }
 
-void Call::checkPeers() {
+void ShmCall::checkPeers() {
   // A peer in the same call (same seq) with other arguments is a mismatch even when no data
   // flows between us (a PE that thinks it is the root waits for acks that never come).
   for (int p = 0; p < members(); ++p) {
@@ -137,21 +151,6 @@ void Call::checkPeers() {
   }
 }
 
-void Call::mismatch(const std::string& text) {
-  const std::string message = "PE " + std::to_string(rt_.myPe()) + ": collective mismatch on team " + team_.name +
-                              " (call #" + std::to_string(record_.seq) + "): " + text;
-  // Tell every member, so that those waiting on this PE (or on each other) stop too.
-  for (int p = 0; p < members(); ++p) {
-    if (p == me()) continue;
-    AbortRecord& rec = ws_.header(p).abort;
-    std::uint64_t expected = 0;
-    if (!std::atomic_ref<std::uint64_t>(rec.state).compare_exchange_strong(expected, 1)) continue;
-    rec.pe = rt_.myPe();
-    std::snprintf(rec.text, sizeof(rec.text), "%s", message.c_str());
-    storeRelease(rec.state, 2);
-  }
-  ws_.failure = "this PE found a mismatch";
-  throw Error(ErrorCode::CollectiveMismatch, message);
-}
+void ShmCall::tellOthers(const std::string& message) { ws_.tellOthers(rt_.myPe(), message); }
 
 }  // namespace axon::coll

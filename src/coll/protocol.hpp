@@ -1,18 +1,25 @@
 // The flag protocol every collective algorithm is written in. A call is a sequence of rounds
-// numbered alike on every member. In round r a member may publish data (its half r % 2 of the
-// workspace) to some readers: it writes the data, records the call in the half's record, then
-// sets ready[me] = r in each reader's workspace (release). A reader waits for that flag
-// (acquire), checks the half's record against its own call (the mismatch check), reads the data,
-// and sets ack[reader] = r in the publisher's workspace. Before reusing a half, the publisher
-// waits for the acks of everyone who was to read it. So nothing is overwritten while a peer still
-// reads it, and every wait is on the waiter's own memory.
+// numbered alike on every member. In round r a member may publish data (its half r % 2) to some
+// readers: it writes the data, records the call with it, then raises ready[me] = r at each reader
+// (release). A reader waits for that flag (acquire), checks the record against its own call (the
+// mismatch check), reads the data, and raises ack[reader] = r at the publisher. Before reusing a
+// half, the publisher waits for the acks of everyone who was to read it. So nothing is
+// overwritten while a peer still reads it, and every wait is on the waiter's own memory.
+//
+// Two levels carry it:
+//  - ShmCall, inside a node: halves in shared memory, readers read the publisher's half;
+//  - NetCall (coll/net_protocol.hpp), among node leaders: the publisher puts its half into each
+//    reader's inbox over the network transport and signals after it.
+// The algorithms (coll/algorithms.hpp) see only Call, so each runs on either level.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
 
+#include "coll/protocol_state.hpp"
 #include "coll/workspace.hpp"
 
 namespace axon {
@@ -25,51 +32,96 @@ namespace coll {
 
 class Call {
  public:
-  // Starts a call: refuses it if an earlier one failed on this team, and publishes `record` as
-  // this PE's current call.
-  Call(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api);
+  virtual ~Call() = default;
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
 
-  int members() const { return ws_.members(); }
-  int me() const { return ws_.me(); }
+  int members() const { return members_; }
+  int me() const { return me_; }
 
   // The next round number.
-  std::uint64_t nextRound() { return ++ws_.rounds; }
-  // Reserves k consecutive rounds; returns the first.
+  std::uint64_t nextRound() { return ++state_.rounds; }
+  // Reserves k consecutive rounds; returns the first. Members that take no part in some rounds
+  // reserve them too, so that every member keeps counting alike.
   std::uint64_t reserveRounds(std::uint64_t k) {
-    const std::uint64_t first = ws_.rounds + 1;
-    ws_.rounds += k;
+    const std::uint64_t first = state_.rounds + 1;
+    state_.rounds += k;
     return first;
   }
   // This PE's half for round r, once every reader of its previous contents has acked.
   char* beginPublish(std::uint64_t r);
-  // Publishes round r (its half is written) to `readers` (member indices).
-  void publish(std::uint64_t r, std::span<const int> readers);
-  void publishToAll(std::uint64_t r);
-  // Waits for member p's round r; returns p's half. Throws CollectiveMismatch when p's call
+  // Publishes the first `bytes` of round r's half to `readers` (member indices).
+  virtual void publish(std::uint64_t r, std::span<const int> readers, std::size_t bytes) = 0;
+  void publishToAll(std::uint64_t r, std::size_t bytes) { publish(r, state_.others, bytes); }
+  // Waits for member p's round r; returns its data. Throws CollectiveMismatch when p's call
   // differs from this one.
-  const char* await(int p, std::uint64_t r);
-  void ack(int p, std::uint64_t r);
+  virtual const char* await(int p, std::uint64_t r) = 0;
+  virtual void ack(int p, std::uint64_t r) = 0;
   // Ends the call. A PE that read nothing in it (a broadcast root, a reduce leaf) waits for the
   // acks of its last round, so that a mismatch is reported on every PE before the call returns.
   void finish();
   // Marks the team's collectives unusable after an exception escaped a call.
-  void fail(const std::string& why) { ws_.failure = why; }
+  void fail(const std::string& why) { state_.failure = why; }
+  // Tells every other member to stop with `message` (a mismatch found on another level); their
+  // waits throw it as CollectiveMismatch.
+  virtual void tellOthers(const std::string& message) = 0;
+  // Throws when a member told this one to stop.
+  virtual void checkAbort() = 0;
 
- private:
+ protected:
+  // Starts a call: refuses it if an earlier one failed on this level of the team.
+  Call(Runtime& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
+       const char* api);
+
+  // This PE's ack[reader] and its half for round r.
+  virtual std::uint64_t* ackWord(int reader) = 0;
+  virtual char* halfFor(std::uint64_t r) = 0;
+  // Compares the calls of members this one does not read from (run at each liveness check).
+  virtual void checkPeers() = 0;
+
   std::uint64_t waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name);
   void checkRecord(const CallRecord& theirs, int member, std::uint64_t round);
+  // A member whose call differs: tells the others, marks the level failed, throws.
   [[noreturn]] void mismatch(const std::string& text);
-  void checkAbort();
-  void checkPeers();
+  // Notes that round r went to `readers`: its half is reused only after their acks.
+  void published(std::uint64_t r, std::span<const int> readers);
+  void readSomething() { readSomething_ = true; }
 
   Runtime& rt_;
   const detail::TeamState& team_;
-  Workspace& ws_;
+  ProtocolState& state_;
   CallRecord record_;
   const char* api_;
   std::function<void()> onCheck_;  // what waits run at each liveness check
+
+ private:
+  int members_, me_;
   bool readSomething_ = false;
   std::uint64_t lastPublished_ = 0;
+};
+
+// Whether two members' records describe the same call (its round aside).
+bool sameCall(const CallRecord& a, const CallRecord& b);
+// "allreduce(count 1024, int32, sum, oneshot, buffer 65536)"
+std::string describeCall(const CallRecord& r);
+
+// The shared-memory level: every member maps every member's workspace.
+class ShmCall final : public Call {
+ public:
+  ShmCall(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api);
+
+  void publish(std::uint64_t r, std::span<const int> readers, std::size_t bytes) override;
+  const char* await(int p, std::uint64_t r) override;
+  void ack(int p, std::uint64_t r) override;
+  void tellOthers(const std::string& message) override;
+  void checkAbort() override;
+
+ private:
+  std::uint64_t* ackWord(int reader) override { return ws_.ackWord(me(), reader); }
+  char* halfFor(std::uint64_t r) override { return ws_.half(me(), r); }
+  void checkPeers() override;
+
+  Workspace& ws_;
 };
 
 }  // namespace coll

@@ -3,6 +3,7 @@
 // else, so every member derives the same rounds from the same arguments.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 
 namespace axon::coll {
@@ -46,5 +47,24 @@ constexpr int chainPosition(int me, int root, int n) { return mod(me - root, n);
 constexpr int chainMember(int position, int root, int n) { return mod(root + position, n); }
 // Steps of a chain broadcast of `chunks` chunks over n PEs: chunk k leaves position d at step k+d.
 constexpr std::size_t chainSteps(std::size_t chunks, int n) { return chunks + static_cast<std::size_t>(n) - 2; }
+
+// Recursive-doubling allreduce over n PEs. The largest power of two p2 <= n takes part in the
+// doubling; the first 2 * (n - p2) PEs pair up first: the even one of each pair hands its data to
+// the odd one (fold), which takes part for both and hands the result back at the end (unfold).
+// Doubling step s exchanges with the partner whose doubling rank differs in bit s.
+constexpr int doublingFolded(int n) { return n - static_cast<int>(std::bit_floor(static_cast<unsigned>(n))); }
+constexpr int doublingSteps(int n) { return std::countr_zero(std::bit_floor(static_cast<unsigned>(n))); }
+// The doubling rank of member me, or -1 for a member that folded its data into me + 1.
+constexpr int doublingRank(int me, int n) {
+  const int extra = doublingFolded(n);
+  if (me < 2 * extra) return me % 2 == 0 ? -1 : me / 2;
+  return me - extra;
+}
+// The member of doubling rank v.
+constexpr int doublingMember(int v, int n) {
+  const int extra = doublingFolded(n);
+  return v < extra ? 2 * v + 1 : v + extra;
+}
+constexpr int doublingRoundsPerChunk(int n) { return doublingSteps(n) + (doublingFolded(n) > 0 ? 2 : 0); }
 
 }  // namespace axon::coll

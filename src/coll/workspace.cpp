@@ -1,5 +1,8 @@
 #include "coll/workspace.hpp"
 
+#include <atomic>
+#include <cstdio>
+
 #include "axon/error.hpp"
 #include "bootstrap/setup_step.hpp"
 #include "core/runtime.hpp"
@@ -40,13 +43,20 @@ std::unique_ptr<Workspace> Workspace::create(Runtime& rt, const detail::TeamStat
   // Every member has opened every name: ours can go, so that a crash leaves nothing behind.
   open.finish();
   ws->segments_[team.myIndex].unlinkName();
-  for (int i = 0; i < n; ++i) {
-    if (i != team.myIndex) ws->others.push_back(i);
-    const std::string of = "[from team PE " + std::to_string(i) + "] of team " + team.name + "'s collective workspace";
-    ws->readyNames.push_back("ready" + of);
-    ws->ackNames.push_back("ack" + of);
-  }
+  ws->nameFlags(n, team.myIndex, "team " + team.name + "'s collective workspace");
   return ws;
+}
+
+void Workspace::tellOthers(int myPe, const std::string& message) const {
+  for (int p = 0; p < members_; ++p) {
+    if (p == me_) continue;
+    AbortRecord& rec = header(p).abort;
+    std::uint64_t expected = 0;
+    if (!std::atomic_ref<std::uint64_t>(rec.state).compare_exchange_strong(expected, 1)) continue;
+    rec.pe = myPe;
+    std::snprintf(rec.text, sizeof(rec.text), "%s", message.c_str());
+    std::atomic_ref<std::uint64_t>(rec.state).store(2, std::memory_order_release);
+  }
 }
 
 }  // namespace axon::coll

@@ -1,7 +1,6 @@
 // A team's collective workspace: one shared-memory segment per member, mapped by every member
 // (the host backend's path, "host-shm"). Created when the team is (world and node at init, split
-// teams at the split), destroyed with it. Also carries this PE's protocol state for the team:
-// call and round counters, which peers still read each half, and whether an earlier call failed.
+// teams at the split), destroyed with it. Also carries this PE's protocol state for the team.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/protocol_state.hpp"
 #include "coll/workspace_layout.hpp"
 #include "memory/shm_segment.hpp"
 
@@ -22,7 +22,7 @@ struct TeamState;
 
 namespace coll {
 
-class Workspace {
+class Workspace : public ProtocolState {
  public:
   // Collective over the team's members (through the bootstrap store).
   static std::unique_ptr<Workspace> create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes);
@@ -35,19 +35,8 @@ class Workspace {
   std::uint64_t* readyWord(int member, int from) const { return word(member, layout_.ready, from); }
   std::uint64_t* ackWord(int member, int from) const { return word(member, layout_.ack, from); }
   char* half(int member, std::uint64_t round) const { return base(member) + layout_.half[round % 2]; }
-
-  // Protocol state of this PE on this team.
-  std::uint64_t calls = 0;   // collectives started
-  std::uint64_t rounds = 0;  // rounds used so far (every member counts the same)
-  struct HalfUse {
-    std::uint64_t round = 0;
-    std::vector<int> readers;  // members that will ack `round` once they have read it
-  } halfUse[2];
-  std::string failure;  // set when a call failed midway: the counters no longer match the peers'
-
-  // Fixed per team, built once: every member but this one, and the names waits give their flags.
-  std::vector<int> others;
-  std::vector<std::string> readyNames, ackNames;  // [member]
+  // Tells every other member to stop with `message`: the first teller of each member wins.
+  void tellOthers(int myPe, const std::string& message) const;
 
  private:
   Workspace(int members, int me, WorkspaceLayout layout) : members_(members), me_(me), layout_(layout) {}

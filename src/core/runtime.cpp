@@ -13,6 +13,7 @@
 #include "axon/runtime.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
+#include "coll/hierarchy.hpp"
 #include "coll/workspace.hpp"
 #include "core/log.hpp"
 #include "core/team_state.hpp"
@@ -384,7 +385,10 @@ std::string pathTo(int pe) {
 }
 
 void Runtime::attachCollectiveWorkspace(const detail::TeamState& team) {
-  if (!team.sharedMemory) return;
+  if (!team.sharedMemory) {
+    if (team.members.size() > 1 && spansNodes()) team.hierarchy = coll::Hierarchy::create(*this, team, env_.collBuffer);
+    return;
+  }
   if (gpu_ && team.members.size() > 1) {
     team.gpuWorkspace = gpu_->createTeamWorkspace(*this, team, team.gpuWhyNot);
     if (team.gpuWorkspace) return;

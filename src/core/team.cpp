@@ -10,6 +10,7 @@
 #include "axon/team.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
+#include "coll/hierarchy.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
@@ -162,6 +163,8 @@ void Team::destroy() {
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   s.workspace.reset();  // no member touches it after the barrier above
+  if (s.hierarchy) s.hierarchy->release();  // nor writes into this leader's network region
+  s.hierarchy.reset();
   s.gpuWorkspace.reset();  // synchronized above; peers' mappings keep the memory alive until they let go too
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();

@@ -12,6 +12,7 @@ namespace axon {
 class GpuTeamWorkspace;
 namespace coll {
 class Workspace;
+class Hierarchy;
 }
 namespace detail {
 
@@ -34,6 +35,9 @@ struct TeamState {
   // device memory), instead of `workspace`. Otherwise null, and `gpuWhyNot` says why.
   mutable std::shared_ptr<GpuTeamWorkspace> gpuWorkspace;
   mutable std::string gpuWhyNot;
+  // When the members sit on several nodes: each node's part and its leader's network level
+  // (coll/hierarchy.hpp), which then carries the team's host collectives.
+  mutable std::shared_ptr<coll::Hierarchy> hierarchy;
 
   static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                    std::string name);

@@ -35,6 +35,15 @@ class NetworkTransport : public Transport, public ProgressClient {
   // Keeps (and unpacks once) a peer's registration; `origin` names it in errors.
   virtual void acceptRegistration(int pe, const std::string& registration, const std::string& origin) = 0;
 
+  // Regions outside the heaps that peers on other nodes write into (a team's collective inbox).
+  // exposeRegion allocates `bytes` of zeroed host memory, registers it and returns its
+  // registration, which peers take through acceptRegistration like a heap's; `id` and `base` get
+  // its number and address. The memory lives until withdrawRegion, or until the transport goes.
+  // forgetRegion drops a peer's region (its key) once nobody here writes to it any more.
+  virtual std::string exposeRegion(std::size_t bytes, std::uint32_t& id, void*& base) = 0;
+  virtual void withdrawRegion(std::uint32_t id) = 0;
+  virtual void forgetRegion(int pe, std::uint32_t id) = 0;
+
   // How this PE reaches `pe`: "ucx:tcp", "ucx:rc_mlx5/mlx5_0:1", ...
   virtual std::string pathTo(int pe) const = 0;
   // "UCX 1.22.0 (/path/libucp.so.0)"

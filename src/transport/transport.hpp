@@ -17,6 +17,10 @@ struct RemoteRef {
   std::size_t offset;  // from the start of the heap
   void* mapped;        // where this process sees it, for load/store transports; else nullptr
   HeapKind heap = HeapKind::Host;
+  // 0: the heap `heap`. Else a region the network transport exposed on that PE outside the heaps
+  // (NetworkTransport::exposeRegion: a team's inbox for collectives across nodes); `offset` is
+  // from the region's start.
+  std::uint32_t region = 0;
 };
 
 class Transport {

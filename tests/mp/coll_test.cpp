@@ -362,9 +362,17 @@ TEST(Collectives, ExplainMatchesTheCall) {
   axon::Team world = axon::Team::world();
   auto e = axon::explain(Collective::Allreduce, world, 16, DataType::Float32);
   EXPECT_FALSE(e.algorithm.empty());
-  EXPECT_EQ(e.path, np() > 1 ? "host-shm" : "local");
+  // Members on several nodes: the node's protocol, then the network among node leaders.
+  const bool nodes = axon::Team::node().nPes() < np();
+  EXPECT_EQ(e.path, np() == 1 ? "local" : nodes ? "hierarchical" : "host-shm");
   EXPECT_NE(axon::toString(e).find("allreduce"), std::string::npos);
   EXPECT_NE(e.reason.find("64 B"), std::string::npos) << e.reason;
+  if (nodes) {
+    EXPECT_NE(e.reason.find("recursive doubling"), std::string::npos) << e.reason;
+    EXPECT_NE(e.reason.find("over ucx"), std::string::npos) << e.reason;
+    auto big = axon::explain(Collective::Allreduce, world, 1 << 20, DataType::Float32);
+    EXPECT_EQ(big.algorithm, "ring among node leaders") << big.reason;
+  }
 }
 
 }  // namespace

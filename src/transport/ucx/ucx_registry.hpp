@@ -2,10 +2,14 @@
 // memory type given), packed once. For each peer on another node: its registered ranges, their
 // keys unpacked once, when its registration arrives (at set-up and with each allocation exchange
 // that grew its heap), and kept until finalize.
+// Also the regions outside the heaps (NetworkTransport::exposeRegion): memory this registry
+// allocates and registers as one range, numbered per PE from 1; peers keep their keys by
+// (PE, number) until the region is forgotten.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -18,7 +22,8 @@ namespace axon::ucx {
 
 class UcxRegistry {
  public:
-  explicit UcxRegistry(UcxWorker& worker) : worker_(worker), peers_(worker.setup().nPes) {}
+  explicit UcxRegistry(UcxWorker& worker)
+      : worker_(worker), peers_(worker.setup().nPes), peerRegions_(worker.setup().nPes) {}
   ~UcxRegistry();
   UcxRegistry(const UcxRegistry&) = delete;
   UcxRegistry& operator=(const UcxRegistry&) = delete;
@@ -28,19 +33,25 @@ class UcxRegistry {
   std::string registration(const HeapSpace& heap, std::size_t from);
   void accept(int pe, const std::string& registration, const std::string& origin);
 
+  std::string exposeRegion(std::size_t bytes, std::uint32_t& id, void*& base);
+  void withdrawRegion(std::uint32_t id);
+  void forgetRegion(int pe, std::uint32_t id);
+
   // Calls piece(rkey, remoteAddress, offsetInAccess, bytes) for each registered piece of
-  // [offset, offset + bytes) of PE pe's heap `kind`. Throws naming `what` when part of it was never
-  // registered there (a PE that did not publish its heap, or a registration lost).
+  // [offset, offset + bytes) of PE pe's heap `kind` (or its region `region`, when not 0). Throws
+  // naming `what` when part of it was never registered there (a PE that did not publish its heap,
+  // or a registration lost).
   template <class Piece>
-  void forEachPiece(int pe, HeapKind kind, std::uint64_t offset, std::uint64_t bytes, const char* what,
-                    Piece&& piece) const {
+  void forEachPiece(int pe, HeapKind kind, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
+                    const char* what, Piece&& piece) const {
     std::shared_lock lock(mutex_);
-    const Remote& r = peers_[pe][index(kind)];
-    const std::uint64_t missing = r.ranges.forEachPiece(offset, bytes, [&](std::size_t i, std::uint64_t off, std::uint64_t n) {
-      if (!r.rkeys[i]) unregistered(pe, kind, off, what);  // its key failed to unpack
-      piece(r.rkeys[i], r.base + off, off - offset, n);
+    const Remote* r = remoteOf(pe, kind, region);
+    if (!r) unregistered(pe, kind, region, offset, what);
+    const std::uint64_t missing = r->ranges.forEachPiece(offset, bytes, [&](std::size_t i, std::uint64_t off, std::uint64_t n) {
+      if (!r->rkeys[i]) unregistered(pe, kind, region, off, what);  // its key failed to unpack
+      piece(r->rkeys[i], r->base + off, off - offset, n);
     });
-    if (missing != RegionMap::kCovered) unregistered(pe, kind, missing, what);
+    if (missing != RegionMap::kCovered) unregistered(pe, kind, region, missing, what);
   }
 
  private:
@@ -54,13 +65,30 @@ class UcxRegistry {
     std::vector<ucp_rkey_h> rkeys;  // by range index
     std::uint64_t base = 0;         // address of heap offset 0 in that PE
   };
+  struct LocalRegion {
+    void* base;
+    ucp_mem_h memh;
+  };
   static std::size_t index(HeapKind kind) { return kind == HeapKind::Gpu ? 1 : 0; }
-  [[noreturn]] void unregistered(int pe, HeapKind kind, std::uint64_t offset, const char* what) const;
+  const Remote* remoteOf(int pe, HeapKind kind, std::uint32_t region) const {
+    if (!region) return &peers_[pe][index(kind)];
+    auto it = peerRegions_[pe].find(region);
+    return it == peerRegions_[pe].end() ? nullptr : &it->second;
+  }
+  // Registers [address, address + length) of memory type `type`; returns its handle and packed key.
+  std::pair<ucp_mem_h, std::string> mapAndPack(void* address, std::size_t length, ucs_memory_type_t type,
+                                               const std::string& where);
+  void destroyKeys(Remote& remote);
+  [[noreturn]] void unregistered(int pe, HeapKind kind, std::uint32_t region, std::uint64_t offset,
+                                 const char* what) const;
 
   UcxWorker& worker_;
   mutable std::shared_mutex mutex_;
   std::array<Local, 2> local_;
   std::vector<std::array<Remote, 2>> peers_;  // [pe][heap kind]
+  std::map<std::uint32_t, LocalRegion> regions_;
+  std::uint32_t nextRegion_ = 1;
+  std::vector<std::map<std::uint32_t, Remote>> peerRegions_;  // [pe][region number]
 };
 
 }  // namespace axon::ucx

@@ -49,7 +49,8 @@ std::string UcxTransport::describeOp(const char* what, const RemoteRef& ref, std
   const std::string& node = worker_.nodeName(ref.pe);
   return std::string(what) + " of " + std::to_string(bytes) + " bytes " + (std::strcmp(what, "get") == 0 ? "from" : "to") +
          " PE " + std::to_string(ref.pe) + (node.empty() ? "" : " (node " + node + ")") + " at " +
-         heapKindName(ref.heap) + " offset " + std::to_string(ref.offset);
+         (ref.region ? "collective region " + std::to_string(ref.region) : std::string(heapKindName(ref.heap))) +
+         " offset " + std::to_string(ref.offset);
 }
 
 template <class Op>
@@ -58,7 +59,7 @@ void UcxTransport::rma(const RemoteRef& ref, std::size_t bytes, const void* loca
   ucp_ep_h ep = worker_.endpoint(ref.pe, what);
   ucp_request_param_t params = paramsFor(local);
   auto text = [&] { return describeOp(what, ref, bytes); };
-  registry_.forEachPiece(ref.pe, ref.heap, ref.offset, bytes, what,
+  registry_.forEachPiece(ref.pe, ref.heap, ref.region, ref.offset, bytes, what,
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t at, std::uint64_t n) {
                            ucs_status_ptr_t req = op(ep, rkey, remote, at, n, params);
                            if (wait) worker_.wait(req, ref.pe, text);
@@ -104,7 +105,7 @@ void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op
   // Everything issued before (the data) lands before the signal does.
   ucxCheck(api.ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_fence");
   auto text = [&] { return describeOp("signal", sig, 8); };
-  registry_.forEachPiece(sig.pe, sig.heap, sig.offset, 8, "signal",
+  registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
     ucp_request_param_t p = paramsFor(nullptr);
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
@@ -142,7 +143,7 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
   }
   const bool fetching = op != AtomicOp::Add;
   auto text = [&] { return describeOp("atomic", dst, width); };
-  registry_.forEachPiece(dst.pe, dst.heap, dst.offset, width, "atomic",
+  registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
     ucp_request_param_t p = paramsFor(nullptr);
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;

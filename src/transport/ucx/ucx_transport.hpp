@@ -34,6 +34,11 @@ class UcxTransport final : public NetworkTransport {
   void acceptRegistration(int pe, const std::string& reg, const std::string& origin) override {
     registry_.accept(pe, reg, origin);
   }
+  std::string exposeRegion(std::size_t bytes, std::uint32_t& id, void*& base) override {
+    return registry_.exposeRegion(bytes, id, base);
+  }
+  void withdrawRegion(std::uint32_t id) override { registry_.withdrawRegion(id); }
+  void forgetRegion(int pe, std::uint32_t id) override { registry_.forgetRegion(pe, id); }
   std::string pathTo(int pe) const override;
   std::string describe() const override;
   int failedPeer(std::string* why) const override { return worker_.failedPeer(why); }

@@ -1,0 +1,310 @@
+#include "coll/hierarchy.hpp"
+
+#include <cstring>
+#include <limits>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "axon/error.hpp"
+#include "coll/algorithms.hpp"
+#include "coll/net_protocol.hpp"
+#include "coll/plan.hpp"
+#include "coll/protocol.hpp"
+#include "core/runtime.hpp"
+#include "transport/network_transport.hpp"
+
+namespace axon::coll {
+namespace {
+
+// Zeroed scratch of blocks * blockBytes bytes (padding the leaders send is never read, but never
+// uninitialized either).
+std::vector<char> scratch(Runtime& rt, std::size_t blocks, std::size_t blockBytes, const char* api) {
+  if (blockBytes && blocks > std::numeric_limits<std::size_t>::max() / blockBytes) {
+    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": " + api + ": " +
+                                                std::to_string(blocks) + " blocks of " + std::to_string(blockBytes) +
+                                                " bytes overflow the node leader's buffer size");
+  }
+  try {
+    return std::vector<char>(blocks * blockBytes);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::OutOfMemory, "PE " + std::to_string(rt.myPe()) + ": " + api + ": the node leader's " +
+                                            std::to_string(blocks * blockBytes) + "-byte buffer");
+  }
+}
+
+void copyBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes && dst != src) std::memcpy(dst, src, bytes);
+}
+
+// One call's steps: the calls on both levels (local: null when this PE is alone on its node;
+// net: null unless this PE leads its node) and the plans of each step.
+struct Steps {
+  Runtime& rt;
+  const HierarchyLayout& layout;
+  int myNode, myLocal;
+  Call* local;
+  Call* net;
+  const Request& q;
+  std::size_t elem;
+  const char* api;
+
+  int n() const { return static_cast<int>(layout.nodeOf.size()); }
+  int localMembers() const { return static_cast<int>(layout.parts[myNode].size()); }
+  bool leader() const { return myLocal == 0; }
+  std::size_t block() const { return q.count * elem; }
+
+  Plan localPlan(Collective c, std::size_t count) const {
+    return makePlan({c, count, elem, localMembers(), rt.env().collBuffer, std::nullopt});
+  }
+  Plan leaderPlan(Collective c, std::size_t count) const {
+    const std::string& forced = rt.env().algo[static_cast<int>(q.collective)];
+    std::optional<Algo> algo;
+    if (c == q.collective && !forced.empty()) algo = algoFromName(forced);
+    return makeLeaderPlan({c, count, elem, layout.nodes(), rt.env().collBuffer, algo});
+  }
+  Buffers buf(const void* src, void* dst, std::size_t count, int root) const {
+    return {static_cast<const char*>(src), static_cast<char*>(dst), count, q.type, q.op, root, elem};
+  }
+  std::vector<char> scratchBlocks(std::size_t blocks) const { return scratch(rt, blocks, block(), api); }
+
+  void barrier() {
+    if (local) runBarrier(*local);
+    if (net) runBarrier(*net);
+    if (local) runBarrier(*local);  // nobody leaves before every node is in
+  }
+
+  void broadcast() {
+    const int rootNode = layout.nodeOf[q.root];
+    const bool onRootNode = myNode == rootNode;
+    if (onRootNode && local) {
+      runBroadcast(*local, localPlan(Collective::Broadcast, q.count),
+                   buf(q.src, q.dst, q.count, layout.localIndexOf[q.root]));
+    }
+    if (net) {
+      // The root's leader holds the data in dst now, or in src when it is the root and alone.
+      const void* from = onRootNode && !local ? q.src : q.dst;
+      runBroadcast(*net, leaderPlan(Collective::Broadcast, q.count), buf(from, q.dst, q.count, rootNode));
+    }
+    if (!onRootNode && local) runBroadcast(*local, localPlan(Collective::Broadcast, q.count), buf(q.dst, q.dst, q.count, 0));
+  }
+
+  void reduce() {
+    const int rootNode = layout.nodeOf[q.root], rootLocal = layout.localIndexOf[q.root];
+    const bool onRootNode = myNode == rootNode;
+    // The node's partial result, on its leader: in dst when the leader is the root.
+    std::vector<char> tmp;
+    char* partialAt = nullptr;
+    if (leader()) {
+      if (onRootNode && rootLocal == 0) {
+        partialAt = static_cast<char*>(q.dst);
+      } else {
+        tmp = scratchBlocks(1);
+        partialAt = tmp.data();
+      }
+    }
+    const void* partial = q.src;
+    if (local) {
+      runReduce(*local, localPlan(Collective::Reduce, q.count), buf(q.src, partialAt, q.count, 0));
+      partial = partialAt;
+    }
+    if (net) runReduce(*net, leaderPlan(Collective::Reduce, q.count), buf(partial, partialAt, q.count, rootNode));
+    if (onRootNode && rootLocal != 0) {
+      runSend(*local, localPlan(Collective::Allgather, q.count), buf(partialAt, q.dst, q.count, 0), 0, rootLocal);
+    }
+  }
+
+  void allreduce() {
+    const void* partial = q.src;
+    if (local) {
+      runReduce(*local, localPlan(Collective::Reduce, q.count), buf(q.src, leader() ? q.dst : nullptr, q.count, 0));
+      partial = q.dst;
+    }
+    if (net) runAllreduce(*net, leaderPlan(Collective::Allreduce, q.count), buf(partial, q.dst, q.count, 0));
+    if (local) runBroadcast(*local, localPlan(Collective::Broadcast, q.count), buf(q.dst, q.dst, q.count, 0));
+  }
+
+  void allgather() {
+    const int widest = layout.widest;
+    std::vector<char> packed;  // the node's blocks, padded to `widest`
+    if (leader()) {
+      packed = scratchBlocks(static_cast<std::size_t>(widest));
+      if (!local) copyBytes(packed.data(), q.src, block());
+    }
+    if (local) runGather(*local, localPlan(Collective::Allgather, q.count), buf(q.src, packed.data(), q.count, 0));
+    if (net) {
+      std::vector<char> all = scratchBlocks(static_cast<std::size_t>(layout.nodes()) * widest);
+      runAllgather(*net, leaderPlan(Collective::Allgather, widest * q.count),
+                   buf(packed.data(), all.data(), widest * q.count, 0));
+      char* dst = static_cast<char*>(q.dst);
+      for (int j = 0; j < layout.nodes(); ++j) {
+        for (std::size_t i = 0; i < layout.parts[j].size(); ++i) {
+          copyBytes(dst + layout.member(j, static_cast<int>(i)) * block(),
+                    all.data() + packedBlock(j, static_cast<int>(i), widest) * block(), block());
+        }
+      }
+    }
+    const std::size_t total = static_cast<std::size_t>(n()) * q.count;
+    if (local) runBroadcast(*local, localPlan(Collective::Broadcast, total), buf(q.dst, q.dst, total, 0));
+  }
+
+  void reduceScatter() {
+    const int widest = layout.widest;
+    const std::size_t total = static_cast<std::size_t>(n()) * q.count;
+    std::vector<char> sum, mine;  // the node's sum of every block; this node's reduced blocks
+    if (leader()) sum = scratchBlocks(static_cast<std::size_t>(n()));
+    if (local) runReduce(*local, localPlan(Collective::Reduce, total), buf(q.src, sum.data(), total, 0));
+    if (net) {
+      const char* partial = local ? sum.data() : static_cast<const char*>(q.src);
+      std::vector<char> packed = scratchBlocks(static_cast<std::size_t>(layout.nodes()) * widest);
+      for (int j = 0; j < layout.nodes(); ++j) {
+        for (std::size_t i = 0; i < layout.parts[j].size(); ++i) {
+          copyBytes(packed.data() + packedBlock(j, static_cast<int>(i), widest) * block(),
+                    partial + layout.member(j, static_cast<int>(i)) * block(), block());
+        }
+      }
+      mine = scratchBlocks(static_cast<std::size_t>(widest));
+      runReduceScatter(*net, leaderPlan(Collective::ReduceScatter, widest * q.count),
+                       buf(packed.data(), mine.data(), widest * q.count, 0));
+    }
+    if (local) runScatter(*local, localPlan(Collective::Alltoall, q.count), buf(mine.data(), q.dst, q.count, 0));
+    else copyBytes(q.dst, mine.data(), block());
+  }
+
+  void alltoall() {
+    const int widest = layout.widest, m = localMembers();
+    const std::size_t row = static_cast<std::size_t>(n()) * block();  // one member's src or dst
+    const std::size_t rowCount = static_cast<std::size_t>(n()) * q.count;
+    std::vector<char> rows, out;  // the node's src rows (gathered); its dst rows (to scatter)
+    if (leader() && local) rows = scratch(rt, static_cast<std::size_t>(m), row, api);
+    if (local) runGather(*local, localPlan(Collective::Allgather, rowCount), buf(q.src, rows.data(), rowCount, 0));
+    if (net) {
+      const char* src = local ? rows.data() : static_cast<const char*>(q.src);
+      const std::size_t pairs = static_cast<std::size_t>(layout.nodes()) * widest * widest;
+      std::vector<char> send = scratchBlocks(pairs), recv = scratchBlocks(pairs);
+      for (int j = 0; j < layout.nodes(); ++j) {
+        for (int i = 0; i < m; ++i) {
+          for (std::size_t to = 0; to < layout.parts[j].size(); ++to) {
+            copyBytes(send.data() + packedPairBlock(j, i, static_cast<int>(to), widest) * block(),
+                      src + i * row + layout.member(j, static_cast<int>(to)) * block(), block());
+          }
+        }
+      }
+      const std::size_t perLeader = static_cast<std::size_t>(widest) * widest * q.count;
+      runAlltoall(*net, leaderPlan(Collective::Alltoall, perLeader), buf(send.data(), recv.data(), perLeader, 0));
+      out = scratch(rt, static_cast<std::size_t>(m), row, api);
+      for (int j = 0; j < layout.nodes(); ++j) {
+        for (std::size_t from = 0; from < layout.parts[j].size(); ++from) {
+          for (int to = 0; to < m; ++to) {
+            copyBytes(out.data() + to * row + layout.member(j, static_cast<int>(from)) * block(),
+                      recv.data() + packedPairBlock(j, static_cast<int>(from), to, widest) * block(), block());
+          }
+        }
+      }
+    }
+    if (local) runScatter(*local, localPlan(Collective::Alltoall, rowCount), buf(out.data(), q.dst, rowCount, 0));
+    else copyBytes(q.dst, out.data(), row);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Hierarchy> Hierarchy::create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes) {
+  std::vector<std::string> names;
+  for (int pe : team.members) names.push_back(rt.nodeName(pe));
+  auto h = std::make_shared<Hierarchy>();
+  h->layout_ = HierarchyLayout::of(names);
+  const HierarchyLayout& l = h->layout_;
+  h->myNode_ = l.nodeOf[team.myIndex];
+  h->myLocal_ = l.localIndexOf[team.myIndex];
+  for (int i : l.parts[h->myNode_]) h->local_.members.push_back(team.members[i]);
+  h->local_.myIndex = h->myLocal_;
+  h->local_.name = team.name + "/node" + std::to_string(h->myNode_);
+  for (int k = 0; k < l.nodes(); ++k) h->leaders_.members.push_back(team.members[l.leaderOf(k)]);
+  h->leaders_.myIndex = h->myLocal_ == 0 ? h->myNode_ : -1;
+  h->leaders_.name = team.name + "/leaders";
+  if (h->local_.members.size() > 1) h->localWs_ = Workspace::create(rt, h->local_, halfBytes);
+  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, h->leaders_, halfBytes);
+  return h;
+}
+
+void Hierarchy::release() {
+  if (netWs_) netWs_->release();
+}
+
+void Hierarchy::run(Runtime& rt, const Request& q, const CallRecord& record, const char* api) {
+  std::optional<ShmCall> local;
+  std::optional<NetCall> net;
+  try {
+    if (localWs_) local.emplace(rt, local_, *localWs_, record, api);
+    if (netWs_) net.emplace(rt, leaders_, *netWs_, record, api, local ? &*local : nullptr);
+    Steps s{rt, layout_, myNode_, myLocal_, local ? &*local : nullptr, net ? &*net : nullptr, q,
+            dataTypeSize(q.type), api};
+    switch (q.collective) {
+      case Collective::Barrier: s.barrier(); break;
+      case Collective::Broadcast: s.broadcast(); break;
+      case Collective::Reduce: s.reduce(); break;
+      case Collective::Allreduce: s.allreduce(); break;
+      case Collective::Allgather: s.allgather(); break;
+      case Collective::ReduceScatter: s.reduceScatter(); break;
+      case Collective::Alltoall: s.alltoall(); break;
+    }
+    if (local) local->finish();
+    if (net) net->finish();
+  } catch (const Error& e) {
+    // A mismatch found on one level stops the other too: the members there wait for this PE.
+    if (e.code() == ErrorCode::CollectiveMismatch) {
+      if (localWs_) localWs_->tellOthers(rt.myPe(), e.what());
+      if (netWs_) netWs_->tellOthers(rt.myPe(), e.what());
+    }
+    const std::string why = std::string(errorCodeName(e.code())) + " in " + api;
+    if (localWs_ && localWs_->failure.empty()) localWs_->failure = why;
+    if (netWs_ && netWs_->failure.empty()) netWs_->failure = why;
+    throw;
+  }
+}
+
+void Hierarchy::explain(Runtime& rt, Explanation& e, std::size_t count, DataType type) const {
+  const std::size_t elem = dataTypeSize(type);
+  const int n = static_cast<int>(layout_.nodeOf.size());
+  const char* steps = "";
+  Collective leaderStep = e.collective;
+  std::size_t leaderCount = count;
+  const auto w = static_cast<std::size_t>(layout_.widest);
+  switch (e.collective) {
+    case Collective::Barrier: steps = "barrier in the node, among leaders, in the node"; break;
+    case Collective::Broadcast: steps = "broadcast in the root's node, among leaders, in the other nodes"; break;
+    case Collective::Reduce: steps = "reduce to each node's leader, among leaders to the root's, then to the root"; break;
+    case Collective::Allreduce: steps = "reduce to each node's leader, allreduce among leaders, broadcast in the node"; break;
+    case Collective::Allgather:
+      steps = "gather to each node's leader, allgather among leaders, broadcast in the node";
+      leaderCount = w * count;
+      break;
+    case Collective::ReduceScatter:
+      steps = "reduce to each node's leader, reduce_scatter among leaders, scatter in the node";
+      leaderCount = w * count;
+      break;
+    case Collective::Alltoall:
+      steps = "gather to each node's leader, alltoall among leaders, scatter in the node";
+      leaderCount = w * w * count;
+      break;
+  }
+  const std::string& forced = rt.env().algo[static_cast<int>(e.collective)];
+  std::optional<Algo> algo;
+  if (!forced.empty()) algo = algoFromName(forced);
+  const Plan lp = makeLeaderPlan({leaderStep, leaderCount, elem, layout_.nodes(), rt.env().collBuffer, algo});
+  std::string link = "the network";
+  if (NetworkTransport* netTransport = rt.router().network()) {
+    const int other = leaders_.members[myNode_ == 0 ? 1 : 0];
+    link = netTransport->pathTo(other);
+  }
+  e.path = "hierarchical";
+  e.algorithm = std::string(algoName(lp.algo)) + " among node leaders";
+  e.reason = std::to_string(n) + " PEs on " + std::to_string(layout_.nodes()) + " nodes (up to " +
+             std::to_string(layout_.widest) + " per node): " + steps + ". In each node: host-shm, the node's " +
+             "collective workspace. Among the leaders, over " + link + ": " + lp.reason;
+  e.chunkBytes = lp.chunkElems * elem;
+  e.rounds = lp.rounds;
+}
+
+}  // namespace axon::coll

@@ -1,0 +1,47 @@
+// Collectives over a team whose members sit on several nodes ("hierarchical"): the members of each
+// node run the shared-memory protocol among themselves, and one leader per node (its first member)
+// runs the network level (coll/net_protocol.hpp) with the other leaders. Each collective is a few
+// steps of the algorithms on the two levels, e.g. allreduce = reduce to the leader, allreduce among
+// leaders, broadcast from the leader. Results are bit-identical on every member.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "axon/collectives.hpp"
+#include "coll/hierarchy_layout.hpp"
+#include "coll/net_workspace.hpp"
+#include "coll/request.hpp"
+#include "coll/workspace.hpp"
+#include "coll/workspace_layout.hpp"
+#include "core/team_state.hpp"
+
+namespace axon {
+class Runtime;
+}
+
+namespace axon::coll {
+
+class Hierarchy {
+ public:
+  // Collective over the team's members: the workspace of each node's part, and the leaders'.
+  static std::shared_ptr<Hierarchy> create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes);
+  // Gives the leaders' network region back; after the team's last barrier (Team::destroy).
+  void release();
+
+  const HierarchyLayout& layout() const { return layout_; }
+  // Runs one call of the team on host buffers; `record` describes it (as on one node).
+  void run(Runtime& rt, const Request& q, const CallRecord& record, const char* api);
+  // explain(): fills `e` (path "hierarchical") with both levels' choices.
+  void explain(Runtime& rt, Explanation& e, std::size_t count, DataType type) const;
+
+ private:
+  HierarchyLayout layout_;
+  int myNode_ = 0, myLocal_ = 0;
+  detail::TeamState local_, leaders_;     // this PE's node part and the leaders, as teams for names
+  std::unique_ptr<Workspace> localWs_;    // when this node's part has more than one member
+  std::unique_ptr<NetWorkspace> netWs_;   // on leaders
+};
+
+}  // namespace axon::coll

@@ -1,0 +1,91 @@
+#include "coll/net_protocol.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+
+#include "axon/error.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+#include "transport/network_transport.hpp"
+
+namespace axon::coll {
+namespace {
+
+std::uint64_t loadAcquire(const std::uint64_t& w) {
+  return std::atomic_ref<const std::uint64_t>(w).load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+NetCall::NetCall(Runtime& rt, const detail::TeamState& leaders, NetWorkspace& ws, CallRecord record, const char* api,
+                 Call* local)
+    : Call(rt, leaders, ws, ws.members(), ws.me(), record, api), ws_(ws), net_(ws.transport()), local_(local) {
+  checkAbort();
+}
+
+void NetCall::publish(std::uint64_t r, std::span<const int> readers, std::size_t bytes) {
+  char* slot = ws_.outbox(r);
+  CallRecord rec = record_;
+  rec.round = r;
+  std::memcpy(slot, &rec, sizeof(rec));
+  published(r, readers);
+  // The outbox half is not written again before every reader acked this round, by which time the
+  // put has landed: it needs no local completion here.
+  for (int reader : readers) {
+    net_.putNbi(ws_.at(reader, ws_.inboxOffset(me(), r)), slot, kSlotHeader + bytes);
+    net_.signal(ws_.at(reader, ws_.readyOffset(me())), r, SignalOp::Set);
+  }
+}
+
+const char* NetCall::await(int p, std::uint64_t r) {
+  waitWord(ws_.readyWord(p), r, p, ws_.readyNames[p]);
+  CallRecord theirs;
+  std::memcpy(&theirs, ws_.inbox(p, r), sizeof(theirs));
+  checkRecord(theirs, p, r);
+  readSomething();
+  return ws_.inbox(p, r) + kSlotHeader;
+}
+
+void NetCall::ack(int p, std::uint64_t r) {
+  ws_.acked[p][r % 2] = r;
+  net_.signal(ws_.at(p, ws_.ackOffset(me())), r, SignalOp::Set);
+}
+
+void NetCall::checkPeers() {
+  // A leader in the same call with other arguments, whose data this one has not read (or will
+  // never read: every leader thinks it is the broadcast root). Only complete slots not acked yet
+  // are looked at: nobody writes them meanwhile.
+  for (int p : ws_.others) {
+    const std::uint64_t ready = loadAcquire(*ws_.readyWord(p));
+    for (std::uint64_t half = 0; half < 2; ++half) {
+      CallRecord theirs;
+      std::memcpy(&theirs, ws_.inbox(p, half), sizeof(theirs));
+      if (theirs.round == 0 || theirs.round > ready || theirs.round % 2 != half || theirs.round <= ws_.acked[p][half]) {
+        continue;
+      }
+      if (theirs.seq == record_.seq && !sameCall(theirs, record_)) {
+        mismatch("this PE called " + describeCall(record_) + " but team PE " + std::to_string(p) + " (PE " +
+                 std::to_string(team_.members[p]) + ") called " + describeCall(theirs));
+      }
+    }
+  }
+}
+
+void NetCall::checkAbort() {
+  for (int p : ws_.others) {
+    AbortRecord& rec = ws_.abortFrom(p);
+    if (loadAcquire(rec.state) != 2) continue;
+    std::string text(rec.text, strnlen(rec.text, sizeof(rec.text)));
+    ws_.failure = "PE " + std::to_string(rec.pe) + " reported a mismatch";
+    throw Error(ErrorCode::CollectiveMismatch, "PE " + std::to_string(rt_.myPe()) + ": " + api_ + " on team " +
+                                                   team_.name + " stopped: PE " + std::to_string(rec.pe) +
+                                                   " found a collective mismatch: " + text);
+  }
+  if (local_) local_->checkAbort();
+}
+
+void NetCall::tellOthers(const std::string& message) { ws_.tellOthers(rt_.myPe(), message); }
+
+}  // namespace axon::coll

@@ -1,0 +1,108 @@
+// The collective workspace among a team's node leaders: one region per leader, registered with the
+// network transport (NetworkTransport::exposeRegion), that the other leaders write into. Layout,
+// the same on every leader:
+//
+//   abort[n]:  abort[p]: p told this leader to stop (written by p)
+//   ready[n]:  ready[p] = the last round p published to this leader   (written by p)
+//   ack[n]:    ack[p]   = the last round of this leader's that p consumed (written by p)
+//   inbox[n][2]: p's round r lands in inbox[p][r % 2]: its call record, then its data
+//   outbox[2]: where this leader prepares its round r (local only: the source of its puts)
+//
+// Flags sit on their own 64-byte lines. Created with the team, on leaders only.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coll/protocol_state.hpp"
+#include "coll/workspace_layout.hpp"
+#include "transport/transport.hpp"
+
+namespace axon {
+class Runtime;
+class NetworkTransport;
+namespace detail {
+struct TeamState;
+}
+
+namespace coll {
+
+struct NetLayout {
+  std::size_t abort, ready, ack, inbox, outbox;
+  std::size_t slotBytes;  // a record and a half
+  std::size_t total;
+};
+
+constexpr std::size_t kSlotHeader = alignUp(sizeof(CallRecord), kFlagStride);
+
+constexpr NetLayout netLayout(int members, std::size_t halfBytes) {
+  const auto n = static_cast<std::size_t>(members);
+  NetLayout l{};
+  l.abort = 0;
+  l.ready = alignUp(n * sizeof(AbortRecord), kFlagStride);
+  l.ack = l.ready + n * kFlagStride;
+  l.inbox = alignUp(l.ack + n * kFlagStride, 4096);
+  l.slotBytes = alignUp(kSlotHeader + halfBytes, 4096);
+  l.outbox = l.inbox + 2 * n * l.slotBytes;
+  l.total = l.outbox + 2 * l.slotBytes;
+  return l;
+}
+
+class NetWorkspace : public ProtocolState {
+ public:
+  // Collective over the leaders (through the bootstrap store): each exposes its region and
+  // accepts the others'.
+  static std::unique_ptr<NetWorkspace> create(Runtime& rt, const detail::TeamState& leaders, std::size_t halfBytes);
+  // Gives the region back and forgets the peers'. Call when no leader writes any more (after the
+  // team's last barrier); the transport frees what is left at finalize.
+  void release();
+
+  int members() const { return members_; }
+  int me() const { return me_; }
+  const NetLayout& layout() const { return layout_; }
+  NetworkTransport& transport() const { return *net_; }
+  // `offset` in member's region, for the transport.
+  RemoteRef at(int member, std::size_t offset) const;
+  // Tells every other leader to stop with `message` (once; best effort).
+  void tellOthers(int myPe, const std::string& message);
+
+  // Words and slots of this leader's own region.
+  std::uint64_t* word(std::size_t offset) const { return reinterpret_cast<std::uint64_t*>(base_ + offset); }
+  std::uint64_t* readyWord(int from) const { return word(layout_.ready + static_cast<std::size_t>(from) * kFlagStride); }
+  std::uint64_t* ackWord(int from) const { return word(layout_.ack + static_cast<std::size_t>(from) * kFlagStride); }
+  AbortRecord& abortFrom(int from) const {
+    return *reinterpret_cast<AbortRecord*>(base_ + layout_.abort + static_cast<std::size_t>(from) * sizeof(AbortRecord));
+  }
+  char* inbox(int from, std::uint64_t round) const { return base_ + inboxOffset(from, round); }
+  char* outbox(std::uint64_t round) const { return base_ + layout_.outbox + (round % 2) * layout_.slotBytes; }
+  // Offsets in any leader's region.
+  std::size_t inboxOffset(int from, std::uint64_t round) const {
+    return layout_.inbox + (static_cast<std::size_t>(from) * 2 + round % 2) * layout_.slotBytes;
+  }
+  std::size_t readyOffset(int from) const { return layout_.ready + static_cast<std::size_t>(from) * kFlagStride; }
+  std::size_t ackOffset(int from) const { return layout_.ack + static_cast<std::size_t>(from) * kFlagStride; }
+  std::size_t abortOffset(int from) const { return layout_.abort + static_cast<std::size_t>(from) * sizeof(AbortRecord); }
+
+  // The last round this leader acked to member p, per half: an inbox slot not yet acked holds
+  // complete data nobody overwrites.
+  std::vector<std::array<std::uint64_t, 2>> acked;
+
+ private:
+  NetWorkspace(int members, int me, NetLayout layout) : members_(members), me_(me), layout_(layout) {}
+
+  int members_, me_;
+  NetLayout layout_;
+  NetworkTransport* net_ = nullptr;
+  char* base_ = nullptr;
+  std::uint32_t myRegion_ = 0;
+  std::vector<std::uint32_t> regions_;  // [member] its region's number
+  std::vector<int> worldRanks_;
+  bool toldOthers_ = false;
+};
+
+}  // namespace coll
+}  // namespace axon
