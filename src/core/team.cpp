@@ -156,10 +156,10 @@ void Team::destroy() {
   // After this barrier no member will increment our counters for this team again (each
   // increment of it was waited for), so the row can be zeroed for the next team in the slot.
   teamBarrier(rt, s, "team_destroy");
-  if (s.sharedMemory) {
-    for (auto& word : rt.control(rt.myPe()).barrier[s.slot]) {
-      std::atomic_ref<std::uint64_t>(word).store(0, std::memory_order_relaxed);
-    }
+  // Zeroed on every team, also one across nodes: a stale count would let the next team's barrier
+  // in this slot pass before its members arrive.
+  for (auto& word : rt.control(rt.myPe()).barrier[s.slot]) {
+    std::atomic_ref<std::uint64_t>(word).store(0, std::memory_order_relaxed);
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   s.workspace.reset();  // no member touches it after the barrier above
