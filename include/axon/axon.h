@@ -46,6 +46,10 @@ axon_status_t axon_init(void);
 axon_status_t axon_finalize(void);
 axon_status_t axon_my_pe(int* pe);
 axon_status_t axon_n_pes(int* n);
+/* How this PE reaches `pe` ("self", "shm", "cuda_ipc", "staged", "ucx:tcp", ...), as a
+ * NUL-terminated string in buf; AXON_ERR_INVALID_ARGUMENT naming the length needed when `len`
+ * is too small. */
+axon_status_t axon_path_to(int pe, char* buf, size_t len);
 
 axon_status_t axon_malloc(size_t bytes, void** out);
 axon_status_t axon_calloc(size_t count, size_t elem_bytes, void** out);
@@ -91,6 +95,9 @@ axon_status_t axon_team_n_pes(axon_team_t team, int* n);
 axon_status_t axon_team_translate_pe(axon_team_t from, int pe, axon_team_t to, int* out);
 /* *out is AXON_TEAM_INVALID on PEs outside the new team. */
 axon_status_t axon_team_split_strided(axon_team_t parent, int start, int stride, int size, axon_team_t* out);
+/* Collective over `parent`: PEs passing the same colour form a team, ordered by key (ties keep the
+ * parent's order); a negative colour joins none (*out is AXON_TEAM_INVALID). */
+axon_status_t axon_team_split(axon_team_t parent, int colour, int key, axon_team_t* out);
 axon_status_t axon_team_barrier(axon_team_t team);
 axon_status_t axon_team_sync(axon_team_t team);
 axon_status_t axon_team_destroy(axon_team_t team);

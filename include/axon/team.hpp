@@ -30,6 +30,11 @@ class Team {
   // team) form the new team. PEs outside it get an invalid Team. Throws InvalidArgument when
   // the triple leaves the team, CollectiveMismatch when PEs pass different triples.
   Team splitStrided(int start, int stride, int size) const;
+  // Collective over this team (MPI_Comm_split): the PEs that pass the same colour form a new
+  // team, ordered by key (ties keep this team's order). A PE passing a negative colour (kNoColour)
+  // joins none and gets an invalid Team. Any grouping works, on one node or across nodes.
+  Team split(int colour, int key = 0) const;
+  static constexpr int kNoColour = -1;
 
   // Completes this PE's outstanding puts (quiet), then synchronizes the team.
   void barrier() const;

@@ -51,6 +51,7 @@ is_initialized = _axon.is_initialized
 my_pe = _axon.my_pe
 n_pes = _axon.n_pes
 launcher_name = _axon.launcher_name
+path_to = _axon.path_to
 Team = _axon.Team
 team_world = _axon.team_world
 team_node = _axon.team_node

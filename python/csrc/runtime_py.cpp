@@ -4,6 +4,7 @@
 #include "bootstrap/launch_detect.hpp"
 #include "nanobind/stl/map.h"
 #include "nanobind/stl/string.h"
+#include "transport/network_transport.hpp"
 
 namespace nb = nanobind;
 
@@ -17,6 +18,18 @@ void bindRuntime(nb::module_& m) {
   m.def("my_pe", &axon::myPe);
   m.def("n_pes", &axon::nPes);
   m.def("launcher_name", &axon::launcherName);
+  m.def("path_to", &axon::pathTo, nb::arg("pe"));
+  // The network library init would load (axon doctor, axon topo): loads it into this process.
+  m.def("network_library", [] {
+    const NetworkLibrary lib = networkLibrary();
+    nb::dict d;
+    d["available"] = lib.available;
+    d["name"] = lib.name;
+    d["version"] = lib.version;
+    d["path"] = lib.path;
+    d["why_not"] = lib.whyNot;
+    return d;
+  });
   // The runtime's own launcher detection (a pure function of the variables), for tools that
   // must say where init() would look for the store without joining a job (axon doctor).
   m.def("detect_launch", [](const std::map<std::string, std::string>& vars) {

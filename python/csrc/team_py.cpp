@@ -26,6 +26,18 @@ void bindTeams(nb::module_& m) {
             if (!out.valid()) return std::nullopt;
             return out;
           })
+      .def(
+          "split",
+          [](const Team& t, int colour, int key) -> std::optional<Team> {
+            Team out;
+            {
+              nb::gil_scoped_release r;
+              out = t.split(colour, key);
+            }
+            if (!out.valid()) return std::nullopt;
+            return out;
+          },
+          nb::arg("colour"), nb::arg("key") = 0)
       .def("barrier", &Team::barrier, release)
       .def("sync", &Team::sync, release)
       .def("destroy", &Team::destroy, release);

@@ -82,6 +82,18 @@ axon_status_t axon_finalize(void) {
 }
 axon_status_t axon_my_pe(int* pe) { return guarded([&] { requireOut(pe, "pe"); *pe = axon::myPe(); }); }
 axon_status_t axon_n_pes(int* n) { return guarded([&] { requireOut(n, "n"); *n = axon::nPes(); }); }
+axon_status_t axon_path_to(int pe, char* buf, size_t len) {
+  return guarded([&] {
+    requireOut(buf, "buf");
+    const std::string path = axon::pathTo(pe);
+    if (path.size() >= len) {
+      throw axon::Error(axon::ErrorCode::InvalidArgument, "axon_path_to: the path to PE " + std::to_string(pe) +
+                                                              " needs " + std::to_string(path.size() + 1) +
+                                                              " bytes; buf has " + std::to_string(len));
+    }
+    std::memcpy(buf, path.c_str(), path.size() + 1);
+  });
+}
 
 axon_status_t axon_malloc(size_t bytes, void** out) {
   return guarded([&] { requireOut(out, "out"); *out = axon::malloc(bytes); });
@@ -168,15 +180,27 @@ axon_status_t axon_team_n_pes(axon_team_t t, int* n) {
 axon_status_t axon_team_translate_pe(axon_team_t from, int pe, axon_team_t to, int* out) {
   return guarded([&] { requireOut(out, "out"); *out = teamOf(from).translate(pe, teamOf(to)); });
 }
+namespace {
+// Hands a split's result to C: a new handle, or AXON_TEAM_INVALID on PEs outside the new team.
+void publishTeam(const axon::Team& team, axon_team_t* out) {
+  *out = AXON_TEAM_INVALID;
+  if (!team.valid()) return;
+  std::lock_guard lock(g_teamsMutex);
+  *out = g_nextTeam++;
+  g_teams[*out] = team;
+}
+}  // namespace
+
 axon_status_t axon_team_split_strided(axon_team_t parent, int start, int stride, int size, axon_team_t* out) {
   return guarded([&] {
     requireOut(out, "out");
-    axon::Team team = teamOf(parent).splitStrided(start, stride, size);
-    *out = AXON_TEAM_INVALID;
-    if (!team.valid()) return;
-    std::lock_guard lock(g_teamsMutex);
-    *out = g_nextTeam++;
-    g_teams[*out] = team;
+    publishTeam(teamOf(parent).splitStrided(start, stride, size), out);
+  });
+}
+axon_status_t axon_team_split(axon_team_t parent, int colour, int key, axon_team_t* out) {
+  return guarded([&] {
+    requireOut(out, "out");
+    publishTeam(teamOf(parent).split(colour, key), out);
   });
 }
 namespace {

@@ -1,4 +1,4 @@
-// Team handles: world, node, split_strided, translation, barrier.
+// Team handles: world, node, split_strided, split (by colour), translation, barrier.
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -73,62 +73,124 @@ int Team::translate(int pe, const Team& other) const {
   return it == o.members.end() ? -1 : static_cast<int>(it - o.members.begin());
 }
 
+namespace {
+
+// What every member of the parent contributes to a split: which split it calls, its arguments and
+// its free team slots. So a mismatched call fails on every PE alike, and the new teams' slot is
+// free on all their members.
+struct SplitCall {
+  std::uint8_t kind;  // 0: split_strided (start, stride, size); 1: split (colour, key)
+  int a, b, c;
+  std::uint64_t slotsInUse;
+};
+constexpr const char* kSplitNames[] = {"team_split_strided", "team_split"};
+
+std::string argsText(const SplitCall& c) {
+  return c.kind == 0 ? "(" + std::to_string(c.a) + ", " + std::to_string(c.b) + ", " + std::to_string(c.c) + ")"
+                     : "(colour " + std::to_string(c.a) + ", key " + std::to_string(c.b) + ")";
+}
+
+// Exchanges `mine` over the parent's members; throws CollectiveMismatch when a member called the
+// other split. Returns every member's call, in parent order.
+std::vector<SplitCall> exchangeSplit(Runtime& rt, const detail::TeamState& s, const SplitCall& mine) {
+  wire::BlobWriter w(wire::BlobKind::TeamSplit);
+  w.u8(mine.kind).i32(mine.a).i32(mine.b).i32(mine.c).u64(mine.slotsInUse);
+  const char* api = kSplitNames[mine.kind];
+  SetupStep step(rt.bootstrap(), "split-" + s.name, s.members, std::string(api) + " on team " + s.name);
+  auto all = step.finish(w.take());
+  std::vector<SplitCall> calls;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    SplitCall c = wire::decodeBlob(all[i], wire::BlobKind::TeamSplit, step.originOf(i), [](wire::ByteReader& in) {
+      SplitCall c{};
+      c.kind = in.u8();
+      if (c.kind > 1) throw wire::Malformed("a split of kind " + std::to_string(c.kind));
+      c.a = in.i32();
+      c.b = in.i32();
+      c.c = in.i32();
+      c.slotsInUse = in.u64();
+      return c;
+    });
+    if (c.kind != mine.kind) {
+      throw Error(ErrorCode::CollectiveMismatch, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + s.name +
+                                                     ": PE " + std::to_string(s.members[i]) + " called " +
+                                                     kSplitNames[c.kind] + argsText(c) + " instead");
+    }
+    calls.push_back(c);
+  }
+  return calls;
+}
+
+// The slot free on every member of the parent (so on every new team's members).
+int freeSlot(const std::vector<SplitCall>& calls, const char* api) {
+  std::uint64_t taken = 0;
+  for (const SplitCall& c : calls) taken |= c.slotsInUse;
+  if (~taken == 0) {
+    throw Error(ErrorCode::OutOfMemory, std::string("axon: ") + api + ": all " + std::to_string(kMaxTeams) +
+                                            " team slots are in use; destroy teams you no longer need");
+  }
+  return std::countr_one(taken);
+}
+
+// This PE's new team of `members` (world ranks, in team order) in `slot`, or an invalid team when
+// it is not among them.
+Team joinSplit(Runtime& rt, int slot, std::vector<int> members, std::string name) {
+  if (std::find(members.begin(), members.end(), rt.myPe()) == members.end()) return Team();
+  bool shared = std::all_of(members.begin(), members.end(), [&](int pe) { return rt.nodeLocal()[pe]; });
+  rt.teamSlotsInUse() |= std::uint64_t{1} << slot;
+  // The slot's counters are zero on every member: fresh, or zeroed by the destroy that freed it.
+  Team team = detail::TeamState::make(slot, std::move(members), rt.myPe(), shared, std::move(name));
+  rt.attachCollectiveWorkspace(*team.state());
+  return team;
+}
+
+}  // namespace
+
 Team Team::splitStrided(int start, int stride, int size) const {
   const auto& s = detail::requireValidTeam(*this, "team_split_strided");
   Runtime& rt = runtime("team_split_strided");
   const int n = static_cast<int>(s.members.size());
   const int splitNo = s.splits++;
-  // Everyone checks the triple, contributes it and its free team slots, and learns the others':
-  // so a bad or mismatched triple fails on every PE alike, and the new team's slot is free on
-  // all its members.
+  // Everyone checks the triple, contributes it, and learns the others': so a bad or mismatched
+  // triple fails on every PE alike.
   std::string problem;
   if (size < 1 || start < 0 || start >= n || (size > 1 && stride < 1) ||
       static_cast<long long>(start) + static_cast<long long>(stride) * (size - 1) >= n) {
     problem = "start " + std::to_string(start) + ", stride " + std::to_string(stride) + ", size " +
               std::to_string(size) + " leaves team " + s.name + " of " + std::to_string(n) + " PEs";
   }
-  // The arguments and the free slots, as a TeamSplit value.
-  wire::BlobWriter mine(wire::BlobKind::TeamSplit);
-  mine.i32(start).i32(stride).i32(size).u64(rt.teamSlotsInUse());
-  SetupStep step(rt.bootstrap(), "split-" + s.name, s.members, "team_split_strided on team " + s.name);
-  auto all = step.finish(mine.take());
-  std::uint64_t taken = 0;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    struct {
-      int start, stride, size;
-    } c{};
-    taken |= wire::decodeBlob(all[i], wire::BlobKind::TeamSplit, step.originOf(i), [&c](wire::ByteReader& in) {
-      c.start = in.i32();
-      c.stride = in.i32();
-      c.size = in.i32();
-      return in.u64();
-    });
-    if (c.start != start || c.stride != stride || c.size != size) {
+  const SplitCall mine{0, start, stride, size, rt.teamSlotsInUse()};
+  auto calls = exchangeSplit(rt, s, mine);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].a != start || calls[i].b != stride || calls[i].c != size) {
       throw Error(ErrorCode::CollectiveMismatch,
-                  "PE " + std::to_string(rt.myPe()) + ": team_split_strided on team " + s.name +
-                      ": this PE passed (" + std::to_string(start) + ", " + std::to_string(stride) +
-                      ", " + std::to_string(size) + ") but PE " + std::to_string(s.members[i]) +
-                      " passed (" + std::to_string(c.start) + ", " + std::to_string(c.stride) +
-                      ", " + std::to_string(c.size) + ")");
+                  "PE " + std::to_string(rt.myPe()) + ": team_split_strided on team " + s.name + ": this PE passed " +
+                      argsText(mine) + " but PE " + std::to_string(s.members[i]) + " passed " + argsText(calls[i]));
     }
   }
   if (!problem.empty()) throw Error(ErrorCode::InvalidArgument, "axon: team_split_strided: " + problem);
-  if (~taken == 0) {
-    throw Error(ErrorCode::OutOfMemory, "axon: team_split_strided: all " + std::to_string(kMaxTeams) +
-                                            " team slots are in use; destroy teams you no longer need");
-  }
-  const int slot = std::countr_one(taken);
+  const int slot = freeSlot(calls, "team_split_strided");
   std::vector<int> members;
   for (int i = 0; i < size; ++i) members.push_back(s.members[start + i * stride]);
-  if (std::find(members.begin(), members.end(), rt.myPe()) == members.end()) return Team();
-  bool shared = std::all_of(members.begin(), members.end(),
-                            [&](int pe) { return rt.nodeLocal()[pe]; });
-  rt.teamSlotsInUse() |= std::uint64_t{1} << slot;
-  // The slot's counters are zero on every member: fresh, or zeroed by the destroy that freed it.
-  Team team = detail::TeamState::make(slot, std::move(members), rt.myPe(), shared,
-                                      s.name + "." + std::to_string(splitNo));
-  rt.attachCollectiveWorkspace(*team.state());
-  return team;
+  return joinSplit(rt, slot, std::move(members), s.name + "." + std::to_string(splitNo));
+}
+
+Team Team::split(int colour, int key) const {
+  const auto& s = detail::requireValidTeam(*this, "team_split");
+  Runtime& rt = runtime("team_split");
+  const int splitNo = s.splits++;
+  auto calls = exchangeSplit(rt, s, SplitCall{1, colour, key, 0, rt.teamSlotsInUse()});
+  const int slot = freeSlot(calls, "team_split");
+  if (colour < 0) return Team();
+  // The members of this PE's colour, by key, ties in parent order.
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(calls.size()); ++i) {
+    if (calls[i].a == colour) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return calls[x].b < calls[y].b; });
+  std::vector<int> members;
+  for (int i : order) members.push_back(s.members[i]);
+  // Each colour's team is named apart: their workspaces meet in the store under the name.
+  return joinSplit(rt, slot, std::move(members), s.name + "." + std::to_string(splitNo) + "c" + std::to_string(colour));
 }
 
 void Team::barrier() const {

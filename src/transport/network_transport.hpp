@@ -63,6 +63,17 @@ struct NetworkSetup {
   std::function<bool(const void*)> isDeviceMemory;
 };
 
+// The network library this build uses, found (and loaded) the way init would find it, without
+// joining a job: for axon doctor and axon topo.
+struct NetworkLibrary {
+  bool available = false;
+  std::string name;     // "UCX"
+  std::string version;  // "1.22.0"
+  std::string path;     // the library file loaded
+  std::string whyNot;   // when not available
+};
+NetworkLibrary networkLibrary();
+
 // Makes the network transport of this build (UCX), or throws Unsupported naming what is missing.
 std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup);
 

@@ -4,6 +4,14 @@
 
 namespace axon {
 
+NetworkLibrary networkLibrary() {
+  NetworkLibrary lib;
+  lib.name = "UCX";
+  lib.whyNot = "this build of axon has no UCX (CMake found none: set UCX_HOME, install libucx-dev, or pip install "
+               "libucx-cu13, and rebuild)";
+  return lib;
+}
+
 std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup) {
   throw Error(ErrorCode::Unsupported,
               "PE " + std::to_string(setup.myPe) +

@@ -65,6 +65,25 @@ int main(void) {
     CHECK(evens == AXON_TEAM_INVALID);
   }
 
+  /* Teams by colour: odd and even PEs, in reverse order of rank. */
+  axon_team_t parity = AXON_TEAM_INVALID;
+  CHECK(axon_team_split(AXON_TEAM_WORLD, me % 2, -me, &parity) == AXON_SUCCESS && parity != AXON_TEAM_INVALID);
+  {
+    int tpe = -1, back = -1;
+    CHECK(axon_team_my_pe(parity, &tpe) == AXON_SUCCESS);
+    CHECK(axon_team_translate_pe(parity, 0, AXON_TEAM_WORLD, &back) == AXON_SUCCESS);
+    CHECK(back % 2 == me % 2 && back >= me);  /* the highest rank of my parity comes first */
+    CHECK(axon_team_destroy(parity) == AXON_SUCCESS);
+  }
+
+  /* How each PE is reached. */
+  char path[64];
+  CHECK(axon_path_to(me, path, sizeof path) == AXON_SUCCESS && strcmp(path, "self") == 0);
+  CHECK(axon_path_to(right, path, sizeof path) == AXON_SUCCESS && path[0] != 0);
+  CHECK(axon_path_to(me, path, 2) == AXON_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(axon_last_error(), "needs 5 bytes") != NULL);
+  CHECK(axon_path_to(n, path, sizeof path) == AXON_ERR_INVALID_PE);
+
   /* The GPU calls on the host backend (these tests run with AXON_BACKEND=host): a clear Unsupported. */
   int gpu = -1, ordinal = -1;
   CHECK(axon_gpu_enabled(&gpu) == AXON_SUCCESS && gpu == 0);

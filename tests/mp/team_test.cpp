@@ -1,7 +1,10 @@
-// Teams: world, node, split_strided, translation, barriers, destroy and slot reuse.
+// Teams: world, node, split_strided, split by colour, translation, barriers, destroy and slot reuse.
 #include <gtest/gtest.h>
 
 #include <axon/axon.hpp>
+
+#include <cstdint>
+#include <vector>
 
 namespace {
 
@@ -89,6 +92,42 @@ TEST(Teams, NestedSplitAndTranslate) {
   world.barrier();
 }
 
+// Colours by parity (interleaved: members alternate nodes when the run spans them), keys in
+// reverse: the new team's order is by key. Its collectives and one-sided calls work.
+TEST(Teams, SplitByColourAndKey) {
+  axon::Team world = axon::Team::world();
+  axon::Team t = world.split(me() % 2, np() - me());
+  ASSERT_TRUE(t.valid());
+  std::vector<int> expected;  // world ranks of my colour, by descending rank
+  for (int pe = np() - 1; pe >= 0; --pe) {
+    if (pe % 2 == me() % 2) expected.push_back(pe);
+  }
+  ASSERT_EQ(t.nPes(), static_cast<int>(expected.size()));
+  for (int i = 0; i < t.nPes(); ++i) EXPECT_EQ(t.worldPe(i), expected[i]);
+  EXPECT_EQ(t.worldPe(t.myPe()), me());
+  // The team's collectives: every member's world rank, summed and gathered in team order.
+  std::int64_t mine = me(), sum = 0;
+  axon::allreduce(t, &mine, &sum, 1, axon::ReduceOp::Sum);
+  std::int64_t want = 0;
+  for (int pe : expected) want += pe;
+  EXPECT_EQ(sum, want);
+  std::vector<std::int32_t> ranks(t.nPes(), -1);
+  const std::int32_t myRank = me();
+  axon::allgather(t, &myRank, ranks.data(), 1, axon::DataType::Int32);
+  for (int i = 0; i < t.nPes(); ++i) EXPECT_EQ(ranks[i], expected[i]);
+  t.barrier();
+  t.destroy();
+  // A negative colour joins no team; the others still form theirs.
+  axon::Team some = world.split(me() == 0 ? axon::Team::kNoColour : 7);
+  EXPECT_EQ(some.valid(), me() != 0);
+  if (some.valid()) {
+    EXPECT_EQ(some.nPes(), np() - 1);
+    EXPECT_EQ(some.worldPe(0), 1);  // equal keys keep the parent's order
+    some.destroy();
+  }
+  world.barrier();
+}
+
 TEST(Teams, BadSplitsFailOnEveryPe) {
   axon::Team world = axon::Team::world();
   try {
@@ -103,6 +142,19 @@ TEST(Teams, BadSplitsFailOnEveryPe) {
       FAIL();
     } catch (const axon::Error& e) {
       EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    }
+  }
+  if (np() > 1) {
+    // One PE calls the other split: every PE says so.
+    try {
+      if (me() == 0) world.split(0);
+      else world.splitStrided(0, 1, np());
+      FAIL();
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+      EXPECT_NE(std::string(e.what()).find(me() == 0 ? "team_split_strided(0, 1, " : "team_split(colour 0"),
+                std::string::npos)
+          << e.what();
     }
   }
   axon::Team invalid;

@@ -176,13 +176,6 @@ def test_shm(size, free, status, text):
         assert "mount -o remount,size=" in result.advice and "--shm-size" in result.advice
 
 
-UCX_VERSION = """# Library version: 1.16.0
-# Library path: /usr/lib/libucs.so.0
-# API headers version: 1.16.0
-# Git branch '', revision 02432d3
-# Configured with: --enable-mt --with-cuda=/usr/local/cuda
-"""
-
 UCX_DEVICES = """#
 # Memory domain: posix
 #     Component: posix
@@ -207,20 +200,47 @@ UCX_DEVICES = """#
 """
 
 
+UCX_LIBRARY = {"available": True, "name": "UCX", "version": "1.16.0", "path": "/opt/hpcx/ucx/lib/libucp.so.0",
+               "why_not": ""}
+
+
 def test_ucx():
-    result = doctor.check_ucx(None, None, False)
+    result = doctor.check_ucx(None, None)
     assert result.status == WARN
-    assert "UCX not found" in result.finding and "one node" in result.advice
-    result = doctor.check_ucx(UCX_VERSION, UCX_DEVICES, True, has_gpu=True)
-    assert result.status == OK
-    assert result.finding == ("UCX 1.16.0; transports: posix, cuda_copy, cuda_ipc, rc_verbs, "
-                              "rc_mlx5, tcp")
+    assert "UCX not usable" in result.finding and "one node" in result.advice
+    missing = dict(UCX_LIBRARY, available=False, why_not="libucp.so.0: cannot open shared object file")
+    result = doctor.check_ucx(missing, None)
+    assert result.status == WARN and "cannot open shared object" in result.finding
+    result = doctor.check_ucx(UCX_LIBRARY, UCX_DEVICES, has_gpu=True, rdma_nics=["mlx5_0"])
+    assert result.status == OK, result
+    assert result.finding == ("UCX 1.16.0 (/opt/hpcx/ucx/lib/libucp.so.0); transports: posix (memory), "
+                              "cuda_copy (cuda), cuda_ipc (cuda), rc_verbs (mlx5_0:1, mlx5_1:1), "
+                              "rc_mlx5 (mlx5_0:1), tcp (eth0)")
     no_cuda = "\n".join(l for l in UCX_DEVICES.splitlines() if "cuda" not in l)
-    result = doctor.check_ucx(UCX_VERSION, no_cuda, True, has_gpu=True)
+    result = doctor.check_ucx(UCX_LIBRARY, no_cuda, has_gpu=True)
     assert result.status == WARN and "without CUDA" in result.finding
-    assert doctor.check_ucx(UCX_VERSION, no_cuda, True, has_gpu=False).status == OK
-    assert doctor.check_ucx(UCX_VERSION, "", True).status == WARN
-    assert doctor.check_ucx(None, None, True).status == OK  # libucp.so only
+    assert doctor.check_ucx(UCX_LIBRARY, no_cuda, has_gpu=False).status == OK
+    # The wheel's UCX on a cluster with InfiniBand: the NICs go unused, and doctor says so.
+    tcp_only = "# Memory domain: tcp\n#   Transport: tcp\n#      Device: eth0\n"
+    result = doctor.check_ucx(UCX_LIBRARY, tcp_only, rdma_nics=["mlx5_0", "mlx5_1"])
+    assert result.status == WARN and "mlx5_0, mlx5_1 go unused" in result.finding
+    assert "UCX_HOME" in result.advice
+    assert doctor.check_ucx(UCX_LIBRARY, tcp_only).status == OK
+    assert doctor.check_ucx(UCX_LIBRARY, "").status == WARN
+    assert doctor.check_ucx(UCX_LIBRARY, None).status == OK  # no ucx_info beside it
+
+
+def test_ucx_info_of_the_library_axon_loads(tmp_path):
+    lib = tmp_path / "lib"
+    (tmp_path / "bin").mkdir()
+    lib.mkdir()
+    tool = tmp_path / "bin" / "ucx_info"
+    tool.write_text("#!/bin/sh\necho $LD_LIBRARY_PATH\n")
+    tool.chmod(0o755)
+    path, env = doctor.ucx_info_beside(dict(UCX_LIBRARY, path=str(lib / "libucp.so.0")))
+    assert path == str(tool)
+    assert env["LD_LIBRARY_PATH"].split(":")[0] == str(lib)
+    assert doctor.ucx_info_beside(None) == (None, {})
 
 
 # --------------------------------------------------------------------------
@@ -325,8 +345,8 @@ def test_format_is_one_line():
 
 def _facts(topo: dict, **overrides) -> Facts:
     values = dict(topo=topo, memlock=(INF, INF), ram_bytes=64 * GIB, shm_size=16 * GIB,
-                  shm_free=16 * GIB, ucx_version=UCX_VERSION, ucx_devices=UCX_DEVICES,
-                  ucx_lib=True, env={})
+                  shm_free=16 * GIB, ucx_library=UCX_LIBRARY, ucx_devices=UCX_DEVICES,
+                  env={})
     values.update(overrides)
     return Facts(**values)
 
@@ -349,8 +369,8 @@ def test_exit_code_is_1_when_a_check_fails(h200, monkeypatch):
     text = out.getvalue()
     assert "fail  shm" in text and "1 fail" in text
     # Warnings alone do not fail.
-    monkeypatch.setattr(doctor, "gather", lambda env=None: _facts(NO_GPU_TOPO, ucx_version=None,
-                                                                  ucx_devices=None, ucx_lib=False))
+    monkeypatch.setattr(doctor, "gather", lambda env=None: _facts(NO_GPU_TOPO, ucx_library=None,
+                                                                  ucx_devices=None))
     assert doctor.run(out=io.StringIO()) == 0
     monkeypatch.setattr(doctor, "gather", lambda env=None: _facts(NO_GPU_TOPO, require_gpu=True))
     assert doctor.run(out=io.StringIO()) == 1

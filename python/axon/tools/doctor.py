@@ -13,7 +13,6 @@ Without a GPU the GPU checks ``warn`` ("no GPU: the host backend will be used"),
 from __future__ import annotations
 
 import argparse
-import ctypes
 import errno
 import os
 import re
@@ -296,43 +295,84 @@ def check_shm(size_bytes: Optional[int], free_bytes: Optional[int],
     return CheckResult(name, OK, finding)
 
 
-_VERSION = re.compile(r"(?:Library version|Version)\s*:?\s*([0-9]+(?:\.[0-9]+)+)")
-_TRANSPORT = re.compile(r"^\s*#\s*Transport:\s*(\S+)", re.M)
+_TRANSPORT_DEVICE = re.compile(r"^\s*#\s*Transport:\s*(\S+)\s*\n\s*#\s*Device:\s*(\S+)", re.M)
+# Transports that drive an RDMA NIC (InfiniBand or RoCE).
+_VERBS = ("rc_verbs", "rc_mlx5", "dc_mlx5", "ud_verbs", "ud_mlx5", "rc", "ud", "dc", "srd", "gga")
 
 
-def parse_ucx_transports(devices_output: str) -> list:
-    """Transport names from ``ucx_info -d``, in order, each once."""
-    seen: list[str] = []
-    for t in _TRANSPORT.findall(devices_output or ""):
-        if t not in seen:
-            seen.append(t)
-    return seen
+def parse_ucx_transports(devices_output: str) -> "dict[str, list[str]]":
+    """``ucx_info -d``'s transports, each with its devices, in order of first appearance."""
+    found: dict[str, list[str]] = {}
+    for transport, device in _TRANSPORT_DEVICE.findall(devices_output or ""):
+        devices = found.setdefault(transport, [])
+        if device not in devices:
+            devices.append(device)
+    return found
 
 
-def check_ucx(version_output: Optional[str], devices_output: Optional[str],
-              lib_loadable: bool, has_gpu: bool = False) -> CheckResult:
-    """UCX (``ucx_info -v``/``-d`` output, None when ucx_info is absent) and its transports."""
+def describe_transports(transports: "dict[str, list[str]]") -> str:
+    """"posix (memory), tcp (eth0, eth1)"."""
+    return ", ".join(f"{t} ({', '.join(d)})" for t, d in transports.items())
+
+
+def check_ucx(library: Optional[dict], devices_output: Optional[str], has_gpu: bool = False,
+              rdma_nics: "tuple[str, ...] | list[str]" = ()) -> CheckResult:
+    """The UCX axon loads across nodes (``_axon.network_library()``), its transports per device
+    (``ucx_info -d`` of that same UCX; None when no ucx_info ships with it), and whether it can
+    use this machine's RDMA NICs and GPUs."""
     name = "ucx"
-    if version_output is None and not lib_loadable:
-        return CheckResult(
-            name, WARN, "UCX not found (no ucx_info on PATH, libucp.so not loadable)",
-            "axon runs on one node without it; for several nodes install UCX with CUDA support "
-            "(e.g. conda install -c conda-forge ucx, or your distribution's ucx packages)")
-    if version_output is None:
-        return CheckResult(name, OK, "libucp.so loads (no ucx_info on PATH, so its transports "
-                                     "are not listed)",
-                           "put UCX's bin/ on PATH to list its transports")
-    m = _VERSION.search(version_output)
-    version = m.group(1) if m else "unknown version"
-    transports = parse_ucx_transports(devices_output or "")
+    if not library or not library.get("available"):
+        why = (library or {}).get("why_not") or "axon's Python module is not built"
+        return CheckResult(name, WARN, f"UCX not usable: {why}",
+                           "axon runs on one node without it; across nodes it needs UCX 1.13 or newer "
+                           "(the cluster's own, or pip install libucx-cu13)")
+    where = f"UCX {library.get('version')} ({library.get('path')})"
+    if devices_output is None:
+        return CheckResult(name, OK, f"{where}; no ucx_info beside it, so its transports are not listed",
+                           "put that UCX's bin/ on PATH to list its transports")
+    transports = parse_ucx_transports(devices_output)
     if not transports:
-        return CheckResult(name, WARN, f"UCX {version}, but ucx_info -d lists no transports",
+        return CheckResult(name, WARN, f"{where}, but ucx_info -d lists no transports",
                            "run ucx_info -d to see why (UCX_TLS set? no devices?)")
-    finding = f"UCX {version}; transports: {', '.join(transports)}"
+    finding = f"{where}; transports: {describe_transports(transports)}"
+    if rdma_nics and not any(t in _VERBS for t in transports):
+        return CheckResult(name, WARN, finding + f": no verbs transport, so the RDMA NIC(s) "
+                                                 f"{', '.join(rdma_nics)} go unused (TCP instead)",
+                           "build axon against the cluster's UCX (set UCX_HOME to HPC-X's or MOFED's "
+                           "UCX and rebuild): the libucx wheel has no InfiniBand")
     if has_gpu and not any(t.startswith("cuda") for t in transports):
         return CheckResult(name, WARN, finding + ": built without CUDA (no cuda_copy/cuda_ipc)",
-                           "install a UCX build with CUDA support for GPU buffers")
+                           "use a UCX built with CUDA (the libucx-cu13 wheel, or the cluster's) for GPU "
+                           "buffers across nodes")
     return CheckResult(name, OK, finding)
+
+
+def ucx_info_beside(library: Optional[dict]) -> "tuple[Optional[str], dict]":
+    """The ucx_info of the UCX axon loads (its bin/ beside its lib/), with the environment that
+    makes it load that same UCX; (None, {}) when it has none."""
+    if not library or not library.get("path"):
+        return None, {}
+    lib_dir = os.path.dirname(os.path.realpath(library["path"]))
+    for candidate in (os.path.join(lib_dir, "..", "bin", "ucx_info"), os.path.join(lib_dir, "bin", "ucx_info")):
+        if os.access(candidate, os.X_OK):
+            env = dict(os.environ)
+            env["LD_LIBRARY_PATH"] = lib_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+            return os.path.normpath(candidate), env
+    on_path = shutil.which("ucx_info")
+    if on_path:
+        version = run_text([on_path, "-v"]) or ""
+        if library.get("version") and library["version"] in version:
+            return on_path, dict(os.environ)
+    return None, {}
+
+
+def network_library() -> Optional[dict]:
+    """What ``_axon.network_library()`` says, or None without the compiled module."""
+    try:
+        from .. import _axon
+    except ImportError:
+        return None
+    return _axon.network_library()
 
 
 # --------------------------------------------------------------------------
@@ -471,29 +511,18 @@ class Facts:
     ram_bytes: Optional[int] = None
     shm_size: Optional[int] = None
     shm_free: Optional[int] = None
-    ucx_version: Optional[str] = None
+    ucx_library: Optional[dict] = None
     ucx_devices: Optional[str] = None
-    ucx_lib: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
 
 
-def _run_text(argv: list) -> Optional[str]:
+def run_text(argv: list, env: Optional[dict] = None) -> Optional[str]:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=20,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout + done.stderr
-
-
-def _libucp_loadable() -> bool:
-    for lib in ("libucp.so", "libucp.so.0"):
-        try:
-            ctypes.CDLL(lib)
-            return True
-        except OSError:
-            continue
-    return False
 
 
 def gather(env: Optional[Mapping[str, str]] = None) -> Facts:
@@ -510,7 +539,8 @@ def gather(env: Optional[Mapping[str, str]] = None) -> Facts:
         shm_free: Optional[int] = st.f_bavail * st.f_frsize
     except OSError:
         shm_size = shm_free = None
-    ucx_info = shutil.which("ucx_info")
+    library = network_library()
+    ucx_info, ucx_env = ucx_info_beside(library)
     return Facts(
         topo=topo.data,
         loaded_from=topo.loaded_from,
@@ -519,9 +549,8 @@ def gather(env: Optional[Mapping[str, str]] = None) -> Facts:
         ram_bytes=ram,
         shm_size=shm_size,
         shm_free=shm_free,
-        ucx_version=_run_text([ucx_info, "-v"]) if ucx_info else None,
-        ucx_devices=_run_text([ucx_info, "-d"]) if ucx_info else None,
-        ucx_lib=_libucp_loadable(),
+        ucx_library=library,
+        ucx_devices=run_text([ucx_info, "-d"], ucx_env) if ucx_info else None,
         env=env,
     )
 
@@ -535,8 +564,8 @@ def run_checks(facts: Facts, **bootstrap_kwargs: Any) -> list:
         check_nvlink(topo, gpu),
         check_ipc_vmm(topo, gpu),
         check_memlock(facts.memlock[0], facts.memlock[1], facts.ram_bytes),
-        check_ucx(facts.ucx_version, facts.ucx_devices, facts.ucx_lib,
-                  has_gpu=bool(topo.get("gpus"))),
+        check_ucx(facts.ucx_library, facts.ucx_devices, has_gpu=bool(topo.get("gpus")),
+                  rdma_nics=[n.get("name", "?") for n in topo.get("nics") or [] if n.get("kind") == "rdma"]),
         check_gpudirect_rdma(topo, gpu),
         check_shm(facts.shm_size, facts.shm_free),
         check_bootstrap(facts.env, **bootstrap_kwargs),

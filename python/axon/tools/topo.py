@@ -76,7 +76,8 @@ def run(json_path: Optional[str] = None, plain: bool = False,
             return 1
         print(f"axon topo: wrote the topology to {json_path}", file=out)
         return 0
-    render(topo, out, plain=plain)
+    # The network library is this machine's, not the topology file's: only for a discovered one.
+    render(topo, out, plain=plain, network=None if topo.loaded_from else network_line())
     return 0
 
 
@@ -226,10 +227,30 @@ def _plain_table(table: _Table) -> str:
     return "\n".join(lines)
 
 
-def render(topo: Topology, out: Optional[IO[str]] = None, plain: bool = False) -> None:
-    """Print the report to ``out`` (stdout): rich tables if rich is importable and not ``plain``."""
+def network_line() -> str:
+    """Which UCX axon would use across nodes on this machine, and its transports per device."""
+    from . import doctor  # noqa: PLC0415 (the UCX helpers live with the check)
+
+    lib = doctor.network_library()
+    if not lib or not lib.get("available"):
+        why = (lib or {}).get("why_not") or "axon's Python module is not built"
+        return f"Network: no UCX ({why}); axon runs on one node"
+    tool, env = doctor.ucx_info_beside(lib)
+    devices = doctor.run_text([tool, "-d"], env) if tool else None
+    transports = doctor.parse_ucx_transports(devices or "")
+    listed = (doctor.describe_transports(transports) if transports
+              else "transports not listed (no ucx_info beside it)")
+    return f"Network: UCX {lib.get('version')} ({lib.get('path')}); {listed}"
+
+
+def render(topo: Topology, out: Optional[IO[str]] = None, plain: bool = False,
+           network: Optional[str] = None) -> None:
+    """Print the report to ``out`` (stdout): rich tables if rich is importable and not ``plain``;
+    ``network`` (network_line()) after the first lines when given."""
     out = sys.stdout if out is None else out
     sections = report_sections(topo)
+    if network:
+        sections.insert(2, network)
     console = None
     if not plain:
         try:

@@ -188,4 +188,17 @@ std::unique_ptr<NetworkTransport> makeUcxTransport(const NetworkSetup& setup) {
 
 namespace axon {
 std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup) { return ucx::makeUcxTransport(setup); }
+
+NetworkLibrary networkLibrary() {
+  NetworkLibrary lib;
+  lib.name = "UCX";
+  if (const ucx::UcxApi* api = ucx::ucxApi()) {
+    lib.available = true;
+    lib.version = api->version();
+    lib.path = api->path;
+  } else {
+    lib.whyNot = ucx::ucxUnavailableReason();
+  }
+  return lib;
+}
 }  // namespace axon

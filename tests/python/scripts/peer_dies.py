@@ -1,4 +1,5 @@
-"""PE 1 dies (SIGKILL) while PE 0 waits on a signal only PE 1 would set."""
+"""PE 1 (or the PE named by argv[1]) dies (SIGKILL) while the others wait on a signal only it
+would set."""
 
 import os
 import signal
@@ -12,7 +13,8 @@ import axon
 axon.init()
 sig = axon.zeros(1, np.uint64)
 axon.barrier_all()
-if axon.my_pe() == 1:
+victim = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+if axon.my_pe() == victim:
     time.sleep(0.2)
     os.kill(os.getpid(), signal.SIGKILL)
 start = time.monotonic()

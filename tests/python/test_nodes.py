@@ -1,0 +1,73 @@
+"""The Python suites on emulated nodes (axon run --emulate-nodes: namespaces joined by a bridge,
+UCX over TCP between them): collectives checked against NumPy, one-sided rings, how each PE reaches
+the others, and a PE killed on the other node. Making the namespaces needs root, as CI runs."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _ucx_available() -> bool:
+    try:
+        from axon import _axon
+    except ImportError:
+        return False
+    return bool(_axon.network_library()["available"])
+
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _ucx_available(),
+                                reason="emulated nodes need root and UCX")
+
+
+def run_on_nodes(n, nodes, *argv, env=None, timeout=300):
+    full = dict(os.environ, AXON_TIMEOUT="30", AXON_BACKEND="host", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(n), "--emulate-nodes", str(nodes), *argv],
+                          capture_output=True, text=True, env=full, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("n,nodes", [(4, 2), (3, 3)])
+def test_collectives_match_numpy_across_nodes(n, nodes):
+    res = run_on_nodes(n, nodes, sys.executable, str(SCRIPTS / "collectives_numpy.py"), "5")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count("collective results match NumPy") == n
+
+
+@pytest.mark.parametrize("n,nodes", [(4, 2), (3, 3)])
+def test_onesided_ring_across_nodes(n, nodes):
+    res = run_on_nodes(n, nodes, sys.executable, str(SCRIPTS / "onesided_ring.py"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    for pe in range(n):
+        assert f"[{pe}] PE {pe}: ok" in res.stdout, res.stdout + res.stderr
+
+
+def test_path_to_names_the_transport():
+    res = run_on_nodes(4, 2, sys.executable, str(SCRIPTS / "paths.py"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    for me in range(4):
+        for pe in range(4):
+            path = res.stdout.split(f"path {me}->{pe}: ")[1].split("\n")[0]
+            if pe == me:
+                assert path == "self"
+            elif pe // 2 == me // 2:
+                assert path == "shm", path
+            else:
+                assert path.startswith("ucx:") and "tcp" in path, path
+        assert f"PE {me}: puts ok" in res.stdout
+
+
+def test_pe_killed_on_the_other_node_is_named_within_5_s():
+    # PE 3 (node 1) dies; PEs 0 and 1 (node 0) and 2 (node 1) wait for its signal. The launcher's
+    # grace is longer than 5 s, so each PE's own detection is what ends its wait.
+    res = run_on_nodes(4, 2, "--grace", "8", sys.executable, str(SCRIPTS / "peer_dies.py"), "3")
+    out = res.stdout + res.stderr
+    assert "PE 3 was killed by signal 9 (SIGKILL)" in res.stderr, out
+    for pe in range(3):
+        assert f"[{pe}] caught PeerDeadError" in res.stdout, out
+        line = res.stdout.split(f"[{pe}] caught PeerDeadError after ")[1].split("\n")[0]
+        assert "PE 3" in line, line
+        assert float(line.split(" s")[0]) < 5.0, line
