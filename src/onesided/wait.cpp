@@ -74,9 +74,16 @@ std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uin
     }
     if (now >= deadline) {
       std::string on = site.waitingOn >= 0 ? " on PE " + std::to_string(site.waitingOn) : "";
+      // A peer on another node that neither answers nor died: name its node, which may be cut off.
+      std::string across;
+      if (site.waitingOn >= 0 && site.waitingOn < rt.nPes() && !rt.nodeLocal()[site.waitingOn]) {
+        on += " (node " + rt.nodeName(site.waitingOn) + ")";
+        across = "; PE " + std::to_string(site.waitingOn) + " runs on node " + rt.nodeName(site.waitingOn) +
+                 ": is that node reachable from this one (link, firewall, UCX_NET_DEVICES)?";
+      }
       throw Error(ErrorCode::Timeout,
                   "PE " + std::to_string(rt.myPe()) + ": " + what + on + " timed out after " +
-                      secondsText(rt.env().timeoutSec) + " (AXON_TIMEOUT) waiting " + where);
+                      secondsText(rt.env().timeoutSec) + " (AXON_TIMEOUT) waiting " + where + across);
     }
   }
 }

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _ucx_available(),
 
 
 def run_on_nodes(n, nodes, *argv, env=None, timeout=300):
-    full = dict(os.environ, AXON_TIMEOUT="30", AXON_BACKEND="host", **(env or {}))
+    full = dict(os.environ, AXON_TIMEOUT="30", AXON_BACKEND="host")
+    full.update(env or {})
     return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(n), "--emulate-nodes", str(nodes), *argv],
                           capture_output=True, text=True, env=full, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -71,3 +72,18 @@ def test_pe_killed_on_the_other_node_is_named_within_5_s():
         line = res.stdout.split(f"[{pe}] caught PeerDeadError after ")[1].split("\n")[0]
         assert "PE 3" in line, line
         assert float(line.split(" s")[0]) < 5.0, line
+
+
+def test_link_down_fails_waits_naming_the_node():
+    # AXON_TIMEOUT 3 s: every PE's get across the cut link must end within it (and a little).
+    res = run_on_nodes(4, 2, "--grace", "10", sys.executable, str(SCRIPTS / "link_down.py"),
+                       env={"AXON_TIMEOUT": "3"}, timeout=120)
+    out = res.stdout + res.stderr
+    assert "PE 2: took ax" in res.stdout, out
+    for pe in range(4):
+        line = res.stdout.split(f"[{pe}] caught ")[1].split("\n")[0] if f"[{pe}] caught " in res.stdout else ""
+        assert line.startswith("TimeoutError"), out
+        other_node = 1 - pe // 2
+        assert f"(node axon-node{other_node})" in line, line
+        # The limit, plus at most 0.5 s for each of the endpoint's close and the request's cancel.
+        assert float(line.split(" after ")[1].split(" s")[0]) < 3.0 + 1.5, line

@@ -10,8 +10,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kCheckEvery = std::chrono::milliseconds(50);
 // After an endpoint is closed by force its requests complete (cancelled) within a few progress
-// calls; this bounds that wait in case UCX misbehaves.
-constexpr auto kCancelBound = std::chrono::seconds(5);
+// calls; this bounds that wait in case UCX misbehaves. Short, because it comes on top of
+// AXON_TIMEOUT: across a link that went down, a forced close over TCP does not complete (endpoints
+// use error mode NONE, where UCX leaves a forced close undefined), and a timed-out wait must still
+// end close to its limit.
+constexpr auto kCancelBound = std::chrono::milliseconds(500);
 
 // Statuses that mean the peer or the way to it is gone, not a misuse of UCX.
 bool peerFailure(ucs_status_t s) {

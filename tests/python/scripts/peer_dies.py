@@ -22,6 +22,7 @@ try:
     axon.signal_wait_until(sig, axon.Cmp.EQ, 1)
 except axon.PeerDeadError as e:
     print(f"caught PeerDeadError after {time.monotonic() - start:.2f} s: {e}", flush=True)
+    time.sleep(1.0)  # let the other waiters find the victim, not this PE's exit
     os._exit(0)  # no finalize: its barrier would wait for the dead PE
 print("the wait returned without the signal", flush=True)
 sys.exit(1)
