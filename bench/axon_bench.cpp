@@ -190,6 +190,7 @@ struct Ctx {
   unsigned char* hostSend = nullptr;  // --via-host: pinned symmetric host buffers
   unsigned char* hostRecv = nullptr;  // two halves, used by turns (see runPingPing)
   std::size_t cap = 0;                // bytes of the largest size
+  bool peersShareMemory = false;      // PE 0 and PE 1 map each other's heaps: a memcpy limit exists
 };
 
 // Symmetric signal words (each PE's copy is written by its peer).
@@ -497,7 +498,7 @@ Row runSize(Ctx& c, std::size_t bytes) {
     }
   }
 
-  if (!o.localDev && !o.remoteDev) {
+  if (!o.localDev && !o.remoteDev && c.peersShareMemory) {
     double per = c.measures ? runLimit(c, bytes, messages) : (axon::barrierAll(), 0.0);
     if (c.me == 1) axon::p<double>(&c.box[kLimit1], per, 0);
     axon::barrierAll();
@@ -614,6 +615,13 @@ int run(Options opt) {
   std::memset(c.sig, 0, 16 * sizeof(std::uint64_t));
   std::memset(c.box, 0, 8 * sizeof(double));
   axon::barrierAll();
+  {
+    // The memcpy limit needs PE 0 and PE 1 on one node (across nodes, --emulate-nodes, there is no
+    // mapping to copy through). PE 0 knows; every PE learns it (a min over the world).
+    std::int32_t shares = c.me == 0 ? (axon::ptr(c.remote, 1) != nullptr ? 1 : 0) : 1;
+    axon::allreduce(axon::Team::world(), &shares, &shares, 1, axon::ReduceOp::Min);
+    c.peersShareMemory = shares != 0;
+  }
 
   if (c.me == 0) emitHeader(c, sizes);
   settle(c, opt.settleMs);

@@ -36,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pes", metavar="N",
                         help="PEs to start (default 2; in the one-sided tests PEs past 1 only join the barriers, "
                              "collectives run on all)")
+    parser.add_argument("--emulate-nodes", metavar="K",
+                        help="run the PEs on K emulated nodes (axon run --emulate-nodes: namespaces "
+                             "joined by a bridge, UCX over TCP between them; needs root); --pes must be "
+                             "a multiple of K, PE 0 and PE 1 then sit on different nodes when K = --pes")
     parser.add_argument("--settle-ms", metavar="MS",
                         help="before the first size, PE 0 and PE 1 ping-pong this long so that idle "
                              "(virtual) CPUs are up to speed (default 200; 0: off)")

@@ -32,6 +32,7 @@ class Request:
     nccl: str | None = None  # libnccl to run beside axon (collectives on GPU buffers, --compare)
     via_host: bool = False   # pingping: GPU data staged through host memory by hand
     peers: frozenset[str] | None = None  # --peers: the --compare peers to run (None: all found)
+    emulate_nodes: int | None = None  # --emulate-nodes: the PEs on this many emulated nodes
 
     @property
     def collective(self) -> bool:
@@ -121,8 +122,14 @@ def validate(args: argparse.Namespace) -> Request:
         raise UsageError("--via-host is an option of pingping only")
     if via_host and placement not in (None, ("D", "D")):
         raise UsageError("--via-host stages GPU data through the host: it takes -d D D")
+    nodes = _count(getattr(args, "emulate_nodes", None), "--emulate-nodes", 1)
+    if nodes is not None and pes % nodes:
+        raise UsageError(f"--pes {pes} does not divide over --emulate-nodes {nodes}")
+    if nodes is not None and getattr(args, "compare", False):
+        raise UsageError("--compare runs the GPU peers on one node; across emulated nodes compare with "
+                         "ucx_perftest and Open MPI as docs/performance.md shows")
     return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
-                   root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)))
+                   root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes)
 
 
 def parse_peers(text: str | None) -> frozenset[str] | None:

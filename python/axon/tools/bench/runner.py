@@ -20,14 +20,16 @@ from .request import Request
 from .results import Outcome
 
 
-def launcher_command(pes: int, program: list[str]) -> list[str]:
-    """`program` on `pes` PEs through axon's launcher, output lines unprefixed (PE 0 prints the JSON)."""
-    return [sys.executable, "-m", "axon", "run", "-n", str(pes), "--no-prefix", *program]
+def launcher_command(pes: int, program: list[str], emulate_nodes: int | None = None) -> list[str]:
+    """`program` on `pes` PEs through axon's launcher (on `emulate_nodes` emulated nodes when given),
+    output lines unprefixed (PE 0 prints the JSON)."""
+    nodes = [] if emulate_nodes is None else ["--emulate-nodes", str(emulate_nodes)]
+    return [sys.executable, "-m", "axon", "run", "-n", str(pes), *nodes, "--no-prefix", *program]
 
 
 def launch_command(driver: Path, req: Request) -> list[str]:
     """The command that runs the driver on req.pes PEs through axon's launcher."""
-    return launcher_command(req.pes, [str(driver), *req.driver_args()])
+    return launcher_command(req.pes, [str(driver), *req.driver_args()], req.emulate_nodes)
 
 
 def _reader(stream, tag: str, q: queue.Queue) -> None:
