@@ -135,6 +135,8 @@ void run(Request q, const Team& team, const char* api) {
   record.count = q.count;
   record.chunkBytes = rt.env().collBuffer;
   if (state.hierarchy) {
+    // Puts in flight over the network complete first, as a barrier on one node sees them done.
+    if (q.collective == Collective::Barrier) rt.quietAll();
     state.hierarchy->run(rt, q, record, api);
     copies.copyBack();
     return;
