@@ -29,6 +29,16 @@ void reduceInOrder(Call& call, char* dst, std::size_t count, const Buffers& b, c
   for (int p = 1; p < call.members(); ++p) reduceHost(dst, dst, data(p), count, b.type, b.op);
 }
 
+// Copies `bytes` of `data` into this PE's half for round r and publishes it to `reader`; returns
+// the half (this PE's copy of what it sent).
+char* publishTo(Call& call, std::uint64_t r, const char* data, std::size_t bytes, int reader) {
+  char* h = call.beginPublish(r);
+  copyBytes(h, data, bytes);
+  const int readers[] = {reader};
+  call.publish(r, readers, bytes);
+  return h;
+}
+
 }  // namespace
 
 void runBarrier(Call& call) {
@@ -54,21 +64,13 @@ void runBroadcast(Call& call, const Plan& plan, const Buffers& b) {
       const Range c = chunkOf(plan, b.count, t - d);
       const std::size_t bytes = c.count * b.elem;
       if (d == 0) {
-        char* h = call.beginPublish(r0 + t);
-        copyBytes(h, b.src + c.offset * b.elem, bytes);
-        const int readers[] = {succ};
-        call.publish(r0 + t, readers, bytes);
+        publishTo(call, r0 + t, b.src + c.offset * b.elem, bytes, succ);
         copyBytes(b.dst + c.offset * b.elem, b.src + c.offset * b.elem, bytes);
         continue;
       }
       const char* in = call.await(pred, r0 + t - 1);
       copyBytes(b.dst + c.offset * b.elem, in, bytes);
-      if (d < n - 1) {
-        char* h = call.beginPublish(r0 + t);
-        copyBytes(h, in, bytes);
-        const int readers[] = {succ};
-        call.publish(r0 + t, readers, bytes);
-      }
+      if (d < n - 1) publishTo(call, r0 + t, in, bytes, succ);
       call.ack(pred, r0 + t - 1);
     }
     return;
@@ -201,10 +203,7 @@ void allreduceDoubling(Call& call, const Plan& plan, const Buffers& b) {
     copyBytes(acc, b.src + c.offset * b.elem, bytes);
     std::uint64_t r = call.reserveRounds(doublingRoundsPerChunk(n));
     auto exchange = [&](std::uint64_t round, int partner) {
-      char* h = call.beginPublish(round);
-      copyBytes(h, acc, bytes);
-      const int readers[] = {partner};
-      call.publish(round, readers, bytes);
+      const char* h = publishTo(call, round, acc, bytes, partner);
       const char* in = call.await(partner, round);
       if (partner < me) reduceHost(acc, in, h, c.count, b.type, b.op);
       else reduceHost(acc, h, in, c.count, b.type, b.op);
@@ -212,10 +211,7 @@ void allreduceDoubling(Call& call, const Plan& plan, const Buffers& b) {
     };
     if (extra > 0) {  // fold
       if (v < 0) {
-        char* h = call.beginPublish(r);
-        copyBytes(h, acc, bytes);
-        const int readers[] = {me + 1};
-        call.publish(r, readers, bytes);
+        publishTo(call, r, acc, bytes, me + 1);
       } else if (me < 2 * extra) {
         const char* in = call.await(me - 1, r);
         reduceHost(acc, in, acc, c.count, b.type, b.op);
@@ -231,10 +227,7 @@ void allreduceDoubling(Call& call, const Plan& plan, const Buffers& b) {
         copyBytes(acc, call.await(me + 1, r), bytes);
         call.ack(me + 1, r);
       } else if (me < 2 * extra) {
-        char* h = call.beginPublish(r);
-        copyBytes(h, acc, bytes);
-        const int readers[] = {me - 1};
-        call.publish(r, readers, bytes);
+        publishTo(call, r, acc, bytes, me - 1);
       }
     }
   }
@@ -336,10 +329,7 @@ void runGather(Call& call, const Plan& plan, const Buffers& b) {
     const std::size_t at = c.offset * b.elem, bytes = c.count * b.elem;
     const std::uint64_t r = call.nextRound();
     if (me != b.root) {
-      char* h = call.beginPublish(r);
-      copyBytes(h, b.src + at, bytes);
-      const int readers[] = {b.root};
-      call.publish(r, readers, bytes);
+      publishTo(call, r, b.src + at, bytes, b.root);
       continue;
     }
     for (int p = 0; p < call.members(); ++p) {
@@ -360,12 +350,7 @@ void runScatter(Call& call, const Plan& plan, const Buffers& b) {
     const std::size_t bytes = c.count * b.elem;
     const std::uint64_t r = call.nextRound();
     if (me == b.root) {
-      // Chunk c of every member's block, block j's piece at j * c.count.
-      char* h = call.beginPublish(r);
-      for (int j = 0; j < call.members(); ++j) {
-        copyBytes(h + j * bytes, b.src + (j * b.count + c.offset) * b.elem, bytes);
-      }
-      call.publishToAll(r, call.members() * bytes);
+      publishBlocks(call, r, c, b);
       copyBytes(b.dst + c.offset * b.elem, b.src + (me * b.count + c.offset) * b.elem, bytes);
       continue;
     }
@@ -382,10 +367,7 @@ void runSend(Call& call, const Plan& plan, const Buffers& b, int from, int to) {
     const Range c = chunkOf(plan, b.count, k);
     const std::size_t at = c.offset * b.elem, bytes = c.count * b.elem;
     if (me == from) {
-      char* h = call.beginPublish(r0 + k);
-      copyBytes(h, b.src + at, bytes);
-      const int readers[] = {to};
-      call.publish(r0 + k, readers, bytes);
+      publishTo(call, r0 + k, b.src + at, bytes, to);
     } else {
       copyBytes(b.dst + at, call.await(from, r0 + k), bytes);
       call.ack(from, r0 + k);
