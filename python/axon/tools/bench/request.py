@@ -126,8 +126,8 @@ def validate(args: argparse.Namespace) -> Request:
     if nodes is not None and pes % nodes:
         raise UsageError(f"--pes {pes} does not divide over --emulate-nodes {nodes}")
     if nodes is not None and getattr(args, "compare", False):
-        raise UsageError("--compare runs the GPU peers on one node; across emulated nodes compare with "
-                         "ucx_perftest and Open MPI as docs/performance.md shows")
+        raise UsageError("--compare runs its peers (NCCL, PyTorch, NVSHMEM) on one node; it does not "
+                         "take --emulate-nodes")
     return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
                    root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes)
 
