@@ -11,6 +11,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,9 @@ def test_size_label():
     (["allgather", "-d", "H", "D"], "a collective's buffers are all in one place"),
     (["latency", "--via-host"], "--via-host is an option of pingping only"),
     (["pingping", "--via-host", "-d", "H", "H"], "--via-host stages GPU data through the host: it takes -d D D"),
+    (["latency", "--emulate-nodes", "3"], "--pes 2 does not divide over --emulate-nodes 3"),
+    (["latency", "--emulate-nodes", "0"], "--emulate-nodes must be an integer >= 1"),
+    (["latency", "--emulate-nodes", "2", "--compare"], "it does not take --emulate-nodes"),
     ([], "the following arguments are required: TEST"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
@@ -115,6 +119,15 @@ def test_add_subcommand_wires_the_handler():
     assert req.placement == ("H", "H") and not req.validate
     assert req.driver_args() == ["pingping", "-b", "8", "-e", "64", "-f", "2", "-i", "5", "-x", "1",
                                  "-d", "H", "H", "--no-validate", "--settle-ms", "0"]
+
+
+def test_emulated_nodes_reach_the_launcher():
+    req = bench.validate(bench.build_parser().parse_args(["latency", "--pes", "4", "--emulate-nodes", "2"]))
+    assert req.emulate_nodes == 2
+    cmd = bench.launch_command(Path("/b/axon_bench"), req)
+    assert cmd[cmd.index("run"):cmd.index("--no-prefix")] == ["run", "-n", "4", "--emulate-nodes", "2"]
+    plain = bench.launch_command(Path("/b/axon_bench"), bench.validate(bench.build_parser().parse_args(["latency"])))
+    assert "--emulate-nodes" not in plain
 
 
 def test_nccl_tests_style_sizes():
