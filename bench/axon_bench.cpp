@@ -16,6 +16,8 @@
 //   put_lat/get_lat one blocking put (+ quiet) / get at a time
 //   put_bw/get_bw   windows of 64 put_nbi / get_nbi, then quiet
 //   put_signal_rtt  put_signal ping-pong, reported as the ROUND TRIP
+//   atomic_lat      one blocking 64-bit fetch_add at a time (8 bytes: -m is ignored); each answer
+//                   is checked (the count of adds before it)
 //
 // -i counts messages for the latency tests and windows for the windowed ones (as OSU does);
 // without -i/-x the OSU defaults apply (above 8 KiB: fewer iterations). Before the first size,
@@ -61,7 +63,7 @@ using Clock = std::chrono::steady_clock;
 // Tests and options
 // ---------------------------------------------------------------------------------------------
 
-enum class Test { Latency, Bw, Bibw, PingPing, PutLat, GetLat, PutBw, GetBw, PutSignalRtt };
+enum class Test { Latency, Bw, Bibw, PingPing, PutLat, GetLat, PutBw, GetBw, PutSignalRtt, AtomicLat };
 
 struct TestInfo {
   Test test;
@@ -81,6 +83,7 @@ const TestInfo kTests[] = {
     {Test::PutBw, "put_bw", "bandwidth", true, "time per message (window of 64 put_nbi, then quiet)"},
     {Test::GetBw, "get_bw", "bandwidth", true, "time per message (window of 64 get_nbi, then quiet)"},
     {Test::PutSignalRtt, "put_signal_rtt", "latency", false, "put_signal ping-pong ROUND TRIP"},
+    {Test::AtomicLat, "atomic_lat", "latency", false, "blocking 64-bit fetch_add, one at a time (8 bytes)"},
 };
 
 struct Options {
@@ -170,7 +173,10 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::vector<std::size_t> sweep(const Options& o) { return sizeSweep(o.minBytes, o.maxBytes, o.factor); }
+std::vector<std::size_t> sweep(const Options& o) {
+  if (o.test && o.test->test == Test::AtomicLat) return {8};  // one 64-bit word, whatever -m says
+  return sizeSweep(o.minBytes, o.maxBytes, o.factor);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Buffers, patterns, validation
@@ -196,7 +202,7 @@ struct Ctx {
 // Symmetric signal words (each PE's copy is written by its peer).
 enum Sig {
   kPing = 0, kPong = 1, kData = 2, kAck = 3, kDataFrom0 = 4, kAckTo0 = 6, kExchFrom0 = 8,
-  kSettlePing = 10, kSettlePong = 11, kSettleStop = 12,
+  kSettlePing = 10, kSettlePong = 11, kSettleStop = 12, kCounter = 13,
 };
 // box slots: [0] wrong counted by PE 0, [1] by PE 1, [2] PE 1's time, [3] PE 1's limit time
 enum Box { kWrong0 = 0, kWrong1 = 1, kTime1 = 2, kLimit1 = 3 };
@@ -364,6 +370,21 @@ double runOneSided(Ctx& c, std::size_t bytes, long iters, long warmup, bool isGe
   return seconds(t0, Clock::now()) - excluded;
 }
 
+// PE 0 alone: blocking fetch_add of 1 on PE 1's counter, one at a time. Each answer must be the
+// count of adds before it; a wrong one is counted.
+double runAtomic(Ctx& c, long iters, long warmup, long& wrong) {
+  wrong = 0;
+  if (c.me != 0) return 0;
+  const long total = warmup + iters;
+  Clock::time_point t0 = Clock::now();
+  for (long i = 0; i < total; ++i) {
+    if (i == warmup) t0 = Clock::now();
+    const std::uint64_t before = axon::atomicFetchAdd<std::uint64_t>(&c.sig[kCounter], 1, 1);
+    if (before != static_cast<std::uint64_t>(i)) ++wrong;
+  }
+  return seconds(t0, Clock::now());
+}
+
 // The same transfers as a plain memcpy between the same mappings (placement H H only): the
 // hardware limit of this path. Returns this PE's seconds per message (0 where it copies nothing).
 double runLimit(Ctx& c, std::size_t bytes, long messages) {
@@ -425,6 +446,7 @@ Row runSize(Ctx& c, std::size_t bytes) {
   const long lastIter = warmup + iters - 1;
 
   // Receivers clear what they will check; get tests: PE 1 holds the data PE 0 fetches.
+  if (t == Test::AtomicLat) c.sig[kCounter] = 0;  // each PE its own; PE 0 adds to PE 1's
   if (c.measures && o.validate) {
     fill(c, c.remote, o.remoteDev, bytes, kPoison, c.me);
     if ((t == Test::GetLat || t == Test::GetBw) && c.me == 1) fill(c, c.remote, o.remoteDev, bytes, lastIter, 1);
@@ -433,8 +455,10 @@ Row runSize(Ctx& c, std::size_t bytes) {
 
   double secs = 0;
   Check check{true, 0};
+  long atomicWrong = 0;
   if (c.measures) {
     switch (t) {
+      case Test::AtomicLat: secs = runAtomic(c, iters, warmup, atomicWrong); break;
       case Test::Latency:
       case Test::PutSignalRtt: secs = runPingPong(c, bytes, iters, warmup, check); break;
       case Test::Bw: secs = runWindows(c, bytes, iters, warmup, false, check); break;
@@ -451,7 +475,9 @@ Row runSize(Ctx& c, std::size_t bytes) {
   // Who checks: the PE the data went to (both PEs for the exchanges).
   if (c.measures) {
     long wrong = 0;
-    if (o.validate) {
+    if (t == Test::AtomicLat) {
+      wrong = atomicWrong;
+    } else if (o.validate) {
       const bool receiver = check.onRemote ? check.sender == c.peer : c.me == 0;
       if (receiver) {
         wrong = check.onRemote ? countWrong(c, c.remote, o.remoteDev, bytes, lastIter, check.sender)

@@ -155,6 +155,12 @@ Env Env::fromVars(const EnvVars& vars) {
     }
   }
   if (auto v = lookup(vars, "AXON_COLL_GPU_PDL")) env.collGpuPdl = parseSwitch(*v, "AXON_COLL_GPU_PDL");
+  if (auto v = lookup(vars, "AXON_UCX_ATOMICS")) {
+    if (*v == "auto") env.ucxAtomics = RemoteAtomics::Auto;
+    else if (*v == "am") env.ucxAtomics = RemoteAtomics::ActiveMessage;
+    else if (*v == "native") env.ucxAtomics = RemoteAtomics::Native;
+    else throw Error(ErrorCode::InvalidArgument, "AXON_UCX_ATOMICS='" + *v + "' is not auto, am or native");
+  }
   if (auto v = lookup(vars, "AXON_COLL_GPU_DIRECT")) {
     if (*v == "always") {
       env.collGpuDirect = DirectMode::Always;

@@ -17,6 +17,9 @@ using EnvVars = std::map<std::string, std::string>;
 enum class Backend { Auto, Host, Gpu };
 // AXON_COLL_GPU_DIRECT: when GPU collectives above LL may take the Direct protocol.
 enum class DirectMode { Off, Auto, Always };
+// AXON_UCX_ATOMICS: how atomics and signals reach PEs on other nodes: active messages the target
+// carries out, UCX's own atomic operations, or (auto) the first unless the NIC does atomics.
+enum class RemoteAtomics { Auto, ActiveMessage, Native };
 
 struct Env {
   LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
@@ -28,6 +31,7 @@ struct Env {
   int device = -1;              // AXON_DEVICE: GPU ordinal; -1 = the program's, else local rank
   bool p2p = true;              // AXON_P2P: map peers' GPU memory (0: always the staged path)
   std::string node;             // AXON_NODE: this PE's node name, overriding host name + boot id
+  RemoteAtomics ucxAtomics = RemoteAtomics::Auto;  // AXON_UCX_ATOMICS: auto, am, native
   std::size_t gpuHeapMax = 0;   // AXON_GPU_HEAP_MAX: cap of the GPU heap per PE (address space)
   std::size_t gpuHeapChunk = 0; // AXON_GPU_HEAP_CHUNK: granularity by which the GPU heap grows
   std::size_t stageChunk = 0;   // AXON_STAGE_CHUNK: pipeline chunk of the staged path

@@ -1,6 +1,7 @@
 #include "core/progress_engine.hpp"
 
 #include <poll.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -27,28 +28,56 @@ void ProgressEngine::add(ProgressClient* client) {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
 }
 
-bool ProgressEngine::pollAll() {
+bool ProgressEngine::pollAll(bool byEngine) {
   bool any = false;
   const int n = count_.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i) any |= clients_[i]->progress();
+  for (int i = 0; i < n; ++i) {
+    if (byEngine && clients_[i]->polledElsewhere()) continue;
+    any |= clients_[i]->progress();
+  }
   return any;
+}
+
+void ProgressEngine::nap() {
+  pollfd fd{wakeFd_, POLLIN, 0};
+  ::poll(&fd, 1, static_cast<int>(kMaxSleep.count()));
 }
 
 void ProgressEngine::run() {
   std::vector<pollfd> fds;
+  std::uint64_t waitsSeen = waitsBegun_.load(std::memory_order_relaxed);
   while (!stop_.load(std::memory_order_acquire)) {
-    if (pollAll()) continue;
-    fds.assign(1, pollfd{wakeFd_, POLLIN, 0});
-    bool busy = false;
-    const int n = count_.load(std::memory_order_acquire);
-    for (int i = 0; i < n; ++i) {
-      const int fd = clients_[i]->armForSleep();
-      if (fd == ProgressClient::kBusy) busy = true;
-      else if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
+    const std::uint64_t waits = waitsBegun_.load(std::memory_order_relaxed);
+    if (waiters_.load(std::memory_order_relaxed) > 0 || waits != waitsSeen) {
+      waitsSeen = waits;
+      nap();
+      continue;
     }
-    if (busy) continue;
-    ::poll(fds.data(), fds.size(), static_cast<int>(kMaxSleep.count()));
+    if (pollAll(true)) continue;
+    sleepOnClients(kMaxSleep, true, fds);
   }
+}
+
+void ProgressEngine::sleepOnClients(std::chrono::microseconds limit, bool byEngine, std::vector<pollfd>& fds) {
+  fds.assign(1, pollfd{wakeFd_, POLLIN, 0});
+  const int n = count_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    if (byEngine && clients_[i]->polledElsewhere()) continue;  // its poller takes what arrives
+    const int fd = clients_[i]->armForSleep();
+    if (fd == ProgressClient::kBusy) return;
+    if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
+  }
+  const timespec ts{static_cast<time_t>(limit.count() / 1000000), static_cast<long>(limit.count() % 1000000) * 1000};
+  ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+}
+
+void ProgressEngine::idle(std::chrono::microseconds limit) {
+  if (!active_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(limit);
+    return;
+  }
+  thread_local std::vector<pollfd> fds;
+  sleepOnClients(limit, false, fds);
 }
 
 void ProgressEngine::stop() {

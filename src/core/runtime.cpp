@@ -156,7 +156,7 @@ void Runtime::connectNodes() {
                        const int dead = findDeadPe();
                        if (dead >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(myPe()) + ": " + deathOf(dead));
                      },
-                     [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }};
+                     [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }, env_.ucxAtomics};
   std::vector<const HeapSpace*> heaps{heap_.get()};
   if (gpu_) heaps.push_back(&gpu_->heap());
   router_->setNetwork(connectNetwork(*boot_, setup, nodeLocal_, nodeNames_, heaps));

@@ -60,6 +60,7 @@ class Runtime {
   Router& router() { return *router_; }
   // Polls what advances only when polled (the network transport); every wait calls it.
   bool progress() { return progress_.progress(); }
+  ProgressEngine& progressEngine() { return progress_; }
 
   // Checks `pe`; names `api` in the error.
   void checkPe(int pe, const char* api) const;

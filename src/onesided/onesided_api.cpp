@@ -57,6 +57,10 @@ void doPutSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* 
   checkLocal(src, bytes, api, "src");
   Transport& t = rt.transportFor(data, bytes > 0 ? src : nullptr, api);
   Transport& ts = rt.transportFor(flag, nullptr, api);
+  if (&t == &ts) {
+    t.putSignal(data, src, bytes, flag, value, op, Nbi);
+    return;
+  }
   if (bytes > 0) {
     if constexpr (Nbi) t.putNbi(data, src, bytes);
     else t.put(data, src, bytes);
@@ -64,7 +68,7 @@ void doPutSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* 
   // The data must land before the signal: the transport orders them on its path to one PE, and
   // the signal itself is a release.
   t.fence();
-  if (&ts != &t) ts.fence();
+  ts.fence();
   ts.signal(flag, value, op);
 }
 

@@ -35,7 +35,8 @@ template <class Read>
 std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                        const WaitSite& site, const Read& read, int spinIterations) {
   // Over UCX's TCP and shared-memory transports data lands only when this PE polls its worker:
-  // every check polls (a no-op on one node).
+  // every check polls (a no-op on one node), and the engine's own thread stands aside meanwhile.
+  ProgressEngine::Waiting waiting(rt.progressEngine());
   for (int i = 0; i < spinIterations; ++i) {
     std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
@@ -45,17 +46,23 @@ std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uin
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(rt.env().timeoutSec));
   auto nextCheck = start + kCheckEvery;
+  // The yield phase lasts kYieldPhase past the last message this PE's polls handled, so a PE that
+  // serves its peers' gets and atomics (which over TCP need its CPU) answers them at once.
+  auto lastActivity = start;
   while (true) {
+    bool active = false;
     for (int i = 0; i < 64; ++i) {
       std::uint64_t seen = read();
       if (compareValue(seen, cmp, value)) return seen;
-      if (!rt.progress()) AXON_CPU_RELAX();
+      if (rt.progress()) active = true;
+      else AXON_CPU_RELAX();
     }
     auto now = Clock::now();
-    if (now - start < kYieldPhase) {
+    if (active) lastActivity = now;
+    if (now - lastActivity < kYieldPhase) {
       ::sched_yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      rt.progressEngine().idle(std::chrono::microseconds(20));  // woken early by a network message
     }
     if (now < nextCheck) continue;
     nextCheck = now + kCheckEvery;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.hpp"
 #include "core/progress_engine.hpp"
 #include "memory/heap_space.hpp"
 #include "transport/transport.hpp"
@@ -61,6 +62,7 @@ struct NetworkSetup {
   std::function<void()> checkPeers;
   // Whether a local buffer is device memory (the memory-type hint of every operation).
   std::function<bool(const void*)> isDeviceMemory;
+  RemoteAtomics atomics = RemoteAtomics::Auto;  // AXON_UCX_ATOMICS
 };
 
 // The network library this build uses, found (and loaded) the way init would find it, without

@@ -35,6 +35,17 @@ class Transport {
   // A 64-bit signal update with release semantics: everything put before it to the same PE is
   // visible to whoever observes the new value.
   virtual void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) = 0;
+  // put (putNbi when `nbi`) of the data to `dst`, then the signal `sig` on the same PE, seen only
+  // after the data. A transport may carry both at once (UCX: one active message for small data).
+  virtual void putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig,
+                         std::uint64_t value, SignalOp op, bool nbi) {
+    if (bytes > 0) {
+      if (nbi) putNbi(dst, src, bytes);
+      else put(dst, src, bytes);
+    }
+    fence();
+    signal(sig, value, op);
+  }
   // `width` is 4 or 8; operand/cond/result as in axon::detail::atomic.
   virtual void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
                       const void* cond, void* result) = 0;

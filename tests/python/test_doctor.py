@@ -237,10 +237,10 @@ def test_ucx_info_of_the_library_axon_loads(tmp_path):
     tool = tmp_path / "bin" / "ucx_info"
     tool.write_text("#!/bin/sh\necho $LD_LIBRARY_PATH\n")
     tool.chmod(0o755)
-    path, env = doctor.ucx_info_beside(dict(UCX_LIBRARY, path=str(lib / "libucp.so.0")))
+    path, env = doctor.ucx_tool_beside(dict(UCX_LIBRARY, path=str(lib / "libucp.so.0")))
     assert path == str(tool)
     assert env["LD_LIBRARY_PATH"].split(":")[0] == str(lib)
-    assert doctor.ucx_info_beside(None) == (None, {})
+    assert doctor.ucx_tool_beside(None) == (None, {})
 
 
 # --------------------------------------------------------------------------

@@ -122,5 +122,13 @@ TEST(EnvLog, RejectsUnknownLevelNamingTheVariable) {
   }
 }
 
+TEST(EnvUcxAtomics, NamesTheThreeWays) {
+  EXPECT_EQ(Env::fromVars({}).ucxAtomics, RemoteAtomics::Auto);
+  EXPECT_EQ(envWith("AXON_UCX_ATOMICS", "auto").ucxAtomics, RemoteAtomics::Auto);
+  EXPECT_EQ(envWith("AXON_UCX_ATOMICS", "am").ucxAtomics, RemoteAtomics::ActiveMessage);
+  EXPECT_EQ(envWith("AXON_UCX_ATOMICS", "native").ucxAtomics, RemoteAtomics::Native);
+  EXPECT_TRUE(contains(envError("AXON_UCX_ATOMICS", "hw"), "AXON_UCX_ATOMICS='hw' is not auto, am or native"));
+}
+
 }  // namespace
 }  // namespace axon

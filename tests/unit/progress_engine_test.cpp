@@ -96,5 +96,65 @@ TEST(ProgressEngine, WaitsOnOtherThreadsPollToo) {
   EXPECT_FALSE(engine.progress());  // stopped: clients are no longer touched
 }
 
+TEST(ProgressEngine, ItsThreadStandsAsideWhileAWaitPolls) {
+  ProgressEngine engine;
+  Counter c;
+  engine.add(&c);
+  EXPECT_TRUE(eventually([&] { return c.armed.load() > 0; }));
+  {
+    ProgressEngine::Waiting waiting(engine);
+    std::this_thread::sleep_for(5ms);  // the thread sees the wait and naps
+    c.give(50);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(c.done.load(), 0);  // nobody but the waiter may take it
+    while (c.done.load() < 50) engine.progress();
+  }
+  // Once waits stop, the thread serves again within two naps.
+  c.give(7);
+  EXPECT_TRUE(eventually([&] { return c.done.load() == 57; }, 1s));
+  engine.stop();
+}
+
+TEST(ProgressEngine, ItsThreadLeavesAClientPolledElsewhereAlone) {
+  ProgressEngine engine;
+  Counter c;
+  engine.add(&c);
+  {
+    ProgressClient::PolledHere here(c);
+    std::this_thread::sleep_for(5ms);
+    c.give(20);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(c.done.load(), 0);
+  }
+  EXPECT_TRUE(eventually([&] { return c.done.load() == 20; }, 1s));
+  engine.stop();
+}
+
+TEST(ProgressEngine, IdleEndsWhenAClientGetsWork) {
+  ProgressEngine engine;
+  Counter c;
+  engine.add(&c);
+  ProgressEngine::Waiting waiting(engine);  // the engine's thread keeps out: only idle() sleeps
+  std::this_thread::sleep_for(5ms);
+  std::thread giver([&] {
+    std::this_thread::sleep_for(50ms);
+    c.give(1);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.idle(std::chrono::seconds(10));
+  const auto slept = std::chrono::steady_clock::now() - t0;
+  giver.join();
+  EXPECT_LT(slept, 5s);  // woken by the client's descriptor, not the limit
+  EXPECT_TRUE(engine.progress());
+  engine.stop();
+}
+
+TEST(ProgressEngine, IdleWithoutClientsSleepsTheLimit) {
+  ProgressEngine engine;
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.idle(std::chrono::milliseconds(20));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 20ms);
+}
+
 }  // namespace
 }  // namespace axon

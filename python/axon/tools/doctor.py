@@ -347,20 +347,21 @@ def check_ucx(library: Optional[dict], devices_output: Optional[str], has_gpu: b
     return CheckResult(name, OK, finding)
 
 
-def ucx_info_beside(library: Optional[dict]) -> "tuple[Optional[str], dict]":
-    """The ucx_info of the UCX axon loads (its bin/ beside its lib/), with the environment that
-    makes it load that same UCX; (None, {}) when it has none."""
+def ucx_tool_beside(library: Optional[dict], tool: str = "ucx_info") -> "tuple[Optional[str], dict]":
+    """A program of the UCX axon loads (ucx_info, ucx_perftest: its bin/ beside its lib/), with
+    the environment that makes it load that same UCX; (None, {}) when it has none."""
     if not library or not library.get("path"):
         return None, {}
     lib_dir = os.path.dirname(os.path.realpath(library["path"]))
-    for candidate in (os.path.join(lib_dir, "..", "bin", "ucx_info"), os.path.join(lib_dir, "bin", "ucx_info")):
+    for candidate in (os.path.join(lib_dir, "..", "bin", tool), os.path.join(lib_dir, "bin", tool)):
         if os.access(candidate, os.X_OK):
             env = dict(os.environ)
             env["LD_LIBRARY_PATH"] = lib_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
             return os.path.normpath(candidate), env
-    on_path = shutil.which("ucx_info")
+    on_path = shutil.which(tool)
     if on_path:
-        version = run_text([on_path, "-v"]) or ""
+        info = shutil.which("ucx_info") if tool != "ucx_info" else on_path
+        version = (run_text([info, "-v"]) or "") if info else ""
         if library.get("version") and library["version"] in version:
             return on_path, dict(os.environ)
     return None, {}
@@ -540,7 +541,7 @@ def gather(env: Optional[Mapping[str, str]] = None) -> Facts:
     except OSError:
         shm_size = shm_free = None
     library = network_library()
-    ucx_info, ucx_env = ucx_info_beside(library)
+    ucx_info, ucx_env = ucx_tool_beside(library)
     return Facts(
         topo=topo.data,
         loaded_from=topo.loaded_from,

@@ -235,7 +235,7 @@ def network_line() -> str:
     if not lib or not lib.get("available"):
         why = (lib or {}).get("why_not") or "axon's Python module is not built"
         return f"Network: no UCX ({why}); axon runs on one node"
-    tool, env = doctor.ucx_info_beside(lib)
+    tool, env = doctor.ucx_tool_beside(lib)
     devices = doctor.run_text([tool, "-d"], env) if tool else None
     transports = doctor.parse_ucx_transports(devices or "")
     listed = (doctor.describe_transports(transports) if transports

@@ -76,6 +76,8 @@ std::string UcxRegistry::registration(const HeapSpace& heap, std::size_t from) {
     local.packed.push_back(std::move(packed));
     local.memh.push_back(memh);
     local.ranges.add(registered, mapped - registered);
+    std::lock_guard spans(localMutex_);
+    localHeaps_[index(heap.kind())] = Span{heap.base(), mapped};
   }
   wire::BlobWriter w(wire::BlobKind::Registration);
   std::uint32_t count = 0;
@@ -108,7 +110,11 @@ std::string UcxRegistry::exposeRegion(std::size_t bytes, std::uint32_t& id, void
     throw;
   }
   ++nextRegion_;
-  regions_[number] = LocalRegion{memory, mapped.first};
+  regions_[number] = LocalRegion{memory, length, mapped.first};
+  {
+    std::lock_guard spans(localMutex_);
+    localRegions_[number] = Span{static_cast<char*>(memory), length};
+  }
   id = number;
   base = memory;
   wire::BlobWriter w(wire::BlobKind::Registration);
@@ -121,6 +127,10 @@ void UcxRegistry::withdrawRegion(std::uint32_t id) {
   std::unique_lock lock(mutex_);
   auto it = regions_.find(id);
   if (it == regions_.end()) return;
+  {
+    std::lock_guard spans(localMutex_);  // no active message writes into it from now on
+    localRegions_.erase(id);
+  }
   worker_.api().ucp_mem_unmap(worker_.context(), it->second.memh);
   std::free(it->second.base);
   regions_.erase(it);

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -36,6 +37,26 @@ class UcxRegistry {
   std::string exposeRegion(std::size_t bytes, std::uint32_t& id, void*& base);
   void withdrawRegion(std::uint32_t id);
   void forgetRegion(int pe, std::uint32_t id);
+
+  // Calls use(address) with where [offset, offset + bytes) of this PE's own heap `kind` (or its
+  // region `region`, when not 0) is, while that memory cannot be withdrawn; returns false (without
+  // the call) when it is not all registered. For a peer's active message, inside the worker's
+  // progress: it takes only localMutex_, which is never held across a UCX call.
+  template <class Use>
+  bool withLocal(HeapKind kind, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes, Use&& use) const {
+    std::lock_guard lock(localMutex_);
+    Span span{};
+    if (region) {
+      auto it = localRegions_.find(region);
+      if (it == localRegions_.end()) return false;
+      span = it->second;
+    } else {
+      span = localHeaps_[index(kind)];
+    }
+    if (!span.base || offset > span.length || bytes > span.length - offset) return false;
+    use(span.base + offset);
+    return true;
+  }
 
   // Calls piece(rkey, remoteAddress, offsetInAccess, bytes) for each registered piece of
   // [offset, offset + bytes) of PE pe's heap `kind` (or its region `region`, when not 0). Throws
@@ -67,6 +88,7 @@ class UcxRegistry {
   };
   struct LocalRegion {
     void* base;
+    std::size_t length;
     ucp_mem_h memh;
   };
   static std::size_t index(HeapKind kind) { return kind == HeapKind::Gpu ? 1 : 0; }
@@ -89,6 +111,17 @@ class UcxRegistry {
   std::map<std::uint32_t, LocalRegion> regions_;
   std::uint32_t nextRegion_ = 1;
   std::vector<std::map<std::uint32_t, Remote>> peerRegions_;  // [pe][region number]
+
+  // What peers' active messages may touch: a copy of the local layout under its own lock, because
+  // mutex_ is held across UCX calls (which take UCX's worker lock) and a handler runs with UCX's
+  // worker lock held: one lock order, worker lock before localMutex_.
+  struct Span {
+    char* base;
+    std::uint64_t length;  // registered from offset 0
+  };
+  mutable std::mutex localMutex_;
+  std::array<Span, 2> localHeaps_{};
+  std::map<std::uint32_t, Span> localRegions_;
 };
 
 }  // namespace axon::ucx

@@ -99,11 +99,31 @@ void UcxTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes) {
   });
 }
 
+void UcxTransport::putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig,
+                             std::uint64_t value, SignalOp op, bool nbi) {
+  const bool hostSource = !(src && worker_.setup().isDeviceMemory && worker_.setup().isDeviceMemory(src));
+  if (!hostSource || !am_.carriesPutSignal(dst, bytes, sig)) {
+    Transport::putSignal(dst, src, bytes, sig, value, op, nbi);  // signal() fences after the data
+    return;
+  }
+  // Both registered there? (The target checks again, but cannot tell the sender.)
+  if (bytes > 0) registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put_signal", [](auto&&...) {});
+  registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "put_signal", [](auto&&...) {});
+  // Puts issued before this one land first.
+  ucxCheck(worker_.api().ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_fence");
+  am_.putSignal(dst, src, bytes, sig, value, op);
+}
+
 void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
   const UcxApi& api = worker_.api();
   ucp_ep_h ep = worker_.endpoint(sig.pe, "signal");
   // Everything issued before (the data) lands before the signal does.
   ucxCheck(api.ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_fence");
+  if (am_.handles(sig)) {
+    registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal", [](auto&&...) {});  // registered there?
+    am_.signal(sig, value, op);
+    return;
+  }
   auto text = [&] { return describeOp("signal", sig, 8); };
   registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
@@ -130,6 +150,11 @@ void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op
 void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
                           const void* cond, void* result) {
   if (width != 4 && width != 8) throw Error(ErrorCode::InvalidArgument, "atomic width must be 4 or 8 bytes");
+  if (am_.handles(dst)) {
+    registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic", [](auto&&...) {});
+    am_.atomic(op, dst, width, operand, cond, result);
+    return;
+  }
   const UcxApi& api = worker_.api();
   ucp_ep_h ep = worker_.endpoint(dst.pe, "atomic");
   std::uint64_t value = 0, reply = 0;

@@ -1,9 +1,11 @@
 // The UCX transport: one-sided operations on the heaps of PEs on other nodes. Every operation
 // names the memory type of its local buffer (UCX would otherwise detect it, at 250-500 ns a call),
-// signals are ordered after the data by a worker fence, and quiet is a worker flush.
+// signals are ordered after the data by a worker fence, and quiet is a worker flush. Atomics and
+// signals go by active message where the NIC has no atomics (ucx_am_atomics.hpp).
 #pragma once
 
 #include "transport/network_transport.hpp"
+#include "transport/ucx/ucx_am_atomics.hpp"
 #include "transport/ucx/ucx_registry.hpp"
 #include "transport/ucx/ucx_worker.hpp"
 
@@ -11,13 +13,16 @@ namespace axon::ucx {
 
 class UcxTransport final : public NetworkTransport {
  public:
-  UcxTransport(const UcxApi& api, const NetworkSetup& setup) : worker_(api, setup), registry_(worker_) {}
+  UcxTransport(const UcxApi& api, const NetworkSetup& setup)
+      : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics) {}
 
   bool reaches(int pe) const noexcept override;
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
   void get(void* dst, const RemoteRef& src, std::size_t bytes) override;
   void putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) override;
   void getNbi(void* dst, const RemoteRef& src, std::size_t bytes) override;
+  void putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig, std::uint64_t value,
+                 SignalOp op, bool nbi) override;
   void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) override;
   void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand, const void* cond,
               void* result) override;
@@ -29,7 +34,10 @@ class UcxTransport final : public NetworkTransport {
   void connect(int pe, const std::string& address, const std::string& nodeName) override {
     worker_.connect(pe, address, nodeName);
   }
-  void finishConnecting() override { worker_.wireUp(); }
+  void finishConnecting() override {
+    worker_.wireUp();
+    am_.choosePaths();
+  }
   std::string registration(const HeapSpace& heap, std::size_t from) override { return registry_.registration(heap, from); }
   void acceptRegistration(int pe, const std::string& reg, const std::string& origin) override {
     registry_.accept(pe, reg, origin);
@@ -57,6 +65,7 @@ class UcxTransport final : public NetworkTransport {
 
   UcxWorker worker_;
   UcxRegistry registry_;
+  UcxAmAtomics am_;
 };
 
 }  // namespace axon::ucx

@@ -35,7 +35,7 @@ UcxWorker::UcxWorker(const UcxApi& api, const NetworkSetup& setup) : api_(api), 
   if (!std::getenv("UCX_PROTO_EMULATION_ENABLE")) api_.ucp_config_modify(config, "PROTO_EMULATION_ENABLE", "y");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   const ucs_status_t s = api_.ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
   api_.ucp_config_release(config);
   ucxCheck(s, me + "ucp_init");
@@ -63,8 +63,17 @@ UcxWorker::UcxWorker(const UcxApi& api, const NetworkSetup& setup) : api_(api), 
 }
 
 UcxWorker::~UcxWorker() {
-  // Every PE is past finalize's barrier: nothing is in flight. Closing by force never waits for a
-  // peer, which may already be gone.
+  // Every PE is past finalize's barrier: what is in flight is a reply nobody waits for. Let it
+  // finish (briefly: a peer may be gone), then close by force, which never waits for a peer.
+  ucp_request_param_t param{};
+  ucs_status_ptr_t flush = api_.ucp_worker_flush_nbx(worker_, &param);
+  if (UCS_PTR_IS_PTR(flush)) {
+    const auto end = Clock::now() + kCancelBound;
+    while (api_.ucp_request_check_status(flush) == UCS_INPROGRESS && Clock::now() < end) {
+      api_.ucp_worker_progress(worker_);
+    }
+    api_.ucp_request_free(flush);
+  }
   for (auto& p : peers_) {
     if (p->ep) closeEndpoint(p->pe, UCS_ERR_CANCELED);
   }
@@ -149,31 +158,34 @@ Error UcxWorker::failure(ucs_status_t status, const std::string& what) const {
 
 void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what) {
   if (request == nullptr) return;  // completed at once
-  const std::string me = "PE " + std::to_string(setup_.myPe) + ": ";
   if (UCS_PTR_IS_ERR(request)) throw failure(UCS_PTR_STATUS(request), what());
-
-  // Gives up on the request: the endpoint is closed by force, which completes it (cancelled), so
-  // that it cannot write into the caller's buffer once we have returned.
-  auto abandon = [&](ucs_status_t why) {
-    if (pe >= 0) closeEndpoint(pe, why);
+  ucs_status_t status = UCS_INPROGRESS;
+  // Given up on, the request is completed (cancelled) by closing its endpoint, so that it cannot
+  // write into the caller's buffer once we have returned.
+  auto settle = [&] {
     const auto end = Clock::now() + kCancelBound;
     while (api_.ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < end) {
       api_.ucp_worker_progress(worker_);
     }
     api_.ucp_request_free(request);
   };
+  try {
+    pollUntil([&] { return (status = api_.ucp_request_check_status(request)) != UCS_INPROGRESS; }, pe, what);
+  } catch (...) {
+    settle();
+    throw;
+  }
+  api_.ucp_request_free(request);
+  if (status != UCS_OK) throw failure(status, what());
+}
 
+void UcxWorker::pollUntil(const std::function<bool()>& done, int pe, const std::function<std::string()>& what) {
+  PolledHere here(*this);  // the progress engine's thread stands aside
   const auto start = Clock::now();
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(setup_.timeoutSec));
   auto nextCheck = start + kCheckEvery;
-  while (true) {
-    const ucs_status_t s = api_.ucp_request_check_status(request);
-    if (s != UCS_INPROGRESS) {
-      api_.ucp_request_free(request);
-      if (s != UCS_OK) throw failure(s, what());
-      return;
-    }
+  while (!done()) {
     if (api_.ucp_worker_progress(worker_) != 0) continue;
     const auto now = Clock::now();
     if (now < nextCheck) {
@@ -184,14 +196,14 @@ void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::
     try {
       if (setup_.checkPeers) setup_.checkPeers();
     } catch (...) {
-      abandon(UCS_ERR_CANCELED);
+      if (pe >= 0) closeEndpoint(pe, UCS_ERR_CANCELED);
       throw;
     }
     if (now >= deadline) {
-      abandon(UCS_ERR_TIMED_OUT);
+      if (pe >= 0) closeEndpoint(pe, UCS_ERR_TIMED_OUT);
       throw Error(ErrorCode::Timeout,
-                  me + what() + " did not complete within " + std::to_string(setup_.timeoutSec) +
-                      " s (AXON_TIMEOUT)" +
+                  "PE " + std::to_string(setup_.myPe) + ": " + what() + " did not complete within " +
+                      std::to_string(setup_.timeoutSec) + " s (AXON_TIMEOUT)" +
                       (pe >= 0 ? "; " + describePe(pe) + " may be unreachable, and later operations to it fail" : ""));
     }
   }

@@ -50,6 +50,9 @@ class UcxWorker final : public ProgressClient {
   // request still open at the timeout is cancelled by closing the endpoint, so nothing writes into
   // the caller's buffer afterwards, and later operations to that PE fail at once.
   void wait(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what);
+  // Progresses the worker until done() holds, bounded and checked as wait() is; a wait given up
+  // on closes the endpoint to `pe` (when not -1), so that later operations to it fail at once.
+  void pollUntil(const std::function<bool()>& done, int pe, const std::function<std::string()>& what);
   // Lets go of a request nobody waits for (nbi operations); completion is found by flush.
   void release(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what);
   // Every operation issued so far is complete (remotely, for puts), bounded as wait() is.

@@ -34,6 +34,8 @@ TESTS: dict[str, TestSpec] = {
     "get_bw": TestSpec("bandwidth", "windows of 64 get_nbi, then quiet", (_BW,)),
     "put_signal_rtt": TestSpec("latency", "put_signal ping-pong, reported as the ROUND TRIP",
                                (("time_us", "Round trip (us)"),)),
+    "atomic_lat": TestSpec("latency", "blocking 64-bit fetch_add, one at a time (8 bytes, whatever -m says)",
+                           (_LAT,)),
 }
 
 #: The collectives, measured on every PE with nccl-tests conventions (size, count, type, redop,

@@ -41,7 +41,7 @@ def run_bench(args: argparse.Namespace) -> int:
     for name, p in peers.items():
         if req.peers is not None and name not in req.peers:
             p["deselected"] = True
-    if req.collective and req.placement in (None, ("D", "D")):
+    if req.collective and req.placement in (None, ("D", "D")) and not req.emulate_nodes:
         nccl = peers.get("NCCL")
         if nccl and nccl["found"] and not nccl.get("deselected"):
             req.nccl = nccl["where"]
@@ -77,8 +77,13 @@ def run_bench(args: argparse.Namespace) -> int:
     # The peers that run as programs of their own, one after the other, after axon's run.
     for name, tests in PROGRAM_PEERS:
         p = peers.get(name)
-        if not (p and p["found"] and not p.get("unavailable") and not p.get("deselected") and have_gpu
-                and gpu_buffers and req.test in tests):
+        if not (p and p["found"] and not p.get("unavailable") and not p.get("deselected") and req.test in tests):
+            continue
+        # GPU peers on one node's GPU buffers; network peers across emulated nodes, on host buffers.
+        if p.get("network"):
+            if not req.emulate_nodes or gpu_buffers:
+                continue
+        elif req.emulate_nodes or not (have_gpu and gpu_buffers):
             continue
         status = run_peer(name, p, req, outcome, interactive) if outcome.returncode == 0 else \
             "not started: axon's own run failed"
@@ -90,7 +95,8 @@ def run_bench(args: argparse.Namespace) -> int:
         print(line)
     compare = None
     if compare_wanted:
-        compare = compare_notes(list(peers.values()), have_gpu, ran, req.test, gpu_buffers, failed)
+        compare = compare_notes(list(peers.values()), have_gpu, ran, req.test, gpu_buffers, failed,
+                                nodes=bool(req.emulate_nodes))
         print("# --compare: peers on this machine")
         for c in compare:
             print(f"# {c['note']}")

@@ -1,5 +1,6 @@
-"""Running the comparison peers that are programs of their own (PyTorch, NVSHMEM) after axon's run,
-on the same PEs and sizes, and adding their rows to axon's outcome."""
+"""Running the comparison peers that are programs of their own (PyTorch, NVSHMEM; ucx_perftest
+across emulated nodes) after axon's run, on the same PEs and sizes, and adding their rows to
+axon's outcome."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import socket
 import sys
 
 from .errors import BenchError
-from .peers import NVSHMEM_TESTS, TORCH_TESTS
+from .peers import NVSHMEM_TESTS, TORCH_TESTS, UCX_PERFTEST_TESTS
 from .request import Request
 from .results import Outcome, by_impl
 from .runner import launcher_command, run_launched
 
 #: The peers run as programs of their own, in this order, and the tests each is run on.
-PROGRAM_PEERS = (("PyTorch NCCL", TORCH_TESTS), ("NVSHMEM", NVSHMEM_TESTS))
+PROGRAM_PEERS = (("PyTorch NCCL", TORCH_TESTS), ("NVSHMEM", NVSHMEM_TESTS), ("ucx_perftest", UCX_PERFTEST_TESTS))
 
 
 def _peer_args(req: Request, sizes: list[int], *options: str) -> list[str]:
@@ -37,6 +38,14 @@ def nvshmem_peer_command(req: Request, sizes: list[int], runner: str) -> list[st
     return launcher_command(req.pes, [runner, *_peer_args(req, sizes)])
 
 
+def ucx_perftest_command(req: Request, sizes: list[int], peer: dict) -> list[str]:
+    """The launcher command that runs axon.tools.ucx_perftest_peer on 2 PEs on 2 emulated nodes."""
+    return launcher_command(2, [sys.executable, "-m", "axon.tools.ucx_perftest_peer", req.test,
+                                "--sizes", ",".join(str(s) for s in sizes), "--perftest", peer["runner"],
+                                "--libdir", peer.get("libdir") or "", "--version", peer.get("version") or "",
+                                *req.iteration_args()], emulate_nodes=2)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -46,6 +55,8 @@ def _free_port() -> int:
 def peer_command(name: str, peer: dict, req: Request, sizes: list[int]) -> list[str]:
     if name == "NVSHMEM":
         return nvshmem_peer_command(req, sizes, peer["runner"])
+    if name == "ucx_perftest":
+        return ucx_perftest_command(req, sizes, peer)
     return torch_peer_command(req, sizes, _free_port())
 
 

@@ -1,5 +1,6 @@
-"""--compare: which comparison peers (NCCL, PyTorch, NVSHMEM) this machine has, which tests each
-is compared on, and the note that says whether each ran, and why not."""
+"""--compare: which comparison peers this machine has (NCCL, PyTorch, NVSHMEM on one node's GPUs;
+ucx_perftest across emulated nodes), which tests each is compared on, and the note that says
+whether each ran, and why not."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import ctypes.util
 import importlib.util
 from pathlib import Path
 
+from ..ucx_perftest_peer import PERFTEST_TESTS
 from .catalog import COLLECTIVES
 from .programs import find_tool
 
 #: --peers names, as typed, and the peers they select.
-PEER_NAMES = {"nccl": "NCCL", "pytorch": "PyTorch NCCL", "nvshmem": "NVSHMEM"}
+PEER_NAMES = {"nccl": "NCCL", "pytorch": "PyTorch NCCL", "nvshmem": "NVSHMEM", "ucx_perftest": "ucx_perftest"}
 
 #: The program that drives NVSHMEM (bench/nvshmem_peer.cu), built where NVSHMEM's headers and
 #: device library are found at build time.
@@ -40,6 +42,20 @@ def _find_spec(name: str) -> str | None:
     return (spec.origin or name) if spec else None
 
 
+def _ucx_perftest() -> dict:
+    """ucx_perftest beside the UCX axon loads (a peer across emulated nodes: "network")."""
+    from .. import doctor
+
+    library = doctor.network_library()
+    tool, env = doctor.ucx_tool_beside(library, "ucx_perftest")
+    peer = {"peer": "ucx_perftest", "found": bool(tool), "where": tool, "what": "ucx_perftest", "network": True,
+            "runner": tool, "version": (library or {}).get("version") or "",
+            "libdir": env.get("LD_LIBRARY_PATH", "").split(":")[0] if tool else ""}
+    if not (library or {}).get("available"):
+        peer["unavailable"] = "axon has no UCX to compare with: " + ((library or {}).get("why_not") or "not built with it")
+    return peer
+
+
 def detect_peers() -> list[dict]:
     """Which comparison peers this machine has: [{peer, found, where, what}], nothing loaded.
     A peer that is found but cannot be driven carries "unavailable": why."""
@@ -56,6 +72,7 @@ def detect_peers() -> list[dict]:
         {"peer": "NVSHMEM", "found": bool(nvshmem), "where": nvshmem, "what": "libnvshmem_host.so",
          "runner": str(nvshmem_peer) if nvshmem_peer else None},
     ]
+    peers.append(_ucx_perftest())
     if nvshmem and not nvshmem_peer:
         peers[2]["unavailable"] = (f"axon was built without {NVSHMEM_PEER} (it needs NVSHMEM's headers and "
                                    "libnvshmem_device.a at build time: set NVSHMEM_HOME or install "
@@ -74,15 +91,18 @@ PEER_SCOPE = {
                 "right after axon, through its stream-ordered host API on its own symmetric heap, on the "
                 "same GPUs and sizes"),
 }
+PEER_SCOPE["ucx_perftest"] = (frozenset(PERFTEST_TESTS),
+                               "right after axon, between the same two emulated nodes, over the UCX axon loads")
 TORCH_TESTS = PEER_SCOPE["PyTorch NCCL"][0]
+UCX_PERFTEST_TESTS = PEER_SCOPE["ucx_perftest"][0]
 NVSHMEM_TESTS = PEER_SCOPE["NVSHMEM"][0]
 
 
 def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = frozenset(),
                   test: str | None = None, gpu_buffers: bool = True,
-                  failed: dict[str, str] | None = None) -> list[dict]:
+                  failed: dict[str, str] | None = None, nodes: bool = False) -> list[dict]:
     """One note per peer: 'run' for the peers in `ran`, else why not; `failed`: peer -> why its
-    run failed, added to its note."""
+    run failed, added to its note. `nodes`: the PEs ran on emulated nodes."""
     out = []
     for p in peers:
         state = f"{p['what']} {'found' if p['found'] else 'not found'}"
@@ -91,7 +111,11 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
             status, note = "run", f"{p['peer']}: run {how} ({p['where']})"
         elif p.get("deselected"):
             status, note = "not_run", f"{p['peer']}: not run, not in --peers ({state})"
-        elif not have_gpu:
+        elif p.get("network") and not nodes:
+            status, note = "not_run", f"{p['peer']}: not run, it is compared across emulated nodes only (--emulate-nodes)"
+        elif nodes and not p.get("network"):
+            status, note = "not_run", f"{p['peer']}: not run, it is compared on one node (without --emulate-nodes)"
+        elif not have_gpu and not p.get("network"):
             status, note = "skipped", f"{p['peer']}: skipped, needs GPUs ({state})"
         elif not p["found"]:
             status, note = "skipped", f"{p['peer']}: skipped ({state})"
@@ -103,8 +127,10 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
         elif test is not None and test not in tests:
             status, note = "not_run", (f"{p['peer']}: not run, it is compared on "
                                        f"{', '.join(sorted(tests))} only ({state})")
-        elif not gpu_buffers:
+        elif not gpu_buffers and not p.get("network"):
             status, note = "not_run", f"{p['peer']}: not run, it is compared on GPU buffers (-d D D) only"
+        elif gpu_buffers and p.get("network"):
+            status, note = "not_run", f"{p['peer']}: not run, it is compared on host buffers (-d H H) only"
         else:
             status, note = "not_run", f"{p['peer']}: not run ({state} at {p['where']})"
         why = (failed or {}).get(p["peer"])

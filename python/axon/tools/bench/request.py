@@ -125,9 +125,13 @@ def validate(args: argparse.Namespace) -> Request:
     nodes = _count(getattr(args, "emulate_nodes", None), "--emulate-nodes", 1)
     if nodes is not None and pes % nodes:
         raise UsageError(f"--pes {pes} does not divide over --emulate-nodes {nodes}")
-    if nodes is not None and getattr(args, "compare", False):
-        raise UsageError("--compare runs its peers (NCCL, PyTorch, NVSHMEM) on one node; it does not "
-                         "take --emulate-nodes")
+    if nodes is not None and (getattr(args, "compare", False) or getattr(args, "peers", None)):
+        # Across nodes the peer is ucx_perftest: UCX's own benchmark between PE 0's and PE 1's nodes.
+        if pes != nodes:
+            raise UsageError(f"--compare across emulated nodes measures PE 0 and PE 1 on two nodes: --pes "
+                             f"must equal --emulate-nodes (got --pes {pes}, --emulate-nodes {nodes})")
+        if placement is not None and "D" in placement:
+            raise UsageError("--compare across emulated nodes runs ucx_perftest on host buffers: -d H H")
     return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
                    root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes)
 

@@ -1,0 +1,303 @@
+#include "transport/ucx/ucx_am_atomics.hpp"
+
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "core/log.hpp"
+#include "transport/apply_atomic.hpp"
+
+namespace axon::ucx {
+namespace {
+
+// Active message ids of this worker (UCX's ids are per worker; axon uses no others).
+constexpr unsigned kAmAtomic = 1;
+constexpr unsigned kAmAtomicReply = 2;
+constexpr unsigned kAmPutSignal = 3;
+
+}  // namespace
+
+// What travels: fixed-size, trivially copyable, the same build on every PE (init refuses mixed
+// versions of axon and UCX).
+struct UcxAmAtomics::Request {
+  std::uint64_t offset;
+  std::uint64_t operand;
+  std::uint64_t compare;
+  std::uint64_t token;  // 0: nobody waits for the old value
+  std::uint32_t region;
+  std::int32_t fromPe;
+  std::uint8_t op;  // AtomicOp
+  std::uint8_t width;
+  std::uint8_t heap;  // HeapKind
+};
+
+// Followed by the data (the message's payload), which lands at `offset` of heap `heap` (or region
+// `region`) before `signal` is applied.
+struct UcxAmAtomics::PutSignal {
+  Request signal;
+  std::uint64_t offset;
+  std::uint32_t region;
+  std::uint8_t heap;
+};
+
+struct UcxAmAtomics::Reply {
+  static constexpr std::int32_t kBadAddress = 1;
+  std::uint64_t token;
+  std::uint64_t value;
+  std::int32_t status;
+};
+
+bool hardwareAtomics(const std::string& transports) {
+  std::stringstream in(transports);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name.rfind("rc", 0) == 0 || name.rfind("dc", 0) == 0) return true;
+  }
+  return false;
+}
+
+UcxAmAtomics::UcxAmAtomics(UcxWorker& worker, const UcxRegistry& registry, RemoteAtomics path)
+    : worker_(worker), registry_(registry), path_(path), useAm_(worker.setup().nPes, false) {
+  setHandler(kAmAtomic, &UcxAmAtomics::onRequest);
+  setHandler(kAmAtomicReply, &UcxAmAtomics::onReply);
+  setHandler(kAmPutSignal, &UcxAmAtomics::onPutSignal);
+}
+
+UcxAmAtomics::~UcxAmAtomics() {
+  // The worker outlives this object: no handler may find it gone.
+  setHandler(kAmAtomic, nullptr);
+  setHandler(kAmAtomicReply, nullptr);
+  setHandler(kAmPutSignal, nullptr);
+}
+
+void UcxAmAtomics::setHandler(unsigned id, ucp_am_recv_callback_t cb) {
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.cb = cb;
+  p.arg = this;
+  ucxCheck(worker_.api().ucp_worker_set_am_recv_handler(worker_.worker(), &p),
+           "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_set_am_recv_handler");
+}
+
+void UcxAmAtomics::choosePaths() {
+  for (int pe = 0; pe < worker_.setup().nPes; ++pe) {
+    if (!worker_.connected(pe)) continue;
+    switch (path_) {
+      case RemoteAtomics::ActiveMessage: useAm_[pe] = true; break;
+      case RemoteAtomics::Native: useAm_[pe] = false; break;
+      // Unknown transports (UCX before 1.14 cannot tell) get active messages: right everywhere.
+      case RemoteAtomics::Auto: useAm_[pe] = !hardwareAtomics(worker_.transportsTo(pe)); break;
+    }
+  }
+}
+
+const char* UcxAmAtomics::pathName(int pe) const {
+  return pe >= 0 && static_cast<std::size_t>(pe) < useAm_.size() && useAm_[pe] ? "active messages" : "native";
+}
+
+std::string UcxAmAtomics::describe(const char* what, const RemoteRef& ref) const {
+  const std::string& node = worker_.nodeName(ref.pe);
+  return std::string(what) + " to PE " + std::to_string(ref.pe) + (node.empty() ? "" : " (node " + node + ")") +
+         " at " + (ref.region ? "collective region " + std::to_string(ref.region) : std::string(heapKindName(ref.heap))) +
+         " offset " + std::to_string(ref.offset) + ", by active message";
+}
+
+void UcxAmAtomics::send(int pe, unsigned id, const void* message, std::size_t bytes,
+                        const std::function<std::string()>& what, const void* data, std::size_t dataBytes) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.flags = UCP_AM_SEND_FLAG_EAGER;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  ucp_ep_h ep = worker_.endpoint(pe, "atomic");
+  worker_.wait(worker_.api().ucp_am_send_nbx(ep, id, message, bytes, data, dataBytes, &p), pe, what);
+}
+
+void UcxAmAtomics::sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes) {
+  struct Box {
+    const UcxApi* api;
+    std::unique_ptr<char[]> bytes;
+  };
+  const UcxApi& api = worker_.api();
+  ucp_ep_h ep = nullptr;
+  try {
+    ep = worker_.endpoint(pe, "atomic reply");
+  } catch (const Error& e) {
+    log(LogLevel::Warn, worker_.setup().myPe, std::string("dropping an atomic's reply: ") + e.what());
+    return;
+  }
+  auto* box = new Box{&api, std::make_unique<char[]>(bytes)};
+  std::memcpy(box->bytes.get(), message, bytes);
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_CALLBACK |
+                   UCP_OP_ATTR_FIELD_USER_DATA;
+  p.flags = UCP_AM_SEND_FLAG_EAGER;
+  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  p.cb.send = [](void* request, ucs_status_t, void* userData) {
+    auto* b = static_cast<Box*>(userData);
+    const UcxApi* a = b->api;
+    delete b;
+    a->ucp_request_free(request);
+  };
+  p.user_data = box;
+  ucs_status_ptr_t req = api.ucp_am_send_nbx(ep, id, box->bytes.get(), bytes, nullptr, 0, &p);
+  if (UCS_PTR_IS_PTR(req)) return;  // the callback frees the box
+  delete box;
+  if (UCS_PTR_IS_ERR(req)) {
+    // The requester's wait ends at its timeout, or sooner when it learns this PE or link failed.
+    log(LogLevel::Warn, worker_.setup().myPe,
+        "an atomic's reply to PE " + std::to_string(pe) + " failed: " + statusText(UCS_PTR_STATUS(req)));
+  }
+}
+
+namespace {
+UcxAmAtomics::Request signalRequest(const RemoteRef& sig, std::uint64_t value, SignalOp op, int me) {
+  UcxAmAtomics::Request r{};
+  r.offset = sig.offset;
+  r.operand = value;
+  r.region = sig.region;
+  r.fromPe = me;
+  r.op = static_cast<std::uint8_t>(op == SignalOp::Set ? AtomicOp::Set : AtomicOp::Add);
+  r.width = 8;
+  r.heap = static_cast<std::uint8_t>(sig.heap);
+  return r;
+}
+}  // namespace
+
+void UcxAmAtomics::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
+  const Request r = signalRequest(sig, value, op, worker_.setup().myPe);
+  send(sig.pe, kAmAtomic, &r, sizeof r, [&] { return describe("signal", sig); });
+}
+
+void UcxAmAtomics::putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig,
+                             std::uint64_t value, SignalOp op) {
+  PutSignal m{};
+  m.signal = signalRequest(sig, value, op, worker_.setup().myPe);
+  m.offset = dst.offset;
+  m.region = dst.region;
+  m.heap = static_cast<std::uint8_t>(dst.heap);
+  send(sig.pe, kAmPutSignal, &m, sizeof m, [&] { return describe("put_signal", sig); }, src, bytes);
+}
+
+void UcxAmAtomics::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
+                          const void* cond, void* result) {
+  Request r{};
+  r.offset = dst.offset;
+  if (operand) std::memcpy(&r.operand, operand, width);
+  if (cond) std::memcpy(&r.compare, cond, width);
+  r.region = dst.region;
+  r.fromPe = worker_.setup().myPe;
+  r.op = static_cast<std::uint8_t>(op);
+  r.width = static_cast<std::uint8_t>(width);
+  r.heap = static_cast<std::uint8_t>(dst.heap);
+  const auto what = [&] { return describe("atomic", dst); };
+  const bool fetching = op != AtomicOp::Add && op != AtomicOp::Set;
+  if (!fetching) {
+    send(dst.pe, kAmAtomic, &r, sizeof r, what);
+    return;
+  }
+  Pending pending;
+  {
+    std::lock_guard lock(pendingMutex_);
+    r.token = nextToken_++;
+    pending_.emplace(r.token, &pending);
+  }
+  // However the wait ends, a reply that comes later finds no token and is dropped.
+  struct Forget {
+    UcxAmAtomics& self;
+    std::uint64_t token;
+    ~Forget() {
+      std::lock_guard lock(self.pendingMutex_);
+      self.pending_.erase(token);
+    }
+  } forget{*this, r.token};
+  send(dst.pe, kAmAtomic, &r, sizeof r, what);
+  worker_.pollUntil([&] { return pending.done.load(std::memory_order_acquire); }, dst.pe, what);
+  if (pending.status == Reply::kBadAddress) {
+    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                                ": the target has no registered memory there");
+  }
+  if (result) std::memcpy(result, &pending.value, width);
+}
+
+void UcxAmAtomics::apply(const Request& r) {
+  const auto heap = static_cast<HeapKind>(r.heap);
+  const auto op = static_cast<AtomicOp>(r.op);
+  Reply reply{r.token, 0, 0};
+  bool applied = false;
+  if ((r.width == 4 || r.width == 8) && r.op <= static_cast<std::uint8_t>(AtomicOp::FetchXor) && heap != HeapKind::Gpu) {
+    registry_.withLocal(heap, r.region, r.offset, r.width, [&](char* word) {
+      if (reinterpret_cast<std::uintptr_t>(word) % r.width != 0) return;
+      // Sequentially consistent, so a signal is a release: the data its sender put before it,
+      // which this PE's worker stored before this message, is seen by whoever sees the signal.
+      if (r.width == 4) applyAtomic(op, reinterpret_cast<std::uint32_t*>(word), &r.operand, &r.compare, &reply.value);
+      else applyAtomic(op, reinterpret_cast<std::uint64_t*>(word), &r.operand, &r.compare, &reply.value);
+      applied = true;
+    });
+  }
+  if (!applied) {
+    // The sender checked all of this against this PE's registration: a bug or a foreign message.
+    log(LogLevel::Warn, worker_.setup().myPe,
+        "an atomic from PE " + std::to_string(r.fromPe) + " names offset " + std::to_string(r.offset) +
+            " of width " + std::to_string(r.width) + ", which this PE has not registered: ignored");
+    reply.status = Reply::kBadAddress;
+  }
+  if (r.token) sendFromHandler(r.fromPe, kAmAtomicReply, &reply, sizeof reply);
+}
+
+ucs_status_t UcxAmAtomics::onRequest(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
+                                     const ucp_am_recv_param_t*) {
+  auto* self = static_cast<UcxAmAtomics*>(arg);
+  if (headerLength != sizeof(Request)) return UCS_OK;  // not ours: another build (init refuses that)
+  Request r;
+  std::memcpy(&r, header, sizeof r);
+  if (r.fromPe < 0 || r.fromPe >= self->worker_.setup().nPes) return UCS_OK;
+  self->apply(r);
+  return UCS_OK;
+}
+
+ucs_status_t UcxAmAtomics::onPutSignal(void* arg, const void* header, std::size_t headerLength, void* data,
+                                       std::size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxAmAtomics*>(arg);
+  if (headerLength != sizeof(PutSignal)) return UCS_OK;
+  PutSignal m;
+  std::memcpy(&m, header, sizeof m);
+  const int me = self->worker_.setup().myPe;
+  if (m.signal.fromPe < 0 || m.signal.fromPe >= self->worker_.setup().nPes) return UCS_OK;
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+    // Sent eager (UCP_AM_SEND_FLAG_EAGER), so UCX never does this; were it to, say so.
+    log(LogLevel::Error, me, "a put_signal from PE " + std::to_string(m.signal.fromPe) +
+                                 " arrived as a rendezvous, which this PE does not take: its data and signal are lost");
+    return UCS_OK;
+  }
+  const auto heap = static_cast<HeapKind>(m.heap);
+  const bool landed = length == 0 || (heap != HeapKind::Gpu &&
+                                      self->registry_.withLocal(heap, m.region, m.offset, length,
+                                                                [&](char* dest) { std::memcpy(dest, data, length); }));
+  if (!landed) {
+    log(LogLevel::Warn, me, "a put_signal from PE " + std::to_string(m.signal.fromPe) + " names " +
+                                std::to_string(length) + " bytes at offset " + std::to_string(m.offset) +
+                                ", which this PE has not registered: ignored, and its signal with it");
+    return UCS_OK;
+  }
+  self->apply(m.signal);  // a release: the data is seen first
+  return UCS_OK;
+}
+
+ucs_status_t UcxAmAtomics::onReply(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
+                                   const ucp_am_recv_param_t*) {
+  auto* self = static_cast<UcxAmAtomics*>(arg);
+  if (headerLength != sizeof(Reply)) return UCS_OK;
+  Reply r;
+  std::memcpy(&r, header, sizeof r);
+  std::lock_guard lock(self->pendingMutex_);
+  auto it = self->pending_.find(r.token);
+  if (it == self->pending_.end()) return UCS_OK;  // its wait already ended
+  it->second->value = r.value;
+  it->second->status = r.status;
+  it->second->done.store(true, std::memory_order_release);
+  self->pending_.erase(it);
+  return UCS_OK;
+}
+
+}  // namespace axon::ucx

@@ -1,0 +1,96 @@
+// Signals and atomics that the target's CPU carries out, asked for by UCX active message: the way
+// to PEs whose endpoint has no atomics in its hardware (TCP, anything but InfiniBand/RoCE RC and
+// DC). UCX can emulate atomics on such transports itself, but there a signal's set is a swap, a
+// round trip whose reply the sender must take in; here a set or an add is one message, and only a
+// fetching atomic waits for a reply (docs/performance.md has the put_signal latency both ways).
+//
+// Order: a signal after puts to the same PE follows a worker fence, which orders every operation
+// on an endpoint, active messages included; the target applies a message when its worker is
+// polled (its waits and its progress engine), in the order they arrived.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "axon/onesided.hpp"
+#include "transport/transport.hpp"
+#include "transport/ucx/ucx_registry.hpp"
+#include "transport/ucx/ucx_worker.hpp"
+
+namespace axon::ucx {
+
+class UcxAmAtomics {
+ public:
+  // Registers the handlers of both message kinds on the worker.
+  UcxAmAtomics(UcxWorker& worker, const UcxRegistry& registry, RemoteAtomics path);
+  ~UcxAmAtomics();
+  UcxAmAtomics(const UcxAmAtomics&) = delete;
+  UcxAmAtomics& operator=(const UcxAmAtomics&) = delete;
+
+  // The messages (ucx_am_atomics.cpp).
+  struct Request;
+  struct Reply;
+  struct PutSignal;
+
+  // Once every endpoint is wired up: which PEs get active messages (their transports known).
+  void choosePaths();
+  // Whether an atomic or signal on `ref` goes by active message. GPU heaps never do: the host
+  // cannot update device memory atomically.
+  bool handles(const RemoteRef& ref) const {
+    return ref.heap != HeapKind::Gpu && ref.pe >= 0 && static_cast<std::size_t>(ref.pe) < useAm_.size() &&
+           useAm_[ref.pe];
+  }
+  // "active messages" or "native": for pathTo().
+  const char* pathName(int pe) const;
+
+  // Data and signal in one message, which the target applies in that order: for small data in
+  // host memory (kPutSignalMax bytes at most), where a put and a signal would be two messages.
+  static constexpr std::size_t kPutSignalMax = 8192;
+  bool carriesPutSignal(const RemoteRef& dst, std::size_t bytes, const RemoteRef& sig) const {
+    return bytes <= kPutSignalMax && dst.heap != HeapKind::Gpu && handles(sig);
+  }
+  void putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig, std::uint64_t value,
+                 SignalOp op);
+  void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op);
+  void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand, const void* cond,
+              void* result);
+
+ private:
+  struct Pending {
+    std::atomic<bool> done{false};
+    std::uint64_t value = 0;
+    std::int32_t status = 0;  // 0, or what the target found wrong (Reply::kBadAddress)
+  };
+  static ucs_status_t onRequest(void* arg, const void* header, std::size_t headerLength, void* data,
+                                std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t onPutSignal(void* arg, const void* header, std::size_t headerLength, void* data,
+                                  std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t onReply(void* arg, const void* header, std::size_t headerLength, void* data,
+                              std::size_t length, const ucp_am_recv_param_t* param);
+  void apply(const Request& r);
+  // Sends `bytes` at `message` (and `dataBytes` at `data`) to `pe` as active message `id`, waiting
+  // only while UCX still needs the buffers (it copies a short message at once).
+  void send(int pe, unsigned id, const void* message, std::size_t bytes, const std::function<std::string()>& what,
+            const void* data = nullptr, std::size_t dataBytes = 0);
+  // From a handler, which must not wait: the message is copied into a box freed on completion.
+  void sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes);
+  void setHandler(unsigned id, ucp_am_recv_callback_t cb);
+  std::string describe(const char* what, const RemoteRef& ref) const;
+
+  UcxWorker& worker_;
+  const UcxRegistry& registry_;
+  RemoteAtomics path_;
+  std::vector<bool> useAm_;  // [pe], set by choosePaths
+  std::mutex pendingMutex_;
+  std::unordered_map<std::uint64_t, Pending*> pending_;  // fetching atomics waiting, by token
+  std::uint64_t nextToken_ = 1;
+};
+
+// Whether UCX transports named "a,b,c" (ucp_ep_query) do atomics in hardware: InfiniBand/RoCE RC
+// and DC do; TCP, UD and the rest do not.
+bool hardwareAtomics(const std::string& transports);
+
+}  // namespace axon::ucx
