@@ -87,7 +87,9 @@ def test_size_label():
     (["pingping", "--via-host", "-d", "H", "H"], "--via-host stages GPU data through the host: it takes -d D D"),
     (["latency", "--emulate-nodes", "3"], "--pes 2 does not divide over --emulate-nodes 3"),
     (["latency", "--emulate-nodes", "0"], "--emulate-nodes must be an integer >= 1"),
-    (["latency", "--emulate-nodes", "2", "--compare"], "it does not take --emulate-nodes"),
+    (["latency", "--pes", "4", "--emulate-nodes", "2", "--compare"],
+     "--pes must equal --emulate-nodes (got --pes 4, --emulate-nodes 2)"),
+    (["latency", "--emulate-nodes", "2", "--compare", "-d", "D", "D"], "runs ucx_perftest on host buffers: -d H H"),
     ([], "the following arguments are required: TEST"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
@@ -197,9 +199,36 @@ def test_compare_notes_without_and_with_gpu():
     notes = bench.compare_notes(peers, have_gpu=True, ran=frozenset({"NCCL"}))
     assert notes[0]["status"] == "run" and "/x/libnccl.so.2" in notes[0]["note"]
     detected = bench.detect_peers()
-    assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM"]
+    assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM", "ucx_perftest"]
     nvshmem = detected[2]
     assert ("unavailable" in nvshmem) == (nvshmem["found"] and nvshmem["runner"] is None)
+
+
+def test_compare_notes_across_emulated_nodes():
+    perftest = {"peer": "ucx_perftest", "found": True, "where": "/u/bin/ucx_perftest", "what": "ucx_perftest",
+                "network": True, "runner": "/u/bin/ucx_perftest"}
+    nccl = {"peer": "NCCL", "found": True, "where": "/x/libnccl.so.2", "what": "libnccl.so"}
+    one_node = bench.compare_notes([nccl, perftest], have_gpu=False, test="latency", gpu_buffers=False)
+    assert one_node[1]["note"] == "ucx_perftest: not run, it is compared across emulated nodes only (--emulate-nodes)"
+    nodes = bench.compare_notes([nccl, perftest], have_gpu=False, ran=frozenset({"ucx_perftest"}), test="latency",
+                                gpu_buffers=False, nodes=True)
+    assert nodes[0]["note"] == "NCCL: not run, it is compared on one node (without --emulate-nodes)"
+    assert nodes[1]["status"] == "run" and "between the same two emulated nodes" in nodes[1]["note"]
+    other = bench.compare_notes([perftest], have_gpu=False, test="pingping", gpu_buffers=False, nodes=True)
+    assert other[0]["status"] == "not_run" and "compared on atomic_lat, bw, get_lat, latency, put_bw only" in other[0]["note"]
+
+
+def test_ucx_perftest_final_line_and_iterations():
+    from axon.tools import ucx_perftest_peer as peer
+    out = ("+--------------+\n"
+           "|    Stage     | # iterations | 50.0%ile | average | overall |  average |  overall |  average  |  overall  |\n"
+           "Final:                 20000     18.657    18.883    19.250        0.40       0.40       52957       52957\n")
+    assert peer.parse_final(out) == 19.25  # the overall average
+    assert peer.parse_final("connect failed") is None
+    assert peer.iterations(8, None, None) == (10000, 100)
+    assert peer.iterations(1 << 20, None, None) == (1000, 10)
+    assert peer.iterations(1 << 20, 5, 0) == (5, 0)
+    assert set(peer.PERFTEST_TESTS) == bench_peers.UCX_PERFTEST_TESTS
 
 
 def test_detect_peers_says_why_nvshmem_cannot_run_without_its_program(monkeypatch):
@@ -227,7 +256,15 @@ def _run(test: str, tmp_path, capsys, extra=()) -> tuple[dict, str]:
     return json.loads(out.read_text()), captured.out
 
 
-@pytest.mark.parametrize("test", [t for t in bench.TESTS if t not in bench.COLLECTIVES])
+def test_atomic_latency_is_one_checked_word(tmp_path, capsys):
+    doc, stdout = _run("atomic_lat", tmp_path, capsys)
+    assert [r["size"] for r in doc["results"]] == [8]  # whatever -m says
+    r = doc["results"][0]
+    assert r["wrong"] == 0 and r["iters"] == 20 and r["time_us"] > 0
+    assert "fetch_add" in stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("test", [t for t in bench.TESTS if t not in bench.COLLECTIVES and t != "atomic_lat"])
 def test_real_run_json_round_trip(test, tmp_path, capsys):
     doc, stdout = _run(test, tmp_path, capsys)
     assert doc["tool"] == "axon bench" and doc["schema"] == 1
@@ -289,7 +326,8 @@ def test_compare_skips_every_peer_without_gpu(tmp_path, capsys):
                    for line in captured.out.splitlines()), captured.out
     assert "# --compare: peers on this machine" in captured.out
     doc = json.loads(out.read_text())
-    assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3
+    assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3 + ["not_run"]  # ucx_perftest: across nodes
+    assert "# ucx_perftest: not run, it is compared across emulated nodes only (--emulate-nodes)" in captured.out
 
 
 def test_peers_selects_the_compare_peers(tmp_path, capsys):
@@ -298,7 +336,7 @@ def test_peers_selects_the_compare_peers(tmp_path, capsys):
     assert bench.parse_peers("pytorch") == frozenset({"PyTorch NCCL"})
     for bad in ("mpi", "nccl,,x", ","):
         assert bench.main(["bw", "-m", "8:8", "--peers", bad]) == bench.EXIT_USAGE
-        assert "--peers takes a comma-separated list of nccl, pytorch, nvshmem" in capsys.readouterr().err
+        assert "--peers takes a comma-separated list of nccl, pytorch, nvshmem, ucx_perftest" in capsys.readouterr().err
     # --peers implies --compare; the peers left out say so, the others as without --peers.
     out = tmp_path / "bw.json"
     rc = bench.main(["bw", "-m", "8:8", "-i", "5", "-x", "1", "--peers", "nccl", "--json", str(out)])
@@ -309,7 +347,8 @@ def test_peers_selects_the_compare_peers(tmp_path, capsys):
     for peer in ("PyTorch NCCL", "NVSHMEM"):
         assert any(x.startswith(f"# {peer}: not run, not in --peers (") for x in lines), captured.out
     doc = json.loads(out.read_text())
-    assert [c["status"] for c in doc["compare"]] == ["skipped", "not_run", "not_run"]
+    assert [c["status"] for c in doc["compare"]] == ["skipped", "not_run", "not_run", "not_run"]
+    assert bench.parse_peers("ucx_perftest") == frozenset({"ucx_perftest"})
 
 
 def test_collective_table_with_nccl_prints_both_and_the_ratio():

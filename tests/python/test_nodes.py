@@ -2,6 +2,7 @@
 UCX over TCP between them): collectives checked against NumPy, one-sided rings, how each PE reaches
 the others, and a PE killed on the other node. Making the namespaces needs root, as CI runs."""
 
+import json
 import os
 import subprocess
 import sys
@@ -87,3 +88,25 @@ def test_link_down_fails_waits_naming_the_node():
         assert f"(node axon-node{other_node})" in line, line
         # The limit, plus at most 0.5 s for each of the endpoint's close and the request's cancel.
         assert float(line.split(" after ")[1].split(" s")[0]) < 3.0 + 1.5, line
+
+
+def test_bench_beside_ucx_perftest_across_nodes(tmp_path):
+    """axon bench --compare across emulated nodes runs UCX's own ucx_perftest right after axon,
+    between the same two nodes, and reports both (skipped where the UCX in use ships no ucx_perftest)."""
+    from axon.tools import doctor
+
+    tool, _ = doctor.ucx_tool_beside(doctor.network_library(), "ucx_perftest")
+    if not tool:
+        pytest.skip("the UCX axon loads has no ucx_perftest beside it")
+    out = tmp_path / "lat.json"
+    env = dict(os.environ, AXON_TIMEOUT="60", AXON_BACKEND="host")
+    res = subprocess.run([sys.executable, "-m", "axon", "bench", "latency", "--emulate-nodes", "2", "--compare",
+                          "-m", "8:64", "-i", "300", "-x", "20", "--settle-ms", "0", "--json", str(out)],
+                         capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "ucx_perftest: run right after axon" in res.stdout
+    doc = json.loads(out.read_text())
+    impls = {r.get("impl", "axon") for r in doc["results"]}
+    assert {"axon", "ucx_perftest ucp_put_lat", "ucx_perftest ucp_am_lat"} <= impls, impls
+    for r in doc["results"]:
+        assert r["time_us"] > 0 and r["size"] in (8, 16, 32, 64)

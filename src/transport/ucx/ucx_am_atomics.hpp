@@ -46,9 +46,11 @@ class UcxAmAtomics {
   // "active messages" or "native": for pathTo().
   const char* pathName(int pe) const;
 
-  // Data and signal in one message, which the target applies in that order: for small data in
-  // host memory (kPutSignalMax bytes at most), where a put and a signal would be two messages.
-  static constexpr std::size_t kPutSignalMax = 8192;
+  // Data and signal in one message, which the target applies in that order: for data in host
+  // memory up to kPutSignalMax bytes, where a put, a worker fence and a signal cost 2 to 4 times
+  // more (measured over TCP: docs/performance.md); above it the copies through UCX's bounce
+  // buffers would cost more than the fence saves.
+  static constexpr std::size_t kPutSignalMax = 65536;
   bool carriesPutSignal(const RemoteRef& dst, std::size_t bytes, const RemoteRef& sig) const {
     return bytes <= kPutSignalMax && dst.heap != HeapKind::Gpu && handles(sig);
   }

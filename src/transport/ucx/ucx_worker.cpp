@@ -9,6 +9,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kCheckEvery = std::chrono::milliseconds(50);
+constexpr int kSpinPolls = 4096;  // empty polls before a wait starts yielding the core
 // After an endpoint is closed by force its requests complete (cancelled) within a few progress
 // calls; this bounds that wait in case UCX misbehaves. Short, because it comes on top of
 // AXON_TIMEOUT: across a link that went down, a forced close over TCP does not complete (endpoints
@@ -185,8 +186,12 @@ void UcxWorker::pollUntil(const std::function<bool()>& done, int pe, const std::
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(setup_.timeoutSec));
   auto nextCheck = start + kCheckEvery;
+  int polls = 0;
   while (!done()) {
     if (api_.ucp_worker_progress(worker_) != 0) continue;
+    // Spin first: most requests complete within microseconds, and a yield is a system call (one
+    // costs microseconds under a sandboxing kernel such as gVisor).
+    if (++polls < kSpinPolls) continue;
     const auto now = Clock::now();
     if (now < nextCheck) {
       std::this_thread::yield();

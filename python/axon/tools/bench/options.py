@@ -57,8 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(collectives), PyTorch (torch.distributed NCCL: collectives, latency, "
                              "pingping; symmetric memory: allreduce) and NVSHMEM (its stream-ordered "
                              "collectives but reduce; latency, put_signal_rtt, pingping, bw, bibw) "
-                             "right after; say which peers are missing, and why")
+                             "right after; with --emulate-nodes (host buffers, --pes = K): UCX's "
+                             "ucx_perftest between the same two nodes (latency, get_lat, atomic_lat, "
+                             "put_bw, bw); say which peers are missing, and why")
     parser.add_argument("--peers", metavar="LIST",
                         help="--compare with these peers only: a comma-separated list of nccl, "
-                             "pytorch and nvshmem (each peer program adds its own start and run "
-                             "time: on 4 GPUs, tens of seconds)")
+                             "pytorch, nvshmem and ucx_perftest (each peer program adds its own start "
+                             "and run time: on 4 GPUs, tens of seconds)")
