@@ -3,6 +3,7 @@
 
 #include <axon/axon.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -92,6 +93,38 @@ TEST(OneSided, PutSignalSetAndAdd) {
   axon::barrierAll();
   axon::free(sig);
   axon::free(buf);
+}
+
+// What quiet completes is applied at the target, also where signals, atomics and small put_signals
+// travel as active messages (over TCP): PE 1 learns of PE 0's quiet from another PE, never from PE 0
+// itself, and must find every add and the put_signal's data already there.
+TEST(OneSided, QuietCompletesSignalsAndAtomicsAtTheTarget) {
+  if (np() < 3) GTEST_SKIP() << "needs a third PE to carry the news";
+  auto* counter = symAlloc<std::uint64_t>(2);
+  auto* data = symAlloc<int>(256);
+  auto* news = symAlloc<std::uint64_t>(1);
+  constexpr int kAdds = 500;
+  if (me() == 0) {
+    std::vector<int> src(256, 42);
+    for (int i = 0; i < kAdds; ++i) axon::signalOp(&counter[0], 1, axon::SignalOp::Add, 1);
+    for (int i = 0; i < kAdds; ++i) axon::atomicAdd<std::uint64_t>(&counter[1], 2, 1);
+    axon::putSignal(data, src.data(), src.size() * sizeof(int), news, 0, axon::SignalOp::Add, 1);
+    axon::quiet();
+    axon::signalOp(news, 1, axon::SignalOp::Set, 2);  // PE 2 passes it on to PE 1
+  } else if (me() == 2) {
+    axon::signalWaitUntil(news, axon::Cmp::Eq, 1);
+    axon::signalOp(news, 1, axon::SignalOp::Add, 1);
+  } else if (me() == 1) {
+    axon::signalWaitUntil(news, axon::Cmp::Ge, 1);
+    EXPECT_EQ(std::atomic_ref<std::uint64_t>(counter[0]).load(), static_cast<std::uint64_t>(kAdds));
+    EXPECT_EQ(std::atomic_ref<std::uint64_t>(counter[1]).load(), static_cast<std::uint64_t>(2 * kAdds));
+    EXPECT_EQ(data[0], 42);
+    EXPECT_EQ(data[255], 42);
+  }
+  axon::barrierAll();
+  axon::free(news);
+  axon::free(data);
+  axon::free(counter);
 }
 
 TEST(OneSided, SignalWaitComparisons) {

@@ -27,7 +27,7 @@ struct UcxAmAtomics::Request {
   std::uint32_t region;
   std::int32_t fromPe;
   std::uint8_t op;  // AtomicOp
-  std::uint8_t width;
+  std::uint8_t width;  // 4 or 8; 0: no operation, only the reply (quiet)
   std::uint8_t heap;  // HeapKind
 };
 
@@ -57,7 +57,12 @@ bool hardwareAtomics(const std::string& transports) {
 }
 
 UcxAmAtomics::UcxAmAtomics(UcxWorker& worker, const UcxRegistry& registry, RemoteAtomics path)
-    : worker_(worker), registry_(registry), path_(path), useAm_(worker.setup().nPes, false) {
+    : worker_(worker),
+      registry_(registry),
+      path_(path),
+      useAm_(worker.setup().nPes, false),
+      unapplied_(new std::atomic<bool>[worker.setup().nPes]) {
+  for (int pe = 0; pe < worker.setup().nPes; ++pe) unapplied_[pe].store(false, std::memory_order_relaxed);
   setHandler(kAmAtomic, &UcxAmAtomics::onRequest);
   setHandler(kAmAtomicReply, &UcxAmAtomics::onReply);
   setHandler(kAmPutSignal, &UcxAmAtomics::onPutSignal);
@@ -166,6 +171,7 @@ UcxAmAtomics::Request signalRequest(const RemoteRef& sig, std::uint64_t value, S
 
 void UcxAmAtomics::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
   const Request r = signalRequest(sig, value, op, worker_.setup().myPe);
+  unapplied_[sig.pe].store(true, std::memory_order_relaxed);
   send(sig.pe, kAmAtomic, &r, sizeof r, [&] { return describe("signal", sig); });
 }
 
@@ -176,6 +182,7 @@ void UcxAmAtomics::putSignal(const RemoteRef& dst, const void* src, std::size_t 
   m.offset = dst.offset;
   m.region = dst.region;
   m.heap = static_cast<std::uint8_t>(dst.heap);
+  unapplied_[sig.pe].store(true, std::memory_order_relaxed);
   send(sig.pe, kAmPutSignal, &m, sizeof m, [&] { return describe("put_signal", sig); }, src, bytes);
 }
 
@@ -193,26 +200,19 @@ void UcxAmAtomics::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
   const auto what = [&] { return describe("atomic", dst); };
   const bool fetching = op != AtomicOp::Add && op != AtomicOp::Set;
   if (!fetching) {
+    unapplied_[dst.pe].store(true, std::memory_order_relaxed);
     send(dst.pe, kAmAtomic, &r, sizeof r, what);
     return;
   }
   Pending pending;
-  {
-    std::lock_guard lock(pendingMutex_);
-    r.token = nextToken_++;
-    pending_.emplace(r.token, &pending);
-  }
-  // However the wait ends, a reply that comes later finds no token and is dropped.
+  r.token = expect(pending);
   struct Forget {
     UcxAmAtomics& self;
     std::uint64_t token;
-    ~Forget() {
-      std::lock_guard lock(self.pendingMutex_);
-      self.pending_.erase(token);
-    }
+    ~Forget() { self.forget(token); }
   } forget{*this, r.token};
   send(dst.pe, kAmAtomic, &r, sizeof r, what);
-  worker_.pollUntil([&] { return pending.done.load(std::memory_order_acquire); }, dst.pe, what);
+  waitFor(pending, dst.pe, what);
   if (pending.status == Reply::kBadAddress) {
     throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
                                                 ": the target has no registered memory there");
@@ -220,10 +220,71 @@ void UcxAmAtomics::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
   if (result) std::memcpy(result, &pending.value, width);
 }
 
+std::uint64_t UcxAmAtomics::expect(Pending& pending) {
+  std::lock_guard lock(pendingMutex_);
+  const std::uint64_t token = nextToken_++;
+  pending_.emplace(token, &pending);
+  return token;
+}
+
+void UcxAmAtomics::forget(std::uint64_t token) {
+  std::lock_guard lock(pendingMutex_);
+  pending_.erase(token);
+}
+
+void UcxAmAtomics::waitFor(Pending& pending, int pe, const std::function<std::string()>& what) {
+  worker_.pollUntil([&] { return pending.done.load(std::memory_order_acquire); }, pe, what);
+}
+
+void UcxAmAtomics::quiet() {
+  struct Flush {
+    int pe;
+    Pending pending;
+    std::uint64_t token;
+  };
+  std::vector<std::unique_ptr<Flush>> flushes;
+  for (int pe = 0; pe < worker_.setup().nPes; ++pe) {
+    if (unapplied_[pe].exchange(false, std::memory_order_relaxed)) {
+      flushes.push_back(std::make_unique<Flush>());
+      flushes.back()->pe = pe;
+    }
+  }
+  if (flushes.empty()) return;
+  // However this ends, late replies find no token.
+  struct ForgetAll {
+    UcxAmAtomics& self;
+    std::vector<std::unique_ptr<Flush>>& flushes;
+    ~ForgetAll() {
+      for (auto& f : flushes) {
+        if (f->token) self.forget(f->token);
+      }
+    }
+  } forgetAll{*this, flushes};
+  // The reply's request follows the messages before it on the endpoint.
+  ucxCheck(worker_.api().ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": quiet");
+  for (auto& f : flushes) {
+    Request r{};
+    r.fromPe = worker_.setup().myPe;
+    r.width = 0;
+    f->token = r.token = expect(f->pending);
+    send(f->pe, kAmAtomic, &r, sizeof r, [&] { return "quiet: the active messages to PE " + std::to_string(f->pe); });
+  }
+  for (auto& f : flushes) {
+    waitFor(f->pending, f->pe, [&] {
+      return "quiet: the signals and atomics sent to PE " + std::to_string(f->pe) + " (node " +
+             worker_.nodeName(f->pe) + ") being applied there";
+    });
+  }
+}
+
 void UcxAmAtomics::apply(const Request& r) {
   const auto heap = static_cast<HeapKind>(r.heap);
   const auto op = static_cast<AtomicOp>(r.op);
   Reply reply{r.token, 0, 0};
+  if (r.width == 0) {  // quiet: everything before this message from that PE is applied
+    if (r.token) sendFromHandler(r.fromPe, kAmAtomicReply, &reply, sizeof reply);
+    return;
+  }
   bool applied = false;
   if ((r.width == 4 || r.width == 8) && r.op <= static_cast<std::uint8_t>(AtomicOp::FetchXor) && heap != HeapKind::Gpu) {
     registry_.withLocal(heap, r.region, r.offset, r.width, [&](char* word) {

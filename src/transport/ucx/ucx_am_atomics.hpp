@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +59,10 @@ class UcxAmAtomics {
   void putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig, std::uint64_t value,
                  SignalOp op);
   void signal(const RemoteRef& sig, std::uint64_t value, SignalOp op);
+  // Returns once every message sent so far has been applied by its target: a message applied in
+  // order after them comes back from each PE that was sent one since the last quiet (UCX's flush
+  // completes an active message when it is sent, not when the target has run its handler).
+  void quiet();
   void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand, const void* cond,
               void* result);
 
@@ -80,12 +86,18 @@ class UcxAmAtomics {
   // From a handler, which must not wait: the message is copied into a box freed on completion.
   void sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes);
   void setHandler(unsigned id, ucp_am_recv_callback_t cb);
+  // Registers a wait for a reply; the token goes in the request, forget() drops it however the
+  // wait ends, so that a late reply finds nothing.
+  std::uint64_t expect(Pending& pending);
+  void forget(std::uint64_t token);
+  void waitFor(Pending& pending, int pe, const std::function<std::string()>& what);
   std::string describe(const char* what, const RemoteRef& ref) const;
 
   UcxWorker& worker_;
   const UcxRegistry& registry_;
   RemoteAtomics path_;
   std::vector<bool> useAm_;  // [pe], set by choosePaths
+  std::unique_ptr<std::atomic<bool>[]> unapplied_;  // [pe]: sent a message quiet has not seen applied
   std::mutex pendingMutex_;
   std::unordered_map<std::uint64_t, Pending*> pending_;  // fetching atomics waiting, by token
   std::uint64_t nextToken_ = 1;

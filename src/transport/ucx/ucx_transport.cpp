@@ -188,7 +188,10 @@ void UcxTransport::fence() {
   ucxCheck(worker_.api().ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": fence");
 }
 
-void UcxTransport::quiet() { worker_.flush("quiet"); }
+void UcxTransport::quiet() {
+  worker_.flush("quiet");
+  am_.quiet();  // and what went by active message is applied, not only sent
+}
 
 std::string UcxTransport::pathTo(int pe) const {
   const std::string tl = worker_.transportsTo(pe);
