@@ -62,13 +62,9 @@ std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uin
     if (active) lastActivity = now;
     // Within kBusySpin of a handled message keep spinning: a peer working with this PE sends the
     // next one within microseconds, and a yield is a system call (microseconds in a sandbox).
-    if (now - lastActivity < kBusySpin) {
-      // (no rest)
-    } else if (now - lastActivity < kYieldPhase) {
-      ::sched_yield();
-    } else {
-      rt.progressEngine().idle(std::chrono::microseconds(20));  // woken early by a network message
-    }
+    const auto quiet = now - lastActivity;
+    if (quiet >= kYieldPhase) rt.progressEngine().idle(std::chrono::microseconds(20));  // woken early by a network message
+    else if (quiet >= kBusySpin) ::sched_yield();
     if (now < nextCheck) continue;
     nextCheck = now + kCheckEvery;
     std::uint64_t seen = read();

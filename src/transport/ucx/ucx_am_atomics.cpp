@@ -102,9 +102,7 @@ const char* UcxAmAtomics::pathName(int pe) const {
 }
 
 std::string UcxAmAtomics::describe(const char* what, const RemoteRef& ref) const {
-  const std::string& node = worker_.nodeName(ref.pe);
-  return std::string(what) + " to PE " + std::to_string(ref.pe) + (node.empty() ? "" : " (node " + node + ")") +
-         " at " + (ref.region ? "collective region " + std::to_string(ref.region) : std::string(heapKindName(ref.heap))) +
+  return std::string(what) + " to " + worker_.describePe(ref.pe) + " at " + (ref.region ? "collective region " + std::to_string(ref.region) : std::string(heapKindName(ref.heap))) +
          " offset " + std::to_string(ref.offset) + ", by active message";
 }
 
@@ -204,76 +202,49 @@ void UcxAmAtomics::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
     send(dst.pe, kAmAtomic, &r, sizeof r, what);
     return;
   }
-  Pending pending;
-  r.token = expect(pending);
-  struct Forget {
-    UcxAmAtomics& self;
-    std::uint64_t token;
-    ~Forget() { self.forget(token); }
-  } forget{*this, r.token};
+  Awaited reply(*this);
+  r.token = reply.token;
   send(dst.pe, kAmAtomic, &r, sizeof r, what);
-  waitFor(pending, dst.pe, what);
-  if (pending.status == Reply::kBadAddress) {
+  reply.wait(dst.pe, what);
+  if (reply.status == Reply::kBadAddress) {
     throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
                                                 ": the target has no registered memory there");
   }
-  if (result) std::memcpy(result, &pending.value, width);
+  if (result) std::memcpy(result, &reply.value, width);
 }
 
-std::uint64_t UcxAmAtomics::expect(Pending& pending) {
-  std::lock_guard lock(pendingMutex_);
-  const std::uint64_t token = nextToken_++;
-  pending_.emplace(token, &pending);
-  return token;
+UcxAmAtomics::Awaited::Awaited(UcxAmAtomics& o) : owner(o) {
+  std::lock_guard lock(owner.pendingMutex_);
+  token = owner.nextToken_++;
+  owner.pending_.emplace(token, this);
 }
 
-void UcxAmAtomics::forget(std::uint64_t token) {
-  std::lock_guard lock(pendingMutex_);
-  pending_.erase(token);
+UcxAmAtomics::Awaited::~Awaited() {
+  std::lock_guard lock(owner.pendingMutex_);
+  owner.pending_.erase(token);
 }
 
-void UcxAmAtomics::waitFor(Pending& pending, int pe, const std::function<std::string()>& what) {
-  worker_.pollUntil([&] { return pending.done.load(std::memory_order_acquire); }, pe, what);
+void UcxAmAtomics::Awaited::wait(int pe, const std::function<std::string()>& what) {
+  owner.worker_.pollUntil([&] { return done.load(std::memory_order_acquire); }, pe, what);
 }
 
 void UcxAmAtomics::quiet() {
-  struct Flush {
-    int pe;
-    Pending pending;
-    std::uint64_t token;
-  };
-  std::vector<std::unique_ptr<Flush>> flushes;
+  std::vector<std::pair<int, std::unique_ptr<Awaited>>> replies;
   for (int pe = 0; pe < worker_.setup().nPes; ++pe) {
-    if (unapplied_[pe].exchange(false, std::memory_order_relaxed)) {
-      flushes.push_back(std::make_unique<Flush>());
-      flushes.back()->pe = pe;
-    }
+    if (unapplied_[pe].exchange(false, std::memory_order_relaxed)) replies.emplace_back(pe, std::make_unique<Awaited>(*this));
   }
-  if (flushes.empty()) return;
-  // However this ends, late replies find no token.
-  struct ForgetAll {
-    UcxAmAtomics& self;
-    std::vector<std::unique_ptr<Flush>>& flushes;
-    ~ForgetAll() {
-      for (auto& f : flushes) {
-        if (f->token) self.forget(f->token);
-      }
-    }
-  } forgetAll{*this, flushes};
-  // The reply's request follows the messages before it on the endpoint.
+  if (replies.empty()) return;
+  // The request follows the messages before it on the endpoint, and the target answers it after them.
   ucxCheck(worker_.api().ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": quiet");
-  for (auto& f : flushes) {
+  for (auto& [pe, reply] : replies) {
     Request r{};
     r.fromPe = worker_.setup().myPe;
     r.width = 0;
-    f->token = r.token = expect(f->pending);
-    send(f->pe, kAmAtomic, &r, sizeof r, [&] { return "quiet: the active messages to PE " + std::to_string(f->pe); });
+    r.token = reply->token;
+    send(pe, kAmAtomic, &r, sizeof r, [&] { return "quiet: the active messages to " + worker_.describePe(pe); });
   }
-  for (auto& f : flushes) {
-    waitFor(f->pending, f->pe, [&] {
-      return "quiet: the signals and atomics sent to PE " + std::to_string(f->pe) + " (node " +
-             worker_.nodeName(f->pe) + ") being applied there";
-    });
+  for (auto& [pe, reply] : replies) {
+    reply->wait(pe, [&] { return "quiet: the signals and atomics sent to " + worker_.describePe(pe) + " being applied there"; });
   }
 }
 

@@ -67,7 +67,18 @@ class UcxAmAtomics {
               void* result);
 
  private:
-  struct Pending {
+  // A reply waited for: registered under its token while it lives, so that a reply arriving after
+  // the wait ended (timed out, failed) finds nothing.
+  struct Awaited {
+    explicit Awaited(UcxAmAtomics& owner);
+    ~Awaited();
+    Awaited(const Awaited&) = delete;
+    Awaited& operator=(const Awaited&) = delete;
+    // Polls until the reply came, bounded by AXON_TIMEOUT; `what` names the operation.
+    void wait(int pe, const std::function<std::string()>& what);
+
+    UcxAmAtomics& owner;
+    std::uint64_t token = 0;
     std::atomic<bool> done{false};
     std::uint64_t value = 0;
     std::int32_t status = 0;  // 0, or what the target found wrong (Reply::kBadAddress)
@@ -86,11 +97,6 @@ class UcxAmAtomics {
   // From a handler, which must not wait: the message is copied into a box freed on completion.
   void sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes);
   void setHandler(unsigned id, ucp_am_recv_callback_t cb);
-  // Registers a wait for a reply; the token goes in the request, forget() drops it however the
-  // wait ends, so that a late reply finds nothing.
-  std::uint64_t expect(Pending& pending);
-  void forget(std::uint64_t token);
-  void waitFor(Pending& pending, int pe, const std::function<std::string()>& what);
   std::string describe(const char* what, const RemoteRef& ref) const;
 
   UcxWorker& worker_;
@@ -99,7 +105,7 @@ class UcxAmAtomics {
   std::vector<bool> useAm_;  // [pe], set by choosePaths
   std::unique_ptr<std::atomic<bool>[]> unapplied_;  // [pe]: sent a message quiet has not seen applied
   std::mutex pendingMutex_;
-  std::unordered_map<std::uint64_t, Pending*> pending_;  // fetching atomics waiting, by token
+  std::unordered_map<std::uint64_t, Awaited*> pending_;  // replies waited for, by token
   std::uint64_t nextToken_ = 1;
 };
 

@@ -38,6 +38,13 @@ class UcxRegistry {
   void withdrawRegion(std::uint32_t id);
   void forgetRegion(int pe, std::uint32_t id);
 
+  // Throws as forEachPiece does when part of that range was never registered on PE pe: for an
+  // operation that travels without keys (an active message), checked before it leaves.
+  void checkRegistered(int pe, HeapKind kind, std::uint32_t region, std::uint64_t offset, std::uint64_t bytes,
+                       const char* what) const {
+    forEachPiece(pe, kind, region, offset, bytes, what, [](ucp_rkey_h, std::uint64_t, std::uint64_t, std::uint64_t) {});
+  }
+
   // Calls use(address) with where [offset, offset + bytes) of this PE's own heap `kind` (or its
   // region `region`, when not 0) is, while that memory cannot be withdrawn; returns false (without
   // the call) when it is not all registered. For a peer's active message, inside the worker's

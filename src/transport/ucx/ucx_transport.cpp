@@ -40,15 +40,13 @@ bool UcxTransport::reaches(int pe) const noexcept { return worker_.connected(pe)
 ucp_request_param_t UcxTransport::paramsFor(const void* local) const {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  const auto& isDevice = worker_.setup().isDeviceMemory;
-  p.memory_type = local && isDevice && isDevice(local) ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  p.memory_type = onDevice(local) ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
   return p;
 }
 
 std::string UcxTransport::describeOp(const char* what, const RemoteRef& ref, std::size_t bytes) const {
-  const std::string& node = worker_.nodeName(ref.pe);
   return std::string(what) + " of " + std::to_string(bytes) + " bytes " + (std::strcmp(what, "get") == 0 ? "from" : "to") +
-         " PE " + std::to_string(ref.pe) + (node.empty() ? "" : " (node " + node + ")") + " at " +
+         " " + worker_.describePe(ref.pe) + " at " +
          (ref.region ? "collective region " + std::to_string(ref.region) : std::string(heapKindName(ref.heap))) +
          " offset " + std::to_string(ref.offset);
 }
@@ -101,26 +99,23 @@ void UcxTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes) {
 
 void UcxTransport::putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig,
                              std::uint64_t value, SignalOp op, bool nbi) {
-  const bool hostSource = !(src && worker_.setup().isDeviceMemory && worker_.setup().isDeviceMemory(src));
-  if (!hostSource || !am_.carriesPutSignal(dst, bytes, sig)) {
+  if (onDevice(src) || !am_.carriesPutSignal(dst, bytes, sig)) {
     Transport::putSignal(dst, src, bytes, sig, value, op, nbi);  // signal() fences after the data
     return;
   }
   // Both registered there? (The target checks again, but cannot tell the sender.)
-  if (bytes > 0) registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put_signal", [](auto&&...) {});
-  registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "put_signal", [](auto&&...) {});
-  // Puts issued before this one land first.
-  ucxCheck(worker_.api().ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_fence");
+  if (bytes > 0) registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put_signal");
+  registry_.checkRegistered(sig.pe, sig.heap, sig.region, sig.offset, 8, "put_signal");
+  fence();  // puts issued before this one land first
   am_.putSignal(dst, src, bytes, sig, value, op);
 }
 
 void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
   const UcxApi& api = worker_.api();
   ucp_ep_h ep = worker_.endpoint(sig.pe, "signal");
-  // Everything issued before (the data) lands before the signal does.
-  ucxCheck(api.ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_fence");
+  fence();  // everything issued before (the data) lands before the signal does
   if (am_.handles(sig)) {
-    registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal", [](auto&&...) {});  // registered there?
+    registry_.checkRegistered(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal");
     am_.signal(sig, value, op);
     return;
   }
@@ -151,7 +146,7 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
                           const void* cond, void* result) {
   if (width != 4 && width != 8) throw Error(ErrorCode::InvalidArgument, "atomic width must be 4 or 8 bytes");
   if (am_.handles(dst)) {
-    registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic", [](auto&&...) {});
+    registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic");
     am_.atomic(op, dst, width, operand, cond, result);
     return;
   }

@@ -55,6 +55,10 @@ class UcxTransport final : public NetworkTransport {
   int armForSleep() override { return worker_.armForSleep(); }
 
  private:
+  bool onDevice(const void* local) const {
+    const auto& isDevice = worker_.setup().isDeviceMemory;
+    return local && isDevice && isDevice(local);
+  }
   // The parameters of an operation whose local buffer is `local`: its memory type always given.
   ucp_request_param_t paramsFor(const void* local) const;
   // Issues op(rkey, remoteAddress, offsetInAccess, bytes, params) for each registered piece and

@@ -68,13 +68,7 @@ UcxWorker::~UcxWorker() {
   // finish (briefly: a peer may be gone), then close by force, which never waits for a peer.
   ucp_request_param_t param{};
   ucs_status_ptr_t flush = api_.ucp_worker_flush_nbx(worker_, &param);
-  if (UCS_PTR_IS_PTR(flush)) {
-    const auto end = Clock::now() + kCancelBound;
-    while (api_.ucp_request_check_status(flush) == UCS_INPROGRESS && Clock::now() < end) {
-      api_.ucp_worker_progress(worker_);
-    }
-    api_.ucp_request_free(flush);
-  }
+  if (UCS_PTR_IS_PTR(flush)) settle(flush);
   for (auto& p : peers_) {
     if (p->ep) closeEndpoint(p->pe, UCS_ERR_CANCELED);
   }
@@ -142,13 +136,15 @@ void UcxWorker::closeEndpoint(int pe, ucs_status_t why) {
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;
   ucs_status_ptr_t req = api_.ucp_ep_close_nbx(p.ep, &param);
   p.ep = nullptr;
-  if (UCS_PTR_IS_PTR(req)) {
-    const auto end = Clock::now() + kCancelBound;
-    while (api_.ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < end) {
-      api_.ucp_worker_progress(worker_);
-    }
-    api_.ucp_request_free(req);
+  if (UCS_PTR_IS_PTR(req)) settle(req);
+}
+
+void UcxWorker::settle(ucs_status_ptr_t request) {
+  const auto end = Clock::now() + kCancelBound;
+  while (api_.ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < end) {
+    api_.ucp_worker_progress(worker_);
   }
+  api_.ucp_request_free(request);
 }
 
 Error UcxWorker::failure(ucs_status_t status, const std::string& what) const {
@@ -161,19 +157,12 @@ void UcxWorker::wait(ucs_status_ptr_t request, int pe, const std::function<std::
   if (request == nullptr) return;  // completed at once
   if (UCS_PTR_IS_ERR(request)) throw failure(UCS_PTR_STATUS(request), what());
   ucs_status_t status = UCS_INPROGRESS;
-  // Given up on, the request is completed (cancelled) by closing its endpoint, so that it cannot
-  // write into the caller's buffer once we have returned.
-  auto settle = [&] {
-    const auto end = Clock::now() + kCancelBound;
-    while (api_.ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < end) {
-      api_.ucp_worker_progress(worker_);
-    }
-    api_.ucp_request_free(request);
-  };
   try {
     pollUntil([&] { return (status = api_.ucp_request_check_status(request)) != UCS_INPROGRESS; }, pe, what);
   } catch (...) {
-    settle();
+    // Given up on, the request is completed (cancelled) by the closing of its endpoint, so that it
+    // cannot write into the caller's buffer once we have returned.
+    settle(request);
     throw;
   }
   api_.ucp_request_free(request);

@@ -44,6 +44,8 @@ class UcxWorker final : public ProgressClient {
   // The endpoint to `pe`; throws (PeerDead or Ucx) naming the PE when it failed or never existed.
   ucp_ep_h endpoint(int pe, const char* what) const;
   const std::string& nodeName(int pe) const { return peers_[pe]->node; }
+  // "PE 3 (node axon-node1)", for messages.
+  std::string describePe(int pe) const;
 
   // Waits for `request` (the result of a *_nbx call to `pe`), progressing the worker, bounded by
   // AXON_TIMEOUT; `what` describes the operation for errors ("put of 8 bytes to PE 2 ..."). A
@@ -77,7 +79,9 @@ class UcxWorker final : public ProgressClient {
   // The error for a request to `pe` (-1: the worker) that ended with `status`.
   Error failure(ucs_status_t status, const std::string& what) const;
   void closeEndpoint(int pe, ucs_status_t why);
-  std::string describePe(int pe) const;
+  // Progresses until `request` is no longer in progress, for kCancelBound at most (it completes
+  // within a few polls unless UCX misbehaves or a peer is gone), then frees it.
+  void settle(ucs_status_ptr_t request);
 
   const UcxApi& api_;
   NetworkSetup setup_;
