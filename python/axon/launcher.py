@@ -112,6 +112,10 @@ def pe_environment(
     # Output goes through a pipe, where Python would buffer it in blocks: PEs' lines would then
     # show up late and out of step with the others'. A user's explicit setting wins.
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if nodes > 1:
+        # Emulated nodes share the machine's GPUs, and UCX would map GPU memory between them with
+        # cuda_ipc (it then calls them one node), which real nodes cannot do. A user's UCX_TLS wins.
+        env.setdefault("UCX_TLS", "^cuda_ipc")
     return env
 
 

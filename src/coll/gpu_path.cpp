@@ -77,8 +77,11 @@ class DeviceBuffers {
 // has them mapped here. The kernels compare every member's proposal and go direct only when the
 // offsets the collective needs agree (device::detail::collDirectAgrees); checkRequest already
 // refused every overlap of src and dst but the in-place forms, which the Direct kernels handle.
+// A team with a member table proposes nothing: its members' heap slots are not evenly spaced,
+// which the Direct kernels assume, so its calls take the Simple protocol.
 void proposeOffsets(const GpuBackend& gpu, const detail::TeamState& team, const Request& q,
                     std::pair<std::size_t, std::size_t> bytes, kernels::CollLaunch& launch) {
+  if (team.gpuWorkspace->handle().members) return;
   if (bytes.first) launch.srcOffset = gpu.symmetricOffset(q.src, bytes.first, team.members);
   if (bytes.second) launch.dstOffset = gpu.symmetricOffset(q.dst, bytes.second, team.members);
 }

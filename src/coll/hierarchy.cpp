@@ -233,6 +233,7 @@ void Hierarchy::release() {
 }
 
 void Hierarchy::run(Runtime& rt, const Request& q, const CallRecord& record, const char* api) {
+  std::lock_guard one(callMutex_);
   std::optional<ShmCall> local;
   std::optional<NetCall> net;
   try {

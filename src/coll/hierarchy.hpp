@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "axon/collectives.hpp"
@@ -42,6 +43,9 @@ class Hierarchy {
   detail::TeamState local_, leaders_;     // this PE's node part and the leaders, as teams for names
   std::unique_ptr<Workspace> localWs_;    // when this node's part has more than one member
   std::unique_ptr<NetWorkspace> netWs_;   // on leaders
+  // One call at a time: a stream's host worker runs the team's stream-ordered calls beside the
+  // program's own threads.
+  std::mutex callMutex_;
 };
 
 }  // namespace axon::coll

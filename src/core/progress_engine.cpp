@@ -1,10 +1,12 @@
 #include "core/progress_engine.hpp"
 
 #include <poll.h>
+#include <sched.h>
 #include <time.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -32,15 +34,19 @@ bool ProgressEngine::pollAll(bool byEngine) {
   bool any = false;
   const int n = count_.load(std::memory_order_acquire);
   for (int i = 0; i < n; ++i) {
-    if (byEngine && clients_[i]->polledElsewhere()) continue;
+    if (clients_[i]->engineOnly() ? !byEngine : byEngine && clients_[i]->polledElsewhere()) continue;
     any |= clients_[i]->progress();
   }
   return any;
 }
 
-void ProgressEngine::nap() {
-  pollfd fd{wakeFd_, POLLIN, 0};
-  ::poll(&fd, 1, static_cast<int>(kMaxSleep.count()));
+bool ProgressEngine::pollEngineOnly() {
+  bool any = false;
+  const int n = count_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    if (clients_[i]->engineOnly()) any |= clients_[i]->progress();
+  }
+  return any;
 }
 
 void ProgressEngine::run() {
@@ -50,7 +56,8 @@ void ProgressEngine::run() {
     const std::uint64_t waits = waitsBegun_.load(std::memory_order_relaxed);
     if (waiters_.load(std::memory_order_relaxed) > 0 || waits != waitsSeen) {
       waitsSeen = waits;
-      nap();
+      // The waits poll the others; the engine-only clients are this thread's alone.
+      if (!pollEngineOnly()) sleepOnEngineOnly(fds);
       continue;
     }
     if (pollAll(true)) continue;
@@ -58,17 +65,32 @@ void ProgressEngine::run() {
   }
 }
 
-void ProgressEngine::sleepOnClients(std::chrono::microseconds limit, bool byEngine, std::vector<pollfd>& fds) {
+void ProgressEngine::sleepOnClients(std::chrono::microseconds limit, bool byEngine, std::vector<pollfd>& fds,
+                                    bool engineOnlyClients) {
   fds.assign(1, pollfd{wakeFd_, POLLIN, 0});
   const int n = count_.load(std::memory_order_acquire);
+  bool yield = false;
   for (int i = 0; i < n; ++i) {
-    if (byEngine && clients_[i]->polledElsewhere()) continue;  // its poller takes what arrives
-    const int fd = clients_[i]->armForSleep();
+    ProgressClient& c = *clients_[i];
+    if (engineOnlyClients && !c.engineOnly()) continue;
+    if (c.engineOnly() && !byEngine) continue;                  // nobody here polls it
+    if (byEngine && !c.engineOnly() && c.polledElsewhere()) continue;  // its poller takes what arrives
+    const int fd = c.armForSleep();
     if (fd == ProgressClient::kBusy) return;
+    if (fd == ProgressClient::kYield) yield = true;
+    if (fd == ProgressClient::kPollSoon) limit = std::min<std::chrono::microseconds>(limit, ProgressClient::kPollSoonDelay);
     if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
+  }
+  if (yield) {
+    sched_yield();
+    return;
   }
   const timespec ts{static_cast<time_t>(limit.count() / 1000000), static_cast<long>(limit.count() % 1000000) * 1000};
   ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+}
+
+void ProgressEngine::sleepOnEngineOnly(std::vector<pollfd>& fds) {
+  sleepOnClients(kMaxSleep, true, fds, true);
 }
 
 void ProgressEngine::idle(std::chrono::microseconds limit) {

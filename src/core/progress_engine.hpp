@@ -6,6 +6,10 @@
 // descriptors, never longer than kMaxSleep, so a wake-up that a client cannot signal (UCX's
 // arm/wait misses some shared-memory transfers) costs at most that long.
 //
+// Clients that cannot be woken by a descriptor (the staged path's proxy, which watches pinned
+// memory) ask to be polled again soon instead; clients that run work which may wait are polled by
+// the thread alone (engineOnly), also while other threads wait.
+//
 // The thread keeps out of the way of a thread that polls by itself (a wait): two threads polling
 // one UCX worker contend for its lock and, on few cores, for the CPU. Measured on 2 cores, a
 // put_signal ping-pong across emulated nodes: 66 us one way with the thread polling beside the
@@ -32,10 +36,19 @@ class ProgressClient {
   // Does whatever is ready; returns whether anything happened. Called from any thread.
   virtual bool progress() = 0;
   // Before the engine's thread sleeps: returns a file descriptor that becomes readable when new
-  // work arrives, kBusy when work is pending now (do not sleep), or kNoFd to nap kMaxSleep.
+  // work arrives, kBusy when work is pending now (do not sleep), kYield to poll again after giving
+  // up the CPU, kPollSoon to poll again within kPollSoonDelay (a client that cannot be woken and
+  // whose peers expect it to answer quickly), or kNoFd to nap kMaxSleep.
   virtual int armForSleep() { return kNoFd; }
   static constexpr int kNoFd = -1;
   static constexpr int kBusy = -2;
+  static constexpr int kYield = -3;
+  static constexpr int kPollSoon = -4;
+  static constexpr auto kPollSoonDelay = std::chrono::microseconds(50);
+  // Polled by the engine's thread alone, never inside another thread's wait: a client that runs
+  // work which may itself wait (the stream-ordered host work of the GPU backend), so that it
+  // neither nests in a caller's call nor stalls while callers wait.
+  virtual bool engineOnly() const { return false; }
 
   // Held by a thread that polls this client itself, outside the engine (a UCX request's wait):
   // the engine's thread leaves the client alone meanwhile.
@@ -68,7 +81,8 @@ class ProgressEngine {
 
   // Adds a client and starts the thread with the first one. The client must outlive stop().
   void add(ProgressClient* client);
-  // Polls every client once; returns whether any did something. Cheap when there are none.
+  // Polls every client once (but the engine-only ones); returns whether any did something. Cheap
+  // when there are none.
   bool progress() {
     if (!active_.load(std::memory_order_acquire)) return false;
     return pollAll(false);
@@ -96,13 +110,18 @@ class ProgressEngine {
   void stop();
 
  private:
-  // byEngine: from the engine's thread, which skips clients that another thread polls.
+  // byEngine: from the engine's thread, which skips clients that another thread polls; other
+  // threads skip the engine-only clients.
   bool pollAll(bool byEngine);
+  bool pollEngineOnly();
   void run();
-  void nap();  // until stop() or kMaxSleep
   // Arms the clients (those another thread polls too, unless byEngine is false) and sleeps until
   // one has work, stop() is called, or `limit` passes; returns at once when a client is busy.
-  void sleepOnClients(std::chrono::microseconds limit, bool byEngine, std::vector<pollfd>& fds);
+  // engineOnlyClients: arms those alone (while waits poll the others).
+  void sleepOnClients(std::chrono::microseconds limit, bool byEngine, std::vector<pollfd>& fds,
+                      bool engineOnlyClients = false);
+  // While waits poll: sleeps on the engine-only clients (or naps kMaxSleep when there are none).
+  void sleepOnEngineOnly(std::vector<pollfd>& fds);
 
   std::atomic<bool> active_{false};
   std::atomic<int> waiters_{0};

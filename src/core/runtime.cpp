@@ -156,7 +156,15 @@ void Runtime::connectNodes() {
                        const int dead = findDeadPe();
                        if (dead >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(myPe()) + ": " + deathOf(dead));
                      },
-                     [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }, env_.ucxAtomics};
+                     [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }, env_.ucxAtomics, {}, {}};
+  if (gpu_) {
+    setup.gpuAtomic = [this](AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
+                             void* result) {
+      const RemoteRef self{myPe(), gpu_->heap().offsetOf(word), word, HeapKind::Gpu};
+      gpu_->transportFor(self).atomic(op, self, width, operand, cond, result);
+    };
+    setup.gpuCopy = [this](void* dst, const void* src, std::size_t bytes) { gpu_->copyLocal(dst, src, bytes); };
+  }
   std::vector<const HeapSpace*> heaps{heap_.get()};
   if (gpu_) heaps.push_back(&gpu_->heap());
   router_->setNetwork(connectNetwork(*boot_, setup, nodeLocal_, nodeNames_, heaps));

@@ -80,7 +80,7 @@ class CudaBackend final : public GpuBackend {
       cuCheck(cu.cuStreamCreate(&pollStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
       cuCheck(cu.cuEventCreate(&quietEvent_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
       cuCheck(cu.cuMemHostAlloc(&scratch_, 4096, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
-      heap_ = std::make_shared<GpuHeap>(cu, device_, myPe_, nPes_, rt.env().gpuHeapMax, rt.env().gpuHeapChunk);
+      heap_ = std::make_shared<GpuHeap>(cu, device_, myPe_, rt.nodeLocal(), rt.env().gpuHeapMax, rt.env().gpuHeapChunk);
       transport_ = std::make_unique<CudaIpcTransport>(cu, *heap_, stream_, scratch_);
       timeoutNs_ = static_cast<unsigned long long>(rt.env().timeoutSec * 1e9);
       kernels::warmUp();
@@ -94,8 +94,9 @@ class CudaBackend final : public GpuBackend {
   }
 
   ~CudaBackend() override {
-    // finalize has synchronized the GPU: staged stream ops still queued are waited for (bounded)
-    // as their worker stops; the proxy serves peers until the runtime's last barrier has passed.
+    // finalize has synchronized the GPU, and the progress engine's thread, which served the proxy
+    // and the stream ops until the runtime's last barrier had passed, has stopped: stream ops
+    // still queued are waited for here (bounded).
     stagedStream_.reset();
     proxy_.reset();
     staged_.reset();
@@ -176,11 +177,12 @@ class CudaBackend final : public GpuBackend {
     context_.nPes = nPes_;
     context_.heapBase = heap_->base();
     context_.heapStride = static_cast<long long>(heap_->capacity());
+    context_.peStride = heap_->slots().peStride;
     context_.timeoutNs = timeoutNs_;
     for (int p = 0; p < nPes_ && p < device::kMaxPeers; ++p) {
       if (heap_->reachable(p)) context_.reachable[p / 32] |= 1u << (p % 32);
     }
-    context_.world = device::Team{0, 1, nPes_, 0, myPe_};
+    context_.world = device::Team{0, 1, nPes_, 0, myPe_, nullptr};
   }
 
   // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
@@ -210,6 +212,12 @@ class CudaBackend final : public GpuBackend {
     auto votes = vote.finish(wire::wordBlob(missing ? 1 : 0));
     bool any = false;
     for (int p = 0; p < nPes_; ++p) any |= wire::readWordBlob(votes[p], vote.originOf(p)) != 0;
+    // Stream-ordered collectives across nodes run on the host, in stream order.
+    const bool spansNodes = std::count(rt.nodeLocal().begin(), rt.nodeLocal().end(), true) < nPes_;
+    if (!any && spansNodes) {
+      stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
+      rt.progressEngine().add(stagedStream_.get());
+    }
     if (!any) return;
     const std::size_t chunk = std::max<std::size_t>(64u << 10, rt.env().stageChunk / 4096 * 4096);
     const std::size_t perSender = staged::channelBytes(chunk);
@@ -242,6 +250,9 @@ class CudaBackend final : public GpuBackend {
       return static_cast<char*>(rt.hostHeap().peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
     });
     stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
+    // Served by the PE's one progress engine (its thread, and every wait for the proxy).
+    rt.progressEngine().add(proxy_.get());
+    rt.progressEngine().add(stagedStream_.get());
     log(LogLevel::Info, myPe_, "staged path on: chunks of " + std::to_string(chunk) + " bytes through pinned host memory");
   }
 
@@ -425,6 +436,16 @@ class CudaBackend final : public GpuBackend {
     cuCheck(cu_.cuStreamWaitEvent(s, quietEvent_, 0), "quiet_on_stream: cuStreamWaitEvent");
   }
 
+  void enqueueHostWork(void* stream, std::function<void()> work, std::string what) override {
+    makeCurrent();
+    raiseStreamError();
+    if (!stagedStream_) {
+      throw Error(ErrorCode::Internal, pe(myPe_) + ": " + what + ": no stream-ordered host worker (the job is on one node "
+                                                             "and every GPU heap is mapped)");
+    }
+    stagedStream_->enqueue(static_cast<CUstream>(stream), std::move(work), std::move(what));
+  }
+
   void barrierOnStream(const device::Team& team, void* stream) override {
     makeCurrent();
     kernels::barrier(stream, context_, team);
@@ -435,7 +456,7 @@ class CudaBackend final : public GpuBackend {
     makeCurrent();
     const CollWorkspaceConfig config{rt.env().collGpuChannels, rt.env().collGpuChunk, rt.env().collGpuLlChunk,
                                      rt.env().collGpuLlMax, timeoutNs_, heap_->base(),
-                                     static_cast<long long>(heap_->capacity())};
+                                     static_cast<long long>(heap_->capacity()), heap_->slots().peStride};
     return createCollWorkspace(cu_, device_, ctx_, rt, team, config, whyNot);
   }
 
@@ -475,7 +496,7 @@ class CudaBackend final : public GpuBackend {
   CUstream stream_ = nullptr, pollStream_ = nullptr;
   CUevent quietEvent_ = nullptr;
   // Pinned scratch, one 64-byte line per user: [0] cuda_ipc atomic results, [64] readWord,
-  // [128] the staging proxy's atomic results (its own thread).
+  // [128] the staging proxy's atomic results (served by one thread at a time).
   void* scratch_ = nullptr;
   std::mutex readWordMutex_;
   std::shared_ptr<GpuHeap> heap_;

@@ -48,4 +48,24 @@ inline void cuCheck(CUresult r, const std::string& what) {
   if (r != CUDA_SUCCESS) throw CudaError(what, r);
 }
 
+// Readies the calling thread for CUDA calls made on the library's behalf: `ctx` current, and for
+// the guard's life the relaxed stream-capture mode, so that the calls are not refused while the
+// program captures a graph in global mode on another thread (the default mode restricts every
+// thread). The thread's own mode comes back at the end.
+class LibraryCudaCalls {
+ public:
+  LibraryCudaCalls(const DriverApi& cu, CUcontext ctx) : cu_(cu) {
+    CUcontext current = nullptr;
+    if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx) cu_.cuCtxSetCurrent(ctx);
+    cu_.cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  ~LibraryCudaCalls() { cu_.cuThreadExchangeStreamCaptureMode(&mode_); }
+  LibraryCudaCalls(const LibraryCudaCalls&) = delete;
+  LibraryCudaCalls& operator=(const LibraryCudaCalls&) = delete;
+
+ private:
+  const DriverApi& cu_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
 }  // namespace axon::gpu

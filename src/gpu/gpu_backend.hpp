@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,6 +94,10 @@ class GpuBackend {
   virtual void quietOnStream(void* stream) = 0;
   virtual void synchronizeStream(void* stream) = 0;
   virtual void barrierOnStream(const device::Team& team, void* stream) = 0;
+  // Runs `work` on the host when `stream` reaches this point, and holds the stream's later work
+  // until it returns (graph-capturable): how stream-ordered calls take host paths (collectives
+  // across nodes). A failure is reported by the next call into the backend. `what` names it.
+  virtual void enqueueHostWork(void* stream, std::function<void()> work, std::string what) = 0;
   // Collective over the team's members: their GPU collective workspaces, mapped here. nullptr,
   // with `whyNot` set, on every member alike when some member cannot map some other's memory.
   virtual std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,

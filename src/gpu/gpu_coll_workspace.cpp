@@ -131,6 +131,20 @@ class CollWorkspace final : public GpuTeamWorkspace {
     handle_.myPe = rt.myPe();
     handle_.teamStart = team.members[0];
     handle_.teamStride = team.members.size() > 1 ? team.members[1] - team.members[0] : 1;
+    // A team split by colour into any grouping carries its members in a table (GPU memory).
+    bool strided = true;
+    for (std::size_t i = 0; i < team.members.size(); ++i) {
+      strided = strided && team.members[i] == handle_.teamStart + static_cast<int>(i) * handle_.teamStride;
+    }
+    if (!strided) {
+      makeCurrent();
+      const std::size_t bytes = team.members.size() * sizeof(int);
+      cuCheck(cu_.cuMemAlloc(&members_, bytes), "cuMemAlloc of a team's member table");
+      cuCheck(copyAsync(cu_, reinterpret_cast<void*>(members_), team.members.data(), bytes, stream_),
+              "copying a team's member table");
+      cuCheck(cu_.cuStreamSynchronize(stream_), "copying a team's member table");
+      handle_.members = reinterpret_cast<const int*>(members_);
+    }
     handle_.channels = config.channels;
     handle_.chunkBytes = config.chunkBytes;
     handle_.llChunkBytes = config.llChunkBytes;
@@ -144,6 +158,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
     handle_.timeoutNs = config.timeoutNs;
     handle_.heapBase = config.heapBase;
     handle_.heapStride = config.heapStride;
+    handle_.heapPeStride = config.heapPeStride;
     handle_.error = report_;
   }
 
@@ -183,6 +198,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
       if (s.ptr) cu_.cuMemFree(s.ptr);
     }
     if (report_) cu_.cuMemFreeHost(report_);
+    if (members_) cu_.cuMemFree(members_);
     if (stream_) cu_.cuStreamDestroy(stream_);
   }
 
@@ -197,6 +213,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
   std::vector<int> mapped_;
   CUstream stream_ = nullptr;
   device::CollError* report_ = nullptr;
+  CUdeviceptr members_ = 0;  // the member table of a team that is not strided
   Scratch scratch_[2];
   device::CollHandle handle_{};
 };

@@ -18,8 +18,9 @@ struct CollWorkspaceConfig {
   std::size_t llChunkBytes;  // LL protocol, data bytes per channel, half and sender
   std::size_t llMaxBytes;    // device-callable calls up to this block size take LL
   unsigned long long timeoutNs;
-  char* heapBase;            // this PE's GPU heap; peer p's is (p - me) * heapStride from it
-  long long heapStride;
+  char* heapBase;            // this PE's GPU heap; node-local peer p's is (p - me) / heapPeStride *
+  long long heapStride;      // heapStride from it (device::Context)
+  int heapPeStride;
 };
 
 // Collective over the team's members. nullptr with `whyNot` set, on every member alike, when some

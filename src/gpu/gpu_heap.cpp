@@ -25,18 +25,19 @@ std::string gib(std::size_t bytes) {
 
 }  // namespace
 
-GpuHeap::GpuHeap(const DriverApi& cu, CUdevice device, int myPe, int nPes, std::size_t capacity,
-                 std::size_t chunk)
+GpuHeap::GpuHeap(const DriverApi& cu, CUdevice device, int myPe, const std::vector<bool>& nodeLocal,
+                 std::size_t capacity, std::size_t chunk)
     : HeapSpace(capacity),
       cu_(cu),
       device_(device),
       myPe_(myPe),
-      nPes_(nPes),
-      peerChunks_(nPes),
-      peerMapped_(nPes, 0),
-      sentUpTo_(nPes, 0),
-      reachable_(nPes, false),
-      whyUnreachable_(nPes) {
+      nPes_(static_cast<int>(nodeLocal.size())),
+      slots_(HeapSlots::forNode(nodeLocal)),
+      peerChunks_(nPes_),
+      peerMapped_(nPes_, 0),
+      sentUpTo_(nPes_, 0),
+      reachable_(nPes_, false),
+      whyUnreachable_(nPes_) {
   prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop_.location.id = device;
@@ -55,19 +56,19 @@ GpuHeap::GpuHeap(const DriverApi& cu, CUdevice device, int myPe, int nPes, std::
           "cuMemGetAllocationGranularity");
   capacity_ = roundUp(capacity, granularity_);
   chunk_ = roundUp(chunk, granularity_);
-  // One reservation holds every node-local PE's heap: a cap times the PE count that overflows
+  // One reservation holds every node-local PE's heap: a cap times the slot count that overflows
   // would reserve a wrapped, far smaller range and put the heaps on top of each other.
   std::size_t total = 0;
-  if (__builtin_mul_overflow(capacity_, static_cast<std::size_t>(nPes), &total)) {
+  if (__builtin_mul_overflow(capacity_, static_cast<std::size_t>(slots_.count), &total)) {
     throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(myPe) + ": GPU heaps of " + std::to_string(capacity_) +
-                                                " bytes (AXON_GPU_HEAP_MAX) for " + std::to_string(nPes) +
-                                                " PEs overflow the address space; lower AXON_GPU_HEAP_MAX");
+                                                " bytes (AXON_GPU_HEAP_MAX) for " + std::to_string(slots_.count) +
+                                                " PEs on this node overflow the address space; lower AXON_GPU_HEAP_MAX");
   }
   CUresult r = cu_.cuMemAddressReserve(&reservation_, total, granularity_, 0, 0);
   if (r != CUDA_SUCCESS) {
     throw CudaError("PE " + std::to_string(myPe) + ": cannot reserve " + gib(total) +
-                        " of GPU address space for " + std::to_string(nPes) + " heaps of " +
-                        gib(capacity_) + " (lower AXON_GPU_HEAP_MAX)",
+                        " of GPU address space for " + std::to_string(slots_.count) + " heaps of " +
+                        gib(capacity_) + " on this node (lower AXON_GPU_HEAP_MAX)",
                     r);
   }
   reachable_[myPe_] = true;
@@ -88,7 +89,7 @@ void GpuHeap::release() noexcept {
     cu_.cuMemRelease(c.handle);
   }
   own_.clear();
-  if (reservation_) cu_.cuMemAddressFree(reservation_, capacity_ * static_cast<std::size_t>(nPes_));
+  if (reservation_) cu_.cuMemAddressFree(reservation_, capacity_ * static_cast<std::size_t>(slots_.count));
   reservation_ = 0;
 }
 

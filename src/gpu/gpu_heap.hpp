@@ -3,8 +3,9 @@
 //
 // Memory comes from the CUDA virtual memory API in chunks that are exported as POSIX file
 // descriptors and passed to the peers over a Unix socket (FdChannel). One address reservation
-// holds every local PE's heap, `capacity` bytes apart (device::Context relies on that). The
-// reservation is address space only; memory is created chunk by chunk as allocations need it.
+// holds every node-local PE's heap, one slot each (heap_slots.hpp), `capacity` bytes apart
+// (device::Context relies on that); PEs on other nodes take no address space. The reservation is
+// address space only; memory is created chunk by chunk as allocations need it.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 
 #include "core/fd_channel.hpp"
 #include "gpu/driver.hpp"
+#include "gpu/heap_slots.hpp"
 #include "memory/heap_space.hpp"
 
 namespace axon::gpu {
@@ -29,8 +31,9 @@ struct HeapPeers {
 
 class GpuHeap final : public HeapSpace {
  public:
-  GpuHeap(const DriverApi& cu, CUdevice device, int myPe, int nPes, std::size_t capacity,
-          std::size_t chunk);
+  // nodeLocal[pe]: PE pe shares this node (it gets a slot of the reservation).
+  GpuHeap(const DriverApi& cu, CUdevice device, int myPe, const std::vector<bool>& nodeLocal,
+          std::size_t capacity, std::size_t chunk);
   // Where the peers' channels are; called once, after the addresses were exchanged.
   void connect(HeapPeers peers) { peers_ = std::move(peers); }
   ~GpuHeap() override;
@@ -54,6 +57,7 @@ class GpuHeap final : public HeapSpace {
   // Why a PE is not reachable, for messages.
   const std::string& unreachableReason(int pe) const { return whyUnreachable_[pe]; }
   std::size_t granularity() const { return granularity_; }
+  const HeapSlots& slots() const { return slots_; }
 
  private:
   struct Chunk {
@@ -61,7 +65,9 @@ class GpuHeap final : public HeapSpace {
     std::size_t offset;
     std::size_t size;
   };
-  char* peerBase(int pe) const { return reinterpret_cast<char*>(reservation_) + pe * capacity_; }
+  char* peerBase(int pe) const {
+    return reinterpret_cast<char*>(reservation_) + static_cast<std::size_t>(slots_.slotOf(pe)) * capacity_;
+  }
   void sendNewChunks(const std::function<void()>& checkPeers);
   // Maps one chunk of a peer; false (and the peer marked unreachable) if the first chunk fails.
   void mapPeerChunk(int pe, std::size_t offset, std::size_t size, int fd);
@@ -75,6 +81,7 @@ class GpuHeap final : public HeapSpace {
   std::size_t chunk_;
   std::size_t granularity_ = 0;
   CUmemAllocationProp prop_{};
+  HeapSlots slots_;
   CUdeviceptr reservation_ = 0;
   std::size_t mappedOwn_ = 0;
   std::vector<Chunk> own_;

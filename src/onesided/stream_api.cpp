@@ -37,10 +37,18 @@ device::Team toDeviceTeam(const detail::TeamState& s, const char* api) {
   t.slot = s.slot;
   t.myIndex = s.myIndex;
   for (std::size_t i = 0; i < s.members.size(); ++i) {
-    if (s.members[i] != t.start + static_cast<int>(i) * t.stride) {
-      throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": team " + s.name +
-                                              " is not a strided range of PEs");
+    if (s.members[i] == t.start + static_cast<int>(i) * t.stride) continue;
+    // Any grouping: kernels read the members from the table in the team's GPU workspace.
+    if (s.gpuWorkspace && s.gpuWorkspace->handle().members) {
+      t.members = s.gpuWorkspace->handle().members;
+      break;
     }
+    throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": team " + s.name +
+                                            " is not a strided range of PEs and has no GPU workspace to hold its "
+                                            "member table (" +
+                                            (s.gpuWhyNot.empty() ? std::string("its members do not all share a node")
+                                                                 : s.gpuWhyNot) +
+                                            ")");
   }
   return t;
 }

@@ -63,6 +63,14 @@ struct NetworkSetup {
   // Whether a local buffer is device memory (the memory-type hint of every operation).
   std::function<bool(const void*)> isDeviceMemory;
   RemoteAtomics atomics = RemoteAtomics::Auto;  // AXON_UCX_ATOMICS
+  // Applies an atomic (or a signal: Set/Add) to `word` in this PE's GPU heap, as atomic() does
+  // (result may be null); empty without the GPU backend. How a target applies what arrives by
+  // active message for its GPU heap: the host cannot update device memory atomically itself.
+  std::function<void(AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond, void* result)>
+      gpuAtomic;
+  // Copies `bytes` between local buffers, either in GPU memory (waited for); empty without the
+  // GPU backend.
+  std::function<void(void* dst, const void* src, std::size_t bytes)> gpuCopy;
 };
 
 // The network library this build uses, found (and loaded) the way init would find it, without

@@ -34,7 +34,7 @@ ad::Context makeContext(int myPe, int nPes, long long stride) {
   ctx.heapBase = reinterpret_cast<char*>(0x7f0000000000ull + static_cast<unsigned long long>(myPe) *
                                                                 static_cast<unsigned long long>(stride));
   ctx.heapStride = stride;
-  ctx.world = ad::Team{0, 1, nPes, 0, myPe};
+  ctx.world = ad::Team{0, 1, nPes, 0, myPe, nullptr};
   return ctx;
 }
 

@@ -5,6 +5,7 @@
 #include <axon/axon.hpp>
 #include <axon/collectives.hpp>
 #include <axon/device/collectives.hpp>
+#include <axon/device/device.hpp>
 
 #include <unistd.h>
 
@@ -390,6 +391,61 @@ TEST(GpuColl, BlockingCallsTakeDeviceAndHostBuffers) {
   axon::allgather(world, src.ptr, hostOut.data(), count, DataType::Int32);
   for (std::size_t i = 0; i < hostOut.size(); ++i) ASSERT_EQ(hostOut[i], inputAt(static_cast<int>(i / count), i % count));
   axon::barrier(world);
+}
+
+// A team split by colour into a grouping that is not a strided range ({0, 1, 3} of 4 PEs): its
+// GPU workspace carries a member table, which the stream, blocking and device-callable calls and
+// the device barrier read. Heap buffers at the same offset everywhere would invite the Direct
+// protocol, which assumes evenly spaced heaps; the table makes such calls take Simple.
+__global__ void groupedTeamCalls(axon::device::Context ctx, axon::device::Team team, axon::device::CollHandle h,
+                                 const float* src, float* sum, std::size_t count, int* ok) {
+  namespace ad = axon::device;
+  ad::barrier<ad::Block>(ctx, team);
+  const bool fine = ad::allreduce<ad::Block>(h, src, sum, count, ad::ReduceOp::Sum, 0);
+  if (threadIdx.x == 0) *ok = fine ? 1 : 0;
+}
+
+TEST(GpuColl, TeamSplitIntoAnyGroupingUsesItsMemberTable) {
+  if (np() < 4) GTEST_SKIP() << "needs 4 PEs";
+  const int colour = me() == 2 ? 1 : 0;
+  axon::Team grouped = axon::Team::world().split(colour);
+  ASSERT_TRUE(grouped.valid());
+  const std::vector<int> members = colour == 0 ? std::vector<int>{0, 1, 3} : std::vector<int>{2};
+  ASSERT_EQ(grouped.nPes(), static_cast<int>(members.size()));
+  const std::size_t count = 70001;  // several rounds of Simple and LL
+  DeviceArray src(DataType::Float32, count, Where::Heap), sum(DataType::Float32, count, Where::Heap);
+  auto expected = [&](std::size_t i) {
+    double acc = 0;
+    for (int pe : members) acc += inputAt(pe, i);
+    return acc;
+  };
+  src.fill([](std::size_t i) { return inputAt(me(), i); });
+  if (colour == 0) {
+    Stream stream;
+    axon::barrierOnStream(grouped, stream);
+    axon::allreduceOnStream(grouped, src.ptr, sum.ptr, count, DataType::Float32, ReduceOp::Sum, stream);
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_VALUES(sum.read(), expected(i), "stream allreduce on {0, 1, 3}");
+    sum.fill([](std::size_t) { return 0.0; });
+    axon::allreduce(grouped, src.ptr, sum.ptr, count, DataType::Float32, ReduceOp::Sum);
+    EXPECT_VALUES(sum.read(), expected(i), "blocking allreduce on {0, 1, 3}");
+    sum.fill([](std::size_t) { return 0.0; });
+    const axon::device::Team team = axon::deviceTeam(grouped);
+    EXPECT_NE(team.members, nullptr);
+    const axon::device::CollHandle h = axon::deviceCollHandle(grouped);
+    EXPECT_NE(h.members, nullptr);
+    int* ok = nullptr;
+    CUDA_OK(cudaMallocManaged(&ok, sizeof(int)));
+    *ok = 0;
+    groupedTeamCalls<<<1, 256, 0, stream>>>(axon::deviceContext(), team, h, static_cast<const float*>(src.ptr),
+                                           static_cast<float*>(sum.ptr), count, ok);
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(*ok, 1);
+    EXPECT_VALUES(sum.read(), expected(i), "device-callable allreduce on {0, 1, 3}");
+    cudaFree(ok);
+  }
+  grouped.destroy();
+  axon::barrierAll();
 }
 
 TEST(GpuColl, GraphCaptureReplaysInStep) {

@@ -394,3 +394,15 @@ def test_double_dash_separates_the_program():
     result = axon_run("-n", "2", "--", *_py(ECHO_ARGS), "--flag")
     assert result.returncode == 0
     assert sorted(_lines(result.stdout)) == ["[0] ['--flag']", "[1] ['--flag']"]
+
+
+def test_emulated_nodes_keep_ucx_off_cuda_ipc_unless_the_user_chose_transports():
+    from axon.launcher import pe_environment
+
+    # Real nodes cannot map each other's GPU memory; emulated ones on one machine could.
+    env = pe_environment(2, 4, "10.77.0.1:29500", base={}, nodes=2)
+    assert env["UCX_TLS"] == "^cuda_ipc"
+    assert env["AXON_LOCAL_RANK"] == "0" and env["AXON_LOCAL_SIZE"] == "2"
+    assert pe_environment(0, 4, "h:1", base={"UCX_TLS": "tcp,cuda_copy"}, nodes=2)["UCX_TLS"] == "tcp,cuda_copy"
+    # One node: UCX is left alone.
+    assert "UCX_TLS" not in pe_environment(0, 2, "h:1", base={}, nodes=1)

@@ -34,14 +34,17 @@ class Counter final : public ProgressClient {
     while (::read(fd_, &v, sizeof(v)) > 0) {
     }
     armed.fetch_add(1);
-    return work.load() > 0 ? kBusy : fd_;
+    return work.load() > 0 ? kBusy : idleHint.load() != kNoFd ? idleHint.load() : fd_;
   }
+  bool engineOnly() const override { return onlyEngine; }
   void give(int n) {
     work.fetch_add(n);
     const std::uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(fd_, &one, sizeof(one));
   }
   std::atomic<int> work{0}, done{0}, polls{0}, armed{0};
+  std::atomic<int> idleHint{kNoFd};  // kNoFd: sleep on the descriptor
+  bool onlyEngine = false;
 
  private:
   int fd_;
@@ -154,6 +157,44 @@ TEST(ProgressEngine, IdleWithoutClientsSleepsTheLimit) {
   const auto t0 = std::chrono::steady_clock::now();
   engine.idle(std::chrono::milliseconds(20));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 20ms);
+}
+
+TEST(ProgressEngine, AnEngineOnlyClientIsServedByItsThreadAloneAlsoWhileWaitsPoll) {
+  ProgressEngine engine;
+  Counter waited, hostWork;
+  hostWork.onlyEngine = true;
+  engine.add(&waited);
+  engine.add(&hostWork);
+  {
+    ProgressEngine::Waiting waiting(engine);
+    std::this_thread::sleep_for(5ms);
+    hostWork.give(30);
+    waited.give(10);
+    // A wait polls the others, never the engine-only client (its work may wait itself).
+    while (waited.done.load() < 10) engine.progress();
+    // The thread serves the engine-only client although a wait is under way.
+    EXPECT_TRUE(eventually([&] { return hostWork.done.load() == 30; }, 1s));
+  }
+  engine.stop();
+}
+
+TEST(ProgressEngine, AClientThatCannotBeWokenIsPolledSoon) {
+  ProgressEngine engine;
+  Counter c;
+  c.idleHint = ProgressClient::kPollSoon;
+  engine.add(&c);
+  EXPECT_TRUE(eventually([&] { return c.armed.load() > 0; }));
+  std::this_thread::sleep_for(50ms);
+  const int polls = c.polls.load();
+  std::this_thread::sleep_for(200ms);
+  // Every 50 us at most (some 4,000 polls in 200 ms), more often than kMaxSleep allows (200),
+  // and still a sleep, not a spin.
+  EXPECT_GT(c.polls.load() - polls, 400);
+  EXPECT_LT(c.polls.load() - polls, 100000);
+  // Work that no descriptor announces is found by the next poll.
+  c.work.fetch_add(5);
+  EXPECT_TRUE(eventually([&] { return c.done.load() == 5; }, 1s));
+  engine.stop();
 }
 
 }  // namespace

@@ -74,17 +74,20 @@ struct CollHandle {
   int size;                 // members
   int myIndex;              // this PE's index in the team
   int myPe;                 // this PE's world rank
-  int teamStart, teamStride;  // member i is world PE teamStart + i * teamStride
+  int teamStart, teamStride;  // member i is world PE teamStart + i * teamStride, without a table
   int channels;             // independent channels of the workspace (blocks a call may use)
   unsigned long long chunkBytes;  // data bytes per channel, half and sender (Simple)
   unsigned long long llChunkBytes;  // data bytes per channel, half and sender (LL)
   unsigned long long llSlotBytes;   // bytes of one LL slot: header words, then 2 x llChunkBytes
   unsigned long long llMaxBytes;    // device-callable calls of at most this many bytes take LL
   char* heapBase;                   // this PE's symmetric GPU heap (Direct calls)
-  long long heapStride;             // bytes from world PE p's heap to p + 1's, as mapped here
+  long long heapStride;             // bytes from one node-local PE's heap slot to the next, as mapped here
   unsigned long long roundsOffset, readyOffset, recordsOffset, llOffset, dataOffset;
   unsigned long long timeoutNs;   // AXON_TIMEOUT: bound on every wait (0: forever)
   CollError* error;         // this PE's report for the team (pinned host memory)
+  // Added last, so the fields above keep their offsets for code that reads the handle as bytes.
+  const int* members;       // [size] world PEs in GPU memory for a team that is not strided; else nullptr
+  int heapPeStride;         // world ranks from one node-local PE to the next (Context::peStride)
 };
 
 // ── Workspace layout (one per member, the same on every member) ───────────────────────────────

@@ -56,12 +56,15 @@ namespace device {
 // ── Addresses ─────────────────────────────────────────────────────────────────────────────────
 
 // Address, in this process, of the symmetric object `local` (in this PE's GPU heap) on PE `pe`:
-// local + (pe - myPe) * heapStride. Pure arithmetic: no check that pe is reachable.
+// local + (pe - myPe) / peStride * heapStride. Pure arithmetic: no check that pe is reachable.
 template <class T>
 AXON_HOST_DEVICE_INLINE T* remote(const Context& ctx, T* local, int pe);
 
 // Whether PE `pe`'s GPU heap is mapped here (bit pe of ctx.reachable); false outside [0, nPes).
 AXON_HOST_DEVICE_INLINE bool isReachable(const Context& ctx, int pe);
+
+// World PE of member `i` of `team` (its member table, or start + i * stride).
+AXON_HOST_DEVICE_INLINE int teamPe(const Team& team, int i);
 
 // ── Data ──────────────────────────────────────────────────────────────────────────────────────
 

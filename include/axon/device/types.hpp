@@ -38,13 +38,15 @@ struct Block {};
 enum class SignalOp : int { Set = 0, Add = 1 };
 enum class Cmp : int { Eq = 0, Ne = 1, Gt = 2, Ge = 3, Lt = 4, Le = 5 };
 
-// A team as a kernel sees it: members are the world PEs start, start + stride, ...
+// A team as a kernel sees it: member i is world PE members[i] when the team has a member table
+// (a team split by colour into any grouping), else start + i * stride (no memory access).
 struct Team {
   int start;
   int stride;
   int size;
   int slot;     // row of ControlWords::barrier this team uses
   int myIndex;  // this PE's index in the team, or -1 when it is not a member
+  const int* members;  // [size] world PEs, in GPU memory; nullptr for a strided team
 };
 
 // The first words of every PE's GPU heap (heap offset 0), as the host control block is for the
@@ -58,17 +60,21 @@ struct ControlWords {
 // What a kernel needs to address every PE's symmetric GPU memory. Host code gets it from
 // axon::deviceContext() and passes it to kernels by value; it stays valid until finalize().
 //
-// The GPU heaps of all node-local PEs lie in one reservation of this process's address space,
-// `heapStride` bytes apart, so the address of a symmetric object on PE p is its local address
-// plus (p - myPe) * heapStride: no table lookup on the device.
+// The GPU heaps of the node-local PEs (and only theirs: PEs on other nodes take no address space)
+// lie in one reservation of this process's address space, one slot per node-local PE,
+// `heapStride` bytes apart. Node-local PEs are `peStride` world ranks apart (1 when PEs are
+// placed on nodes in blocks, the node count when round robin), so the address of a symmetric
+// object on a node-local PE p is its local address plus (p - myPe) / peStride * heapStride: no
+// table lookup on the device.
 struct Context {
   int myPe;
   int nPes;
   char* heapBase;                // this PE's GPU heap, as this process sees it
-  long long heapStride;          // bytes from PE p's heap to PE p+1's heap
+  long long heapStride;          // bytes from one node-local PE's heap to the next one's
   unsigned long long timeoutNs;  // AXON_TIMEOUT in nanoseconds: bound on every device wait
   unsigned int reachable[kMaxPeers / 32];  // bit p: PE p's GPU heap is mapped here
   Team world;
+  int peStride;                  // world ranks from one node-local PE to the next (0 reads as 1)
 };
 
 }  // namespace device

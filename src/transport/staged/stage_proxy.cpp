@@ -1,7 +1,5 @@
 #include "transport/staged/stage_proxy.hpp"
 
-#include <sched.h>
-
 #include <chrono>
 #include <cstring>
 
@@ -25,12 +23,9 @@ StageProxy::StageProxy(const gpu::DriverApi& cu, CUcontext ctx, int myPe, int nP
       scratch_(scratch),
       senders_(nPes) {
   gpu::cuCheck(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "stage proxy: cuStreamCreate");
-  thread_ = std::thread([this] { run(); });
 }
 
 StageProxy::~StageProxy() {
-  stop_.store(true);
-  if (thread_.joinable()) thread_.join();
   for (auto& s : senders_) {
     for (auto& p : s.pending) cu_.cuEventDestroy(p.event);
   }
@@ -128,31 +123,38 @@ bool StageProxy::serve(int pe, Sender& s) {
   return true;
 }
 
-void StageProxy::run() {
-  cu_.cuCtxSetCurrent(ctx_);
-  // Serve peers also while the program captures a CUDA graph in global mode on another thread.
-  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
-  cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
-  using Clock = std::chrono::steady_clock;
-  auto lastWork = Clock::now();
-  while (!stop_.load(std::memory_order_relaxed)) {
-    bool any = false;
-    for (int pe = 0; pe < static_cast<int>(senders_.size()); ++pe) {
-      if (pe == myPe_) continue;
-      Sender& s = senders_[pe];
-      // Keep up to kStageSlots copies of a sender in flight; retire finished ones in order.
-      while (s.pending.size() < static_cast<std::size_t>(kStageSlots) && serve(pe, s)) any = true;
-      any |= complete(pe, s);
-    }
-    if (any) {
-      lastWork = Clock::now();
-      continue;
-    }
-    // Idle: spin for a while (latency), then yield, then nap, so an idle proxy costs little.
-    auto idle = Clock::now() - lastWork;
-    if (idle > std::chrono::milliseconds(20)) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else if (idle > std::chrono::microseconds(200)) sched_yield();
+bool StageProxy::hasWork() const {
+  for (int pe = 0; pe < static_cast<int>(senders_.size()); ++pe) {
+    if (pe == myPe_) continue;
+    const Sender& s = senders_[pe];
+    if (!s.pending.empty()) return true;
+    const char* channel = channels_ + static_cast<std::size_t>(pe) * channelBytes(chunk_);
+    const StageSlot& slot = slotsOf(const_cast<char*>(channel))[s.next % kStageSlots];
+    if (std::atomic_ref<const std::uint64_t>(slot.ready).load(std::memory_order_acquire) == s.next) return true;
   }
+  return false;
+}
+
+bool StageProxy::progress() {
+  std::unique_lock lock(serving_, std::try_to_lock);
+  if (!lock || !hasWork()) return false;
+  gpu::LibraryCudaCalls calls(cu_, ctx_);
+  bool any = false;
+  for (int pe = 0; pe < static_cast<int>(senders_.size()); ++pe) {
+    if (pe == myPe_) continue;
+    Sender& s = senders_[pe];
+    // Keep up to kStageSlots copies of a sender in flight; retire finished ones in order.
+    while (s.pending.size() < static_cast<std::size_t>(kStageSlots) && serve(pe, s)) any = true;
+    any |= complete(pe, s);
+  }
+  if (any) pacer_.markWork();
+  return any;
+}
+
+int StageProxy::armForSleep() {
+  std::unique_lock lock(serving_, std::try_to_lock);
+  if (!lock || hasWork()) return kBusy;
+  return pacer_.sleepHint();
 }
 
 }  // namespace axon::staged

@@ -1,6 +1,10 @@
 #include "transport/staged/staged_stream_ops.hpp"
 
-#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
 
 #include <atomic>
 #include <chrono>
@@ -28,20 +32,38 @@ StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int my
     gpu::cuCheck(cu_.cuMemAlloc(&tickets_, sizeof(std::uint64_t)), "staged stream ops: cuMemAlloc of the ticket counter");
     gpu::cuCheck(cu_.cuMemsetD8Async(tickets_, 0, sizeof(std::uint64_t), nullptr), "staged stream ops: cuMemsetD8Async");
     gpu::cuCheck(cu_.cuStreamSynchronize(nullptr), "staged stream ops: zeroing the ticket counter");
+    wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wakeFd_ < 0) throw SystemError("staged stream ops: eventfd", errno);
   } catch (...) {
     releaseResources();
     throw;
   }
-  worker_ = std::thread([this] { run(); });
 }
 
 StagedStreamOps::~StagedStreamOps() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
+  // Everything posted so far is served; run-once ops still queued on streams are waited for, up
+  // to the timeout (finalize synchronizes the GPU first, so normally none is left).
+  gpu::LibraryCudaCalls calls(cu_, ctx_);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  while (true) {
+    if (serveNext(head_)) {
+      ++head_;
+      continue;
+    }
+    std::size_t left;
+    {
+      std::lock_guard lock(mutex_);
+      left = runOnceInFlight_;
+    }
+    if (left == 0) break;
+    const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    if (static_cast<unsigned long long>(waited) >= timeoutNs_) {
+      log(LogLevel::Warn, myPe_, std::to_string(left) + " stream-ordered host operations never reached the GPU before shutdown");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
   for (Request* r : requests_) delete r;  // captured ones, and any a stream never ran
   releaseResources();
 }
@@ -49,8 +71,10 @@ StagedStreamOps::~StagedStreamOps() {
 void StagedStreamOps::releaseResources() {
   if (tickets_) cu_.cuMemFree(tickets_);
   if (ring_) cu_.cuMemFreeHost(ring_);
+  if (wakeFd_ >= 0) ::close(wakeFd_);
   tickets_ = 0;
   ring_ = nullptr;
+  wakeFd_ = -1;
 }
 
 void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::string what) {
@@ -71,7 +95,10 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
     if (captured) ++capturedCount_;
     else ++runOnceInFlight_;
   }
-  wake_.notify_one();
+  // The engine polls without pause for a while from now, and wakes if it slept on the descriptor.
+  pacer_.markWork();
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wakeFd_, &one, sizeof(one));
   try {
     kernels::stagedStreamOp(stream, ring_, reinterpret_cast<std::uint64_t*>(tickets_), number, timeoutNs_, myPe_);
   } catch (...) {
@@ -193,54 +220,37 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
   return true;
 }
 
-void StagedStreamOps::run() {
-  cu_.cuCtxSetCurrent(ctx_);
-  // This thread's CUDA calls must not be refused while the program captures a graph in global
-  // mode on another thread (the default mode restricts every thread).
-  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
-  cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
-  using Clock = std::chrono::steady_clock;
-  std::uint64_t head = 0;
-  auto lastWork = Clock::now();
-  std::optional<Clock::time_point> stopSeen;
-  while (true) {
-    if (serveNext(head)) {
-      ++head;
-      lastWork = Clock::now();
-      continue;
-    }
-    {
-      std::unique_lock lock(mutex_);
-      reclaimReleased();
-      if (stop_) {
-        // Everything posted so far is served; run-once ops still queued on streams are waited
-        // for, up to the timeout (finalize synchronizes the GPU first, so normally none is left).
-        if (!stopSeen) stopSeen = Clock::now();
-        const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - *stopSeen).count();
-        if (runOnceInFlight_ == 0 || static_cast<unsigned long long>(waited) >= timeoutNs_) {
-          if (runOnceInFlight_ != 0) {
-            log(LogLevel::Warn, myPe_, std::to_string(runOnceInFlight_) +
-                                           " stream-ordered staged operations never reached the GPU before shutdown");
-          }
-          return;
-        }
-      } else if (runOnceInFlight_ == 0 && capturedCount_ == 0) {
-        // Nothing can be posted until the next enqueue: sleep instead of polling.
-        wake_.wait(lock, [&] { return stop_ || runOnceInFlight_ > 0 || capturedCount_ > 0; });
-        lastWork = Clock::now();
-        continue;
+bool StagedStreamOps::progress() {
+  if (!threadReady_) {
+    // The engine's thread, for good: the context, and calls allowed during any capture.
+    cu_.cuCtxSetCurrent(ctx_);
+    CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+    cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
+    threadReady_ = true;
+  }
+  if (serveNext(head_)) {
+    ++head_;
+    pacer_.markWork();
+    return true;
+  }
+  std::lock_guard lock(mutex_);
+  reclaimReleased();
+  return false;
+}
+
+int StagedStreamOps::armForSleep() {
+  {
+    std::lock_guard lock(mutex_);
+    if (runOnceInFlight_ == 0 && capturedCount_ == 0) {
+      // Nothing can be posted until the next enqueue, which writes the descriptor. Emptied
+      // first: a write from before this check is seen as the queue itself.
+      std::uint64_t drained;
+      while (::read(wakeFd_, &drained, sizeof(drained)) > 0) {
       }
-    }
-    // Polling: spin for a while (latency), then yield, then nap, as the staging proxy does. The
-    // nap ends early when an op is enqueued.
-    const auto idle = Clock::now() - lastWork;
-    if (idle > std::chrono::milliseconds(20)) {
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::microseconds(50));
-    } else if (idle > std::chrono::microseconds(200)) {
-      sched_yield();
+      return wakeFd_;
     }
   }
+  return pacer_.sleepHint();
 }
 
 }  // namespace axon::staged

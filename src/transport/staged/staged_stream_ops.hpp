@@ -1,8 +1,13 @@
-// Stream-ordered operations over the staged path. A copy engine cannot carry them (the peer's
-// memory is not mapped), so each one is a one-thread kernel on the program's stream that posts a
-// request in a doorbell ring (stream_op_ring.hpp) and waits until a worker thread, which polls the
-// ring, has done the work. Work after it on the stream starts only then. The kernel can be captured
-// into a CUDA graph; each replay posts the request again and the work runs again.
+// Host work in stream order: stream-ordered operations over the staged path (a copy engine cannot
+// carry them, the peer's memory is not mapped) and stream-ordered collectives across nodes. Each
+// one is a one-thread kernel on the program's stream that posts a request in a doorbell ring
+// (stream_op_ring.hpp) and waits until the host has done the work. Work after it on the stream
+// starts only then. The kernel can be captured into a CUDA graph; each replay posts the request
+// again and the work runs again.
+//
+// The ring is served by the PE's progress engine, on its own thread only (engineOnly): the work
+// may wait itself (a collective), so it must not run inside a caller's wait, and it must run while
+// callers wait.
 //
 // Not a host node (cuLaunchHostFunc): on the GPU machine, launching a graph that held host nodes
 // blocked inside cuGraphLaunch while holding a lock that other threads' kernel launches wait for;
@@ -15,26 +20,31 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "core/progress_engine.hpp"
 #include "gpu/driver.hpp"
+#include "transport/staged/poll_pacer.hpp"
 #include "transport/staged/stream_op_ring.hpp"
 
 namespace axon::staged {
 
-class StagedStreamOps {
+class StagedStreamOps final : public ProgressClient {
  public:
   StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs);
-  // Serves what the GPU posts until no run-once op is left (bounded by the timeout), then stops.
-  ~StagedStreamOps();
+  // Serves what the GPU posts until no run-once op is left (bounded by the timeout), on the
+  // calling thread: the progress engine no longer polls it (its thread has stopped).
+  ~StagedStreamOps() override;
+
+  bool progress() override;
+  int armForSleep() override;
+  bool engineOnly() const override { return true; }
 
   // Enqueues `work` (run on the worker thread, with this PE's context current) on `stream`.
   // `what` names it in error reports.
@@ -69,7 +79,6 @@ class StagedStreamOps {
   void forget(std::uint64_t number);
   // Frees the captured requests whose graphs are gone. Called with mutex_ held.
   void reclaimReleased();
-  void run();
   // Runs the request the ticket at `head` names, then marks the ticket done. False if the GPU has
   // not posted that ticket yet.
   bool serveNext(std::uint64_t head);
@@ -83,15 +92,16 @@ class StagedStreamOps {
   CUdeviceptr tickets_ = 0;        // device memory: the next ticket (the kernels' atomic counter)
 
   std::mutex mutex_;
-  std::condition_variable wake_;
+  int wakeFd_ = -1;                   // eventfd written by enqueue: the engine sleeps on it when idle
+  std::uint64_t head_ = 0;            // the next ticket to serve (the engine's thread alone)
+  bool threadReady_ = false;          // the engine's thread has the context and relaxed capture mode
+  PollPacer pacer_;
   std::vector<Request*> requests_;    // by request number; nullptr where free
   std::vector<std::uint64_t> freeNumbers_;
   std::size_t runOnceInFlight_ = 0;   // enqueued outside a capture, not yet served
   std::size_t capturedCount_ = 0;     // kept requests: a graph may post them at any time
   std::shared_ptr<Released> released_ = std::make_shared<Released>();
   std::optional<Error> error_;
-  bool stop_ = false;
-  std::thread worker_;
 };
 
 }  // namespace axon::staged

@@ -14,6 +14,7 @@ namespace {
 constexpr unsigned kAmAtomic = 1;
 constexpr unsigned kAmAtomicReply = 2;
 constexpr unsigned kAmPutSignal = 3;
+constexpr unsigned kAmGpuPut = 4;
 
 }  // namespace
 
@@ -40,8 +41,17 @@ struct UcxAmAtomics::PutSignal {
   std::uint8_t heap;
 };
 
+// Followed by the data (a rendezvous), which the target receives at `offset` of its GPU heap, then
+// answers `token` (Reply) once it is there.
+struct GpuPutHeader {
+  std::int32_t fromPe;
+  std::uint64_t token;
+  std::uint64_t offset;
+};
+
 struct UcxAmAtomics::Reply {
   static constexpr std::int32_t kBadAddress = 1;
+  static constexpr std::int32_t kGpuFailed = 2;  // the target's kernel failed (its log says why)
   std::uint64_t token;
   std::uint64_t value;
   std::int32_t status;
@@ -61,11 +71,13 @@ UcxAmAtomics::UcxAmAtomics(UcxWorker& worker, const UcxRegistry& registry, Remot
       registry_(registry),
       path_(path),
       useAm_(worker.setup().nPes, false),
+      gpuAm_(worker.setup().nPes, false),
       unapplied_(new std::atomic<bool>[worker.setup().nPes]) {
   for (int pe = 0; pe < worker.setup().nPes; ++pe) unapplied_[pe].store(false, std::memory_order_relaxed);
   setHandler(kAmAtomic, &UcxAmAtomics::onRequest);
   setHandler(kAmAtomicReply, &UcxAmAtomics::onReply);
   setHandler(kAmPutSignal, &UcxAmAtomics::onPutSignal);
+  setHandler(kAmGpuPut, &UcxAmAtomics::onGpuPut);
 }
 
 UcxAmAtomics::~UcxAmAtomics() {
@@ -73,6 +85,7 @@ UcxAmAtomics::~UcxAmAtomics() {
   setHandler(kAmAtomic, nullptr);
   setHandler(kAmAtomicReply, nullptr);
   setHandler(kAmPutSignal, nullptr);
+  setHandler(kAmGpuPut, nullptr);
 }
 
 void UcxAmAtomics::setHandler(unsigned id, ucp_am_recv_callback_t cb) {
@@ -88,6 +101,7 @@ void UcxAmAtomics::setHandler(unsigned id, ucp_am_recv_callback_t cb) {
 void UcxAmAtomics::choosePaths() {
   for (int pe = 0; pe < worker_.setup().nPes; ++pe) {
     if (!worker_.connected(pe)) continue;
+    gpuAm_[pe] = !hardwareAtomics(worker_.transportsTo(pe));
     switch (path_) {
       case RemoteAtomics::ActiveMessage: useAm_[pe] = true; break;
       case RemoteAtomics::Native: useAm_[pe] = false; break;
@@ -210,6 +224,10 @@ void UcxAmAtomics::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
     throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
                                                 ": the target has no registered memory there");
   }
+  if (reply.status == Reply::kGpuFailed) {
+    throw Error(ErrorCode::Cuda, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                     ": the target's GPU could not apply it (its log says why)");
+  }
   if (result) std::memcpy(result, &reply.value, width);
 }
 
@@ -257,14 +275,30 @@ void UcxAmAtomics::apply(const Request& r) {
     return;
   }
   bool applied = false;
-  if ((r.width == 4 || r.width == 8) && r.op <= static_cast<std::uint8_t>(AtomicOp::FetchXor) && heap != HeapKind::Gpu) {
+  const bool gpu = heap == HeapKind::Gpu;
+  const auto& gpuAtomic = worker_.setup().gpuAtomic;
+  if ((r.width == 4 || r.width == 8) && r.op <= static_cast<std::uint8_t>(AtomicOp::FetchXor) && (!gpu || gpuAtomic)) {
     registry_.withLocal(heap, r.region, r.offset, r.width, [&](char* word) {
       if (reinterpret_cast<std::uintptr_t>(word) % r.width != 0) return;
+      applied = true;
+      if (gpu) {
+        // A one-thread kernel with system-scope atomics, waited for: after it, whoever reads the
+        // word sees it, and the data UCX stored before this message is visible first.
+        const bool fetching = op != AtomicOp::Add && op != AtomicOp::Set;
+        try {
+          gpuAtomic(op, word, r.width, &r.operand, &r.compare, fetching ? &reply.value : nullptr);
+        } catch (const std::exception& e) {
+          log(LogLevel::Error, worker_.setup().myPe,
+              "an atomic from PE " + std::to_string(r.fromPe) + " on GPU heap offset " + std::to_string(r.offset) +
+                  " failed: " + e.what());
+          reply.status = Reply::kGpuFailed;
+        }
+        return;
+      }
       // Sequentially consistent, so a signal is a release: the data its sender put before it,
       // which this PE's worker stored before this message, is seen by whoever sees the signal.
       if (r.width == 4) applyAtomic(op, reinterpret_cast<std::uint32_t*>(word), &r.operand, &r.compare, &reply.value);
       else applyAtomic(op, reinterpret_cast<std::uint64_t*>(word), &r.operand, &r.compare, &reply.value);
-      applied = true;
     });
   }
   if (!applied) {
@@ -313,6 +347,93 @@ ucs_status_t UcxAmAtomics::onPutSignal(void* arg, const void* header, std::size_
     return UCS_OK;
   }
   self->apply(m.signal);  // a release: the data is seen first
+  return UCS_OK;
+}
+
+void UcxAmAtomics::gpuPut(const RemoteRef& dst, const void* src, std::size_t bytes, bool srcOnDevice) {
+  const auto what = [&] { return describe("put", dst); };
+  Awaited reply(*this);
+  const GpuPutHeader h{worker_.setup().myPe, reply.token, dst.offset};
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.flags = UCP_AM_SEND_FLAG_RNDV;  // the target receives into its GPU heap, never a bounce copy of ours
+  p.memory_type = srcOnDevice ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  ucp_ep_h ep = worker_.endpoint(dst.pe, "put");
+  worker_.wait(worker_.api().ucp_am_send_nbx(ep, kAmGpuPut, &h, sizeof h, src, bytes, &p), dst.pe, what);
+  reply.wait(dst.pe, what);
+  if (reply.status == Reply::kBadAddress) {
+    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                                ": the target has no registered GPU heap there");
+  }
+  if (reply.status != 0) {
+    throw Error(ErrorCode::Ucx, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                        ": the target could not receive the data (its log says why)");
+  }
+}
+
+ucs_status_t UcxAmAtomics::onGpuPut(void* arg, const void* header, std::size_t headerLength, void* data,
+                                    std::size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxAmAtomics*>(arg);
+  if (headerLength != sizeof(GpuPutHeader)) return UCS_OK;
+  GpuPutHeader h;
+  std::memcpy(&h, header, sizeof h);
+  const int me = self->worker_.setup().myPe;
+  if (h.fromPe < 0 || h.fromPe >= self->worker_.setup().nPes) return UCS_OK;
+  const UcxApi& api = self->worker_.api();
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  auto answer = [self, h](std::int32_t status) {
+    const Reply r{h.token, 0, status};
+    self->sendFromHandler(h.fromPe, kAmAtomicReply, &r, sizeof r);
+  };
+  char* dest = nullptr;
+  self->registry_.withLocal(HeapKind::Gpu, 0, h.offset, length, [&](char* d) { dest = d; });
+  if (!dest) {
+    log(LogLevel::Warn, me, "a put from PE " + std::to_string(h.fromPe) + " names " + std::to_string(length) +
+                                " bytes at GPU heap offset " + std::to_string(h.offset) + ", which this PE has not registered");
+    if (rndv) api.ucp_am_data_release(self->worker_.worker(), data);
+    answer(Reply::kBadAddress);
+    return UCS_OK;
+  }
+  if (!rndv) {
+    // Small enough that UCX sent it along (host memory here): one copy into the heap.
+    std::int32_t status = 0;
+    try {
+      if (length) self->worker_.setup().gpuCopy(dest, data, length);
+    } catch (const std::exception& e) {
+      log(LogLevel::Error, me, std::string("a put from PE ") + std::to_string(h.fromPe) + " into the GPU heap failed: " + e.what());
+      status = Reply::kGpuFailed;
+    }
+    answer(status);
+    return UCS_OK;
+  }
+  struct Landing {
+    UcxAmAtomics* self;
+    GpuPutHeader h;
+  };
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.memory_type = UCS_MEMORY_TYPE_CUDA;
+  p.cb.recv_am = [](void* request, ucs_status_t status, std::size_t, void* user) {
+    auto* l = static_cast<Landing*>(user);
+    if (status != UCS_OK) {
+      log(LogLevel::Error, l->self->worker_.setup().myPe,
+          "receiving a put from PE " + std::to_string(l->h.fromPe) + " into the GPU heap failed: " + statusText(status));
+    }
+    const Reply r{l->h.token, 0, status == UCS_OK ? 0 : Reply::kGpuFailed};
+    l->self->sendFromHandler(l->h.fromPe, kAmAtomicReply, &r, sizeof r);
+    l->self->worker_.api().ucp_request_free(request);
+    delete l;
+  };
+  auto* landing = new Landing{self, h};
+  p.user_data = landing;
+  ucs_status_ptr_t req = api.ucp_am_recv_data_nbx(self->worker_.worker(), data, dest, length, &p);
+  if (UCS_PTR_IS_PTR(req)) return UCS_OK;  // the callback answers
+  delete landing;
+  if (UCS_PTR_IS_ERR(req)) {
+    log(LogLevel::Error, me, "receiving a put from PE " + std::to_string(h.fromPe) + " into the GPU heap failed: " +
+                                 statusText(UCS_PTR_STATUS(req)));
+  }
+  answer(UCS_PTR_IS_ERR(req) ? Reply::kGpuFailed : 0);
   return UCS_OK;
 }
 

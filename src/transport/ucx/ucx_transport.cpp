@@ -66,6 +66,11 @@ void UcxTransport::rma(const RemoteRef& ref, std::size_t bytes, const void* loca
 }
 
 void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
+  if (am_.carriesGpuPut(dst)) {
+    registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put");
+    am_.gpuPut(dst, src, bytes, onDevice(src));
+    return;
+  }
   const UcxApi& api = worker_.api();
   rma(dst, bytes, src, "put", true, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at, std::uint64_t n,
                                        const ucp_request_param_t& p) {
@@ -74,6 +79,10 @@ void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes)
 }
 
 void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) {
+  if (am_.carriesGpuPut(dst)) {
+    put(dst, src, bytes);  // complete on return: a rendezvous the target answers
+    return;
+  }
   const UcxApi& api = worker_.api();
   rma(dst, bytes, src, "put_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {

@@ -7,10 +7,17 @@
 namespace axon {
 namespace device {
 
+// Heap slots from this PE's to `pe`'s: world ranks over the node-local PEs' spacing (a division
+// only where PEs are not placed in blocks).
+AXON_HOST_DEVICE_INLINE long long heapSlotsTo(int myPe, int pe, int peStride) {
+  const int ranks = pe - myPe;
+  return peStride > 1 ? ranks / peStride : ranks;
+}
+
 template <class T>
 AXON_HOST_DEVICE_INLINE T* remote(const Context& ctx, T* local, int pe) {
   // C-style casts: T may be const or volatile, and the cast to bytes and back must keep that.
-  const long long delta = static_cast<long long>(pe - ctx.myPe) * ctx.heapStride;
+  const long long delta = heapSlotsTo(ctx.myPe, pe, ctx.peStride) * ctx.heapStride;
   return (T*)((char*)(local) + delta);
 }
 
@@ -27,6 +34,11 @@ AXON_HOST_DEVICE_INLINE bool isReachable(const Context& ctx, int pe) {
     word |= ctx.reachable[i] & (0u - static_cast<unsigned>((p >> 5) == i));
   }
   return ((word >> (p & 31u)) & 1u) != 0u;
+}
+
+// World PE of member `i` of `team`.
+AXON_HOST_DEVICE_INLINE int teamPe(const Team& team, int i) {
+  return team.members ? team.members[i] : team.start + i * team.stride;
 }
 
 }  // namespace device

@@ -41,8 +41,8 @@ AXON_DEVICE_INLINE void teamBarrier(const Context& ctx, const Team& team) {
 
   unsigned long long* counters = ctrl->barrier[team.slot];
   for (int r = 0, dist = 1; dist < n; ++r, dist <<= 1) {
-    const int toPe = team.start + ((me + dist) % n) * team.stride;
-    const int fromPe = team.start + ((me - dist + n) % n) * team.stride;
+    const int toPe = teamPe(team, (me + dist) % n);
+    const int fromPe = teamPe(team, (me - dist + n) % n);
     checkReachable(ctx, toPe, "barrier");
     addReleaseSys(remote(ctx, &counters[r], toPe), 1ull);
     waitUntil(ctx, &counters[r], Cmp::Ge, epoch, WaitSite{WaitSite::Barrier, team.slot, r, fromPe});

@@ -87,7 +87,7 @@ AXON_DEVICE_INLINE CollError* collAbortArea(const CollHandle& h, int m) {
   return reinterpret_cast<CollError*>(collMember(h, m));
 }
 AXON_DEVICE_INLINE int collWorldPe(const CollHandle& h, int m) {
-  return h.teamStart + m * h.teamStride;
+  return h.members ? h.members[m] : h.teamStart + m * h.teamStride;
 }
 
 // ── LL units ──────────────────────────────────────────────────────────────────────────────────

@@ -32,13 +32,15 @@ namespace detail {
 
 // Member k's mapping of heap offset `offset`, as this PE sees it.
 AXON_DEVICE_INLINE char* collHeapAt(const CollHandle& h, int k, unsigned long long offset) {
-  return h.heapBase + static_cast<long long>(collWorldPe(h, k) - h.myPe) * h.heapStride +
+  return h.heapBase + heapSlotsTo(h.myPe, collWorldPe(h, k), h.heapPeStride) * h.heapStride +
          static_cast<long long>(offset);
 }
 
-// Bytes from member k's mapping of an offset to member k + 1's.
+// Bytes from member k's mapping of an offset to member k + 1's. Direct calls run only on teams
+// without a member table (the host proposes no offsets for the others), whose members' heap slots
+// are evenly spaced.
 AXON_DEVICE_INLINE long long collHeapMemberStride(const CollHandle& h) {
-  return static_cast<long long>(h.teamStride) * h.heapStride;
+  return heapSlotsTo(0, h.teamStride, h.heapPeStride) * h.heapStride;
 }
 
 // Members whose loads a thread keeps in flight together while reducing, and vectors per member:
