@@ -159,10 +159,7 @@ void Runtime::connectNodes() {
                      [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }, env_.ucxAtomics, {}, {}};
   if (gpu_) {
     setup.gpuAtomic = [this](AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
-                             void* result) {
-      const RemoteRef self{myPe(), gpu_->heap().offsetOf(word), word, HeapKind::Gpu};
-      gpu_->transportFor(self).atomic(op, self, width, operand, cond, result);
-    };
+                             void* result) { gpu_->localAtomic(op, word, width, operand, cond, result); };
     setup.gpuCopy = [this](void* dst, const void* src, std::size_t bytes) { gpu_->copyLocal(dst, src, bytes); };
   }
   std::vector<const HeapSpace*> heaps{heap_.get()};

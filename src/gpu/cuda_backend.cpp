@@ -63,7 +63,7 @@ CUdevice chooseDevice(const DriverApi& cu, const Env& env, int myPe) {
 
 class CudaBackend final : public GpuBackend {
  public:
-  CudaBackend(const DriverApi& cu, Runtime& rt) : cu_(cu), myPe_(rt.myPe()), nPes_(rt.nPes()) {
+  CudaBackend(const DriverApi& cu, Runtime& rt) : cu_(cu), myPe_(rt.myPe()), nPes_(rt.nPes()), nodeLocal_(rt.nodeLocal()) {
     device_ = chooseDevice(cu, rt.env(), myPe_);
     cuCheck(cu.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
     cuCheck(cu.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
@@ -278,6 +278,14 @@ class CudaBackend final : public GpuBackend {
     if (ref.heap == HeapKind::Gpu && !ref.mapped && staged_) return *staged_;
     return *transport_;
   }
+  void localAtomic(AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
+                   void* result) override {
+    // No raiseStreamError: this runs for a peer (inside the network's handler); an earlier stream
+    // error is this PE's program's to see, at its next call.
+    makeCurrent();
+    const RemoteRef self{myPe_, heap_->offsetOf(word), word, HeapKind::Gpu};
+    transport_->atomic(op, self, width, operand, cond, result);
+  }
   void fence() override {
     makeCurrent();
     transport_->fence();
@@ -381,7 +389,7 @@ class CudaBackend final : public GpuBackend {
   void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) override {
     makeCurrent();
     raiseStreamError();
-    if (!dst.mapped && dst.heap == HeapKind::Gpu && stagedStream_) {
+    if (!dst.mapped && dst.heap == HeapKind::Gpu && stagedReaches(dst.pe)) {
       stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->put(dst, src, bytes); },
                              "put_on_stream to PE " + std::to_string(dst.pe) + " (staged)");
       return;
@@ -393,7 +401,7 @@ class CudaBackend final : public GpuBackend {
   void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) override {
     makeCurrent();
     raiseStreamError();
-    if (!src.mapped && src.heap == HeapKind::Gpu && stagedStream_) {
+    if (!src.mapped && src.heap == HeapKind::Gpu && stagedReaches(src.pe)) {
       stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->get(dst, src, bytes); },
                              "get_on_stream from PE " + std::to_string(src.pe) + " (staged)");
       return;
@@ -405,7 +413,7 @@ class CudaBackend final : public GpuBackend {
   void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) override {
     makeCurrent();
     raiseStreamError();
-    if (!sig.mapped && stagedStream_) {
+    if (!sig.mapped && stagedReaches(sig.pe)) {
       stagedStream_->enqueue(static_cast<CUstream>(stream), [this, sig, value, op] { staged_->signal(sig, value, op); },
                              "signal_op_on_stream to PE " + std::to_string(sig.pe) + " (staged)");
       return;
@@ -479,8 +487,17 @@ class CudaBackend final : public GpuBackend {
     if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx_) cu_.cuCtxSetCurrent(ctx_);
   }
 
+  // The staged path serves node-local PEs whose heaps are not mapped; the stream work that runs
+  // on the host also exists when the job spans nodes, without a staged path.
+  bool stagedReaches(int pe) const { return staged_ && stagedStream_ && nodeLocal_[pe]; }
+
   void* mappedOrThrow(const RemoteRef& ref, const char* api) const {
     if (ref.mapped) return ref.mapped;
+    if (!nodeLocal_[ref.pe]) {
+      throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
+                                              " runs on another node: stream-ordered one-sided calls do not reach "
+                                              "other nodes yet; the host calls (put, signal_op, ...) do, through UCX");
+    }
     throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
                                             "'s GPU heap is not mapped here (" + heap_->unreachableReason(ref.pe) +
                                             "); stream-ordered calls need peer access");
@@ -488,6 +505,7 @@ class CudaBackend final : public GpuBackend {
 
   const DriverApi& cu_;
   int myPe_, nPes_;
+  std::vector<bool> nodeLocal_;  // [pe]: shares this node
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   std::string name_, busId_;

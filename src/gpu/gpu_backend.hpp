@@ -62,6 +62,10 @@ class GpuBackend {
   virtual Transport& transportFor(const RemoteRef& ref) = 0;
   virtual void fence() = 0;
   virtual void quiet() = 0;
+  // An atomic on `word` in this PE's own GPU heap, as Transport::atomic (result may be null), for
+  // a peer whose message the network transport applies here.
+  virtual void localAtomic(AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
+                           void* result) = 0;
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
   // Bytes from p to the end of the plain device allocation (cudaMalloc, cuMemAlloc) that holds

@@ -31,6 +31,41 @@ __global__ void checkKernel(const int* p, std::size_t n, int base, unsigned long
   }
 }
 
+// Across nodes (the gpu_nodes run): stream-ordered one-sided calls to a PE on another node are
+// refused with an error that says so, at the call, instead of reaching a path that cannot serve
+// them (the host calls reach that PE through UCX).
+TEST(Stream, OneSidedCallsToAnotherNodeAreRefusedClearly) {
+  int remote = -1;
+  for (int pe = 0; pe < np(); ++pe) {
+    if (axon::pathTo(pe).rfind("ucx", 0) == 0) remote = pe;
+  }
+  if (remote < 0) GTEST_SKIP() << "every PE shares this node";
+  auto* inbox = static_cast<std::uint64_t*>(axon::calloc(4, 8));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  try {
+    axon::putOnStream(inbox, inbox + 1, 8, remote, s);
+    ADD_FAILURE() << "put_on_stream to PE " << remote << " on another node was accepted";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::Unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("runs on another node"), std::string::npos) << e.what();
+  }
+  try {
+    axon::signalOpOnStream(inbox, 1, axon::SignalOp::Add, remote, s);
+    ADD_FAILURE() << "signal_op_on_stream to PE " << remote << " on another node was accepted";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::Unsupported) << e.what();
+  }
+  CUDA_OK(cudaStreamSynchronize(s));
+  cudaStreamDestroy(s);
+  // The host calls reach it.
+  const std::uint64_t one = 1;
+  axon::put(inbox + 2, &one, 8, remote);
+  axon::quiet();
+  axon::barrierAll();
+  axon::free(inbox);
+}
+
 TEST(Stream, PutSignalWaitRing) {
   const std::size_t n = (1 << 20) + 3;
   auto* inbox = static_cast<int*>(axon::calloc(n, sizeof(int)));

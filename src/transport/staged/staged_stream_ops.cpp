@@ -41,8 +41,10 @@ StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int my
 }
 
 StagedStreamOps::~StagedStreamOps() {
-  // Everything posted so far is served; run-once ops still queued on streams are waited for, up
-  // to the timeout (finalize synchronizes the GPU first, so normally none is left).
+  // Run-once ops still queued on streams are released, up to the timeout, without their work:
+  // the runtime that work needs is being taken down (finalize synchronizes the GPU first, so
+  // normally none is left), and a stream must not hang on them.
+  shuttingDown_ = true;
   gpu::LibraryCudaCalls calls(cu_, ctx_);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -202,6 +204,8 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
   };
   if (!r) {
     fail(ErrorCode::Internal, "the GPU posted request " + std::to_string(number) + ", which this PE does not hold");
+  } else if (shuttingDown_) {
+    fail(ErrorCode::NotInitialized, "not run: it reached the GPU after finalize");
   } else {
     try {
       r->work();

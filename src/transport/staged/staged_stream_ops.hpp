@@ -95,6 +95,7 @@ class StagedStreamOps final : public ProgressClient {
   int wakeFd_ = -1;                   // eventfd written by enqueue: the engine sleeps on it when idle
   std::uint64_t head_ = 0;            // the next ticket to serve (the engine's thread alone)
   bool threadReady_ = false;          // the engine's thread has the context and relaxed capture mode
+  bool shuttingDown_ = false;         // set by the destructor: posted ops are released, not run
   PollPacer pacer_;
   std::vector<Request*> requests_;    // by request number; nullptr where free
   std::vector<std::uint64_t> freeNumbers_;

@@ -390,7 +390,7 @@ ucs_status_t UcxAmAtomics::onGpuPut(void* arg, const void* header, std::size_t h
   if (!dest) {
     log(LogLevel::Warn, me, "a put from PE " + std::to_string(h.fromPe) + " names " + std::to_string(length) +
                                 " bytes at GPU heap offset " + std::to_string(h.offset) + ", which this PE has not registered");
-    if (rndv) api.ucp_am_data_release(self->worker_.worker(), data);
+    // Not received: returning UCS_OK lets UCX drop the rendezvous and acknowledge it.
     answer(Reply::kBadAddress);
     return UCS_OK;
   }
