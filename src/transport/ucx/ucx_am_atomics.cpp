@@ -15,6 +15,8 @@ constexpr unsigned kAmAtomic = 1;
 constexpr unsigned kAmAtomicReply = 2;
 constexpr unsigned kAmPutSignal = 3;
 constexpr unsigned kAmGpuPut = 4;
+constexpr unsigned kAmGpuGet = 5;
+constexpr unsigned kAmGpuGetData = 6;
 
 }  // namespace
 
@@ -78,6 +80,8 @@ UcxAmAtomics::UcxAmAtomics(UcxWorker& worker, const UcxRegistry& registry, Remot
   setHandler(kAmAtomicReply, &UcxAmAtomics::onReply);
   setHandler(kAmPutSignal, &UcxAmAtomics::onPutSignal);
   setHandler(kAmGpuPut, &UcxAmAtomics::onGpuPut);
+  setHandler(kAmGpuGet, &UcxAmAtomics::onGpuGet);
+  setHandler(kAmGpuGetData, &UcxAmAtomics::onGpuGetData);
 }
 
 UcxAmAtomics::~UcxAmAtomics() {
@@ -86,6 +90,8 @@ UcxAmAtomics::~UcxAmAtomics() {
   setHandler(kAmAtomicReply, nullptr);
   setHandler(kAmPutSignal, nullptr);
   setHandler(kAmGpuPut, nullptr);
+  setHandler(kAmGpuGet, nullptr);
+  setHandler(kAmGpuGetData, nullptr);
 }
 
 void UcxAmAtomics::setHandler(unsigned id, ucp_am_recv_callback_t cb) {
@@ -130,7 +136,8 @@ void UcxAmAtomics::send(int pe, unsigned id, const void* message, std::size_t by
   worker_.wait(worker_.api().ucp_am_send_nbx(ep, id, message, bytes, data, dataBytes, &p), pe, what);
 }
 
-void UcxAmAtomics::sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes) {
+void UcxAmAtomics::sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes, const void* data,
+                                   std::size_t dataBytes, bool dataOnDevice) {
   struct Box {
     const UcxApi* api;
     std::unique_ptr<char[]> bytes;
@@ -148,8 +155,8 @@ void UcxAmAtomics::sendFromHandler(int pe, unsigned id, const void* message, std
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_CALLBACK |
                    UCP_OP_ATTR_FIELD_USER_DATA;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  p.memory_type = UCS_MEMORY_TYPE_HOST;
+  p.flags = data && dataBytes > kGpuEagerMax ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+  p.memory_type = data && dataOnDevice ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
   p.cb.send = [](void* request, ucs_status_t, void* userData) {
     auto* b = static_cast<Box*>(userData);
     const UcxApi* a = b->api;
@@ -157,7 +164,7 @@ void UcxAmAtomics::sendFromHandler(int pe, unsigned id, const void* message, std
     a->ucp_request_free(request);
   };
   p.user_data = box;
-  ucs_status_ptr_t req = api.ucp_am_send_nbx(ep, id, box->bytes.get(), bytes, nullptr, 0, &p);
+  ucs_status_ptr_t req = api.ucp_am_send_nbx(ep, id, box->bytes.get(), bytes, data, data ? dataBytes : 0, &p);
   if (UCS_PTR_IS_PTR(req)) return;  // the callback frees the box
   delete box;
   if (UCS_PTR_IS_ERR(req)) {
@@ -356,7 +363,8 @@ void UcxAmAtomics::gpuPut(const RemoteRef& dst, const void* src, std::size_t byt
   const GpuPutHeader h{worker_.setup().myPe, reply.token, dst.offset};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  p.flags = UCP_AM_SEND_FLAG_RNDV;  // the target receives into its GPU heap, never a bounce copy of ours
+  // Large data as a rendezvous, which the target receives straight into its GPU heap.
+  p.flags = bytes <= kGpuEagerMax ? UCP_AM_SEND_FLAG_EAGER : UCP_AM_SEND_FLAG_RNDV;
   p.memory_type = srcOnDevice ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
   ucp_ep_h ep = worker_.endpoint(dst.pe, "put");
   worker_.wait(worker_.api().ucp_am_send_nbx(ep, kAmGpuPut, &h, sizeof h, src, bytes, &p), dst.pe, what);
@@ -435,6 +443,125 @@ ucs_status_t UcxAmAtomics::onGpuPut(void* arg, const void* header, std::size_t h
   }
   answer(UCS_PTR_IS_ERR(req) ? Reply::kGpuFailed : 0);
   return UCS_OK;
+}
+
+// A get's request (no data) and its answer (the data, as a rendezvous, or a status alone).
+struct GpuGetHeader {
+  std::int32_t fromPe;
+  std::uint64_t token;
+  std::uint64_t offset;
+  std::uint64_t bytes;
+};
+struct GpuGetData {
+  std::uint64_t token;
+};
+
+void UcxAmAtomics::gpuGet(void* dst, const RemoteRef& src, std::size_t bytes, bool dstOnDevice) {
+  if (bytes == 0) return;
+  const auto what = [&] { return describe("get", src); };
+  Awaited reply(*this);
+  reply.landing = dst;
+  reply.landingBytes = bytes;
+  reply.landingOnDevice = dstOnDevice;
+  const GpuGetHeader h{worker_.setup().myPe, reply.token, src.offset, bytes};
+  send(src.pe, kAmGpuGet, &h, sizeof h, what);
+  reply.wait(src.pe, what);
+  if (reply.status == Reply::kBadAddress) {
+    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                                ": the target has no registered GPU heap there");
+  }
+  if (reply.status != 0) {
+    throw Error(ErrorCode::Ucx, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                    ": the data could not be moved (the log of this PE or the target says why)");
+  }
+}
+
+ucs_status_t UcxAmAtomics::onGpuGet(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
+                                    const ucp_am_recv_param_t*) {
+  auto* self = static_cast<UcxAmAtomics*>(arg);
+  if (headerLength != sizeof(GpuGetHeader)) return UCS_OK;
+  GpuGetHeader h;
+  std::memcpy(&h, header, sizeof h);
+  if (h.fromPe < 0 || h.fromPe >= self->worker_.setup().nPes) return UCS_OK;
+  const char* source = nullptr;
+  self->registry_.withLocal(HeapKind::Gpu, 0, h.offset, h.bytes, [&](char* s) { source = s; });
+  if (!source) {
+    log(LogLevel::Warn, self->worker_.setup().myPe,
+        "a get from PE " + std::to_string(h.fromPe) + " names " + std::to_string(h.bytes) + " bytes at GPU heap offset " +
+            std::to_string(h.offset) + ", which this PE has not registered");
+    const Reply r{h.token, 0, Reply::kBadAddress};
+    self->sendFromHandler(h.fromPe, kAmAtomicReply, &r, sizeof r);
+    return UCS_OK;
+  }
+  // The heap stays mapped while the job runs: UCX may read it after this handler returns.
+  const GpuGetData d{h.token};
+  self->sendFromHandler(h.fromPe, kAmGpuGetData, &d, sizeof d, source, h.bytes, true);
+  return UCS_OK;
+}
+
+ucs_status_t UcxAmAtomics::onGpuGetData(void* arg, const void* header, std::size_t headerLength, void* data,
+                                        std::size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxAmAtomics*>(arg);
+  if (headerLength != sizeof(GpuGetData)) return UCS_OK;
+  GpuGetData d;
+  std::memcpy(&d, header, sizeof d);
+  void* landing = nullptr;
+  bool onDevice = false;
+  {
+    std::lock_guard lock(self->pendingMutex_);
+    auto it = self->pending_.find(d.token);
+    // A wait that already ended (timed out, failed), or an answer of the wrong size: dropped
+    // (UCX acknowledges a rendezvous nobody receives).
+    if (it == self->pending_.end() || it->second->landingBytes != length) return UCS_OK;
+    landing = it->second->landing;
+    onDevice = it->second->landingOnDevice;
+  }
+  const int me = self->worker_.setup().myPe;
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    std::int32_t status = 0;
+    try {
+      if (onDevice) self->worker_.setup().gpuCopy(landing, data, length);
+      else std::memcpy(landing, data, length);
+    } catch (const std::exception& e) {
+      log(LogLevel::Error, me, std::string("a get's data could not be copied to GPU memory: ") + e.what());
+      status = Reply::kGpuFailed;
+    }
+    self->finish(d.token, status);
+    return UCS_OK;
+  }
+  struct Landing {
+    UcxAmAtomics* self;
+    std::uint64_t token;
+  };
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.memory_type = onDevice ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  p.cb.recv_am = [](void* request, ucs_status_t status, std::size_t, void* user) {
+    auto* l = static_cast<Landing*>(user);
+    if (status != UCS_OK) {
+      log(LogLevel::Error, l->self->worker_.setup().myPe, "receiving a get's data failed: " + statusText(status));
+    }
+    l->self->finish(l->token, status == UCS_OK ? 0 : Reply::kGpuFailed);
+    l->self->worker_.api().ucp_request_free(request);
+    delete l;
+  };
+  auto* landingNote = new Landing{self, d.token};
+  p.user_data = landingNote;
+  ucs_status_ptr_t req = self->worker_.api().ucp_am_recv_data_nbx(self->worker_.worker(), data, landing, length, &p);
+  if (UCS_PTR_IS_PTR(req)) return UCS_OK;  // the callback finishes the wait
+  delete landingNote;
+  if (UCS_PTR_IS_ERR(req)) log(LogLevel::Error, me, "receiving a get's data failed: " + statusText(UCS_PTR_STATUS(req)));
+  self->finish(d.token, UCS_PTR_IS_ERR(req) ? Reply::kGpuFailed : 0);
+  return UCS_OK;
+}
+
+void UcxAmAtomics::finish(std::uint64_t token, std::int32_t status) {
+  std::lock_guard lock(pendingMutex_);
+  auto it = pending_.find(token);
+  if (it == pending_.end()) return;
+  it->second->status = status;
+  it->second->done.store(true, std::memory_order_release);
+  pending_.erase(it);
 }
 
 ucs_status_t UcxAmAtomics::onReply(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,

@@ -8,10 +8,11 @@
 // on an endpoint, active messages included; the target applies a message when its worker is
 // polled (its waits and its progress engine), in the order they arrived.
 //
-// Puts into a peer's GPU heap over the same endpoints go by active message too (gpuPut): there
-// UCX writes device memory only through its RMA emulation, one synchronous CUDA copy per 8 KiB
-// fragment (0.03 GB/s measured between two PEs on one H100); an active message's rendezvous moves
-// the data with UCX's pipelined staging instead, received straight into the heap.
+// Puts into and gets from a peer's GPU heap over the same endpoints go by active message too
+// (gpuPut, gpuGet): there UCX reaches device memory only through its RMA emulation, one
+// synchronous CUDA copy per 8 KiB fragment (0.03 GB/s measured between two PEs on one H100); an
+// active message's rendezvous moves the data with UCX's pipelined staging instead, received
+// straight into the heap (put) or the caller's buffer (get).
 #pragma once
 
 #include <atomic>
@@ -72,11 +73,18 @@ class UcxAmAtomics {
   void quiet();
   void atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand, const void* cond,
               void* result);
-  // Whether a put to `dst` goes by gpuPut: a GPU heap behind an endpoint without hardware RDMA.
-  bool carriesGpuPut(const RemoteRef& dst) const { return dst.heap == HeapKind::Gpu && dst.region == 0 && handles(dst); }
+  // Whether a put to or get from `ref` goes by gpuPut/gpuGet: a GPU heap behind an endpoint
+  // without hardware RDMA.
+  bool carriesGpuData(const RemoteRef& ref) const { return ref.heap == HeapKind::Gpu && ref.region == 0 && handles(ref); }
+  // Up to this many bytes the data travels with the message (eager) and the receiver copies it
+  // into GPU memory itself: a rendezvous would add its handshake to every small transfer.
+  static constexpr std::size_t kGpuEagerMax = 16384;
   // Returns once the data has landed in the target's GPU heap (its answer, sent when UCX has
   // received it there). `srcOnDevice` is the memory type of `src`.
   void gpuPut(const RemoteRef& dst, const void* src, std::size_t bytes, bool srcOnDevice);
+  // Returns once `bytes` of the target's GPU heap at `src` have landed in `dst` (the target sends
+  // them back as a rendezvous). `dstOnDevice` is the memory type of `dst`.
+  void gpuGet(void* dst, const RemoteRef& src, std::size_t bytes, bool dstOnDevice);
 
  private:
   // A reply waited for: registered under its token while it lives, so that a reply arriving after
@@ -94,6 +102,10 @@ class UcxAmAtomics {
     std::atomic<bool> done{false};
     std::uint64_t value = 0;
     std::int32_t status = 0;  // 0, or what the target found wrong (Reply::kBadAddress)
+    // gpuGet: where the data lands, how much is expected, and its memory type.
+    void* landing = nullptr;
+    std::size_t landingBytes = 0;
+    bool landingOnDevice = false;
   };
   static ucs_status_t onRequest(void* arg, const void* header, std::size_t headerLength, void* data,
                                 std::size_t length, const ucp_am_recv_param_t* param);
@@ -101,6 +113,12 @@ class UcxAmAtomics {
                                   std::size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t onGpuPut(void* arg, const void* header, std::size_t headerLength, void* data,
                                std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t onGpuGet(void* arg, const void* header, std::size_t headerLength, void* data,
+                               std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t onGpuGetData(void* arg, const void* header, std::size_t headerLength, void* data,
+                                   std::size_t length, const ucp_am_recv_param_t* param);
+  // Ends the wait of `token` (if it still waits) with `status`.
+  void finish(std::uint64_t token, std::int32_t status);
   static ucs_status_t onReply(void* arg, const void* header, std::size_t headerLength, void* data,
                               std::size_t length, const ucp_am_recv_param_t* param);
   void apply(const Request& r);
@@ -109,7 +127,9 @@ class UcxAmAtomics {
   void send(int pe, unsigned id, const void* message, std::size_t bytes, const std::function<std::string()>& what,
             const void* data = nullptr, std::size_t dataBytes = 0);
   // From a handler, which must not wait: the message is copied into a box freed on completion.
-  void sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes);
+  // `data` (GPU memory when `dataOnDevice`), if any, goes as a rendezvous and must stay valid.
+  void sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes, const void* data = nullptr,
+                       std::size_t dataBytes = 0, bool dataOnDevice = false);
   void setHandler(unsigned id, ucp_am_recv_callback_t cb);
   std::string describe(const char* what, const RemoteRef& ref) const;
 

@@ -66,7 +66,7 @@ void UcxTransport::rma(const RemoteRef& ref, std::size_t bytes, const void* loca
 }
 
 void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes) {
-  if (am_.carriesGpuPut(dst)) {
+  if (am_.carriesGpuData(dst)) {
     registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put");
     am_.gpuPut(dst, src, bytes, onDevice(src));
     return;
@@ -79,7 +79,7 @@ void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes)
 }
 
 void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) {
-  if (am_.carriesGpuPut(dst)) {
+  if (am_.carriesGpuData(dst)) {
     put(dst, src, bytes);  // complete on return: a rendezvous the target answers
     return;
   }
@@ -91,6 +91,11 @@ void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t byt
 }
 
 void UcxTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
+  if (am_.carriesGpuData(src)) {
+    registry_.checkRegistered(src.pe, src.heap, src.region, src.offset, bytes, "get");
+    am_.gpuGet(dst, src, bytes, onDevice(dst));
+    return;
+  }
   const UcxApi& api = worker_.api();
   rma(src, bytes, dst, "get", true, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at, std::uint64_t n,
                                        const ucp_request_param_t& p) {
@@ -99,6 +104,10 @@ void UcxTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
 }
 
 void UcxTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes) {
+  if (am_.carriesGpuData(src)) {
+    get(dst, src, bytes);  // complete on return: the target sends the data back as a rendezvous
+    return;
+  }
   const UcxApi& api = worker_.api();
   rma(src, bytes, dst, "get_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
