@@ -182,13 +182,7 @@ void runOnStream(Request q, const Team& team, Stream stream, const char* api) {
     // Across nodes: the hierarchical host path, run by the stream's host worker when the stream
     // gets there (device buffers go through host copies, as in the blocking form). Calls on the
     // team keep the order in which the streams reach them.
-    auto bytes = extents(q, n, dataTypeSize(q.type), me);
-    if (bytes.first && !gpu->isDeviceMemory(q.src)) {
-      coll::badArgument(rt, api, "src " + rt.describe(q.src) + " is not GPU memory; stream-ordered collectives take device buffers");
-    }
-    if (bytes.second && !gpu->isDeviceMemory(q.dst)) {
-      coll::badArgument(rt, api, "dst " + rt.describe(q.dst) + " is not GPU memory; stream-ordered collectives take device buffers");
-    }
+    coll::requireDeviceBuffers(rt, *gpu, q, extents(q, n, dataTypeSize(q.type), me), api);
     gpu->enqueueHostWork(stream, [q, team, api] { run(q, team, api); },
                          std::string(api) + " on team " + state.name + " (across nodes)");
     return;

@@ -118,6 +118,16 @@ void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* ap
   throw Error(code, me + by + what + ". The team's collectives are stopped: destroy the team and split a new one");
 }
 
+void requireDeviceBuffers(Runtime& rt, const GpuBackend& gpu, const Request& q,
+                          std::pair<std::size_t, std::size_t> bytes, const char* api) {
+  if (bytes.first && !gpu.isDeviceMemory(q.src)) {
+    badArgument(rt, api, "src " + rt.describe(q.src) + " is not GPU memory; stream-ordered collectives take device buffers");
+  }
+  if (bytes.second && !gpu.isDeviceMemory(q.dst)) {
+    badArgument(rt, api, "dst " + rt.describe(q.dst) + " is not GPU memory; stream-ordered collectives take device buffers");
+  }
+}
+
 void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* stream, const char* api) {
   GpuBackend& gpu = *rt.gpu();
   GpuTeamWorkspace& ws = *team.gpuWorkspace;
@@ -125,14 +135,7 @@ void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* strea
   const int n = static_cast<int>(team.members.size());
   const std::size_t elem = dataTypeSize(q.type);
   const auto bytes = extents(q, n, elem, team.myIndex);
-  if (stream) {
-    if (bytes.first && !gpu.isDeviceMemory(q.src)) {
-      badArgument(rt, api, "src " + rt.describe(q.src) + " is not GPU memory; stream-ordered collectives take device buffers");
-    }
-    if (bytes.second && !gpu.isDeviceMemory(q.dst)) {
-      badArgument(rt, api, "dst " + rt.describe(q.dst) + " is not GPU memory; stream-ordered collectives take device buffers");
-    }
-  }
+  if (stream) requireDeviceBuffers(rt, gpu, q, bytes, api);
   const GpuPlan plan = gpuPlanFor(rt, q.collective, q.count, q.type, n);
   kernels::CollLaunch launch{};
   launch.record.collective = static_cast<unsigned>(q.collective);

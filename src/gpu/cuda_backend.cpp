@@ -213,7 +213,7 @@ class CudaBackend final : public GpuBackend {
     bool any = false;
     for (int p = 0; p < nPes_; ++p) any |= wire::readWordBlob(votes[p], vote.originOf(p)) != 0;
     // Stream-ordered collectives across nodes run on the host, in stream order.
-    const bool spansNodes = std::count(rt.nodeLocal().begin(), rt.nodeLocal().end(), true) < nPes_;
+    const bool spansNodes = std::count(nodeLocal_.begin(), nodeLocal_.end(), true) < nPes_;
     if (!any && spansNodes) {
       stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
       rt.progressEngine().add(stagedStream_.get());

@@ -128,8 +128,7 @@ bool StageProxy::hasWork() const {
     if (pe == myPe_) continue;
     const Sender& s = senders_[pe];
     if (!s.pending.empty()) return true;
-    const char* channel = channels_ + static_cast<std::size_t>(pe) * channelBytes(chunk_);
-    const StageSlot& slot = slotsOf(const_cast<char*>(channel))[s.next % kStageSlots];
+    const StageSlot& slot = slotsOf(channels_ + static_cast<std::size_t>(pe) * channelBytes(chunk_))[s.next % kStageSlots];
     if (std::atomic_ref<const std::uint64_t>(slot.ready).load(std::memory_order_acquire) == s.next) return true;
   }
   return false;

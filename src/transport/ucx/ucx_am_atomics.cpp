@@ -369,14 +369,7 @@ void UcxAmAtomics::gpuPut(const RemoteRef& dst, const void* src, std::size_t byt
   ucp_ep_h ep = worker_.endpoint(dst.pe, "put");
   worker_.wait(worker_.api().ucp_am_send_nbx(ep, kAmGpuPut, &h, sizeof h, src, bytes, &p), dst.pe, what);
   reply.wait(dst.pe, what);
-  if (reply.status == Reply::kBadAddress) {
-    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
-                                                ": the target has no registered GPU heap there");
-  }
-  if (reply.status != 0) {
-    throw Error(ErrorCode::Ucx, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
-                                        ": the target could not receive the data (its log says why)");
-  }
+  checkGpuData(reply.status, what);
 }
 
 ucs_status_t UcxAmAtomics::onGpuPut(void* arg, const void* header, std::size_t headerLength, void* data,
@@ -387,61 +380,16 @@ ucs_status_t UcxAmAtomics::onGpuPut(void* arg, const void* header, std::size_t h
   std::memcpy(&h, header, sizeof h);
   const int me = self->worker_.setup().myPe;
   if (h.fromPe < 0 || h.fromPe >= self->worker_.setup().nPes) return UCS_OK;
-  const UcxApi& api = self->worker_.api();
-  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  auto answer = [self, h](std::int32_t status) {
-    const Reply r{h.token, 0, status};
-    self->sendFromHandler(h.fromPe, kAmAtomicReply, &r, sizeof r);
-  };
   char* dest = nullptr;
   self->registry_.withLocal(HeapKind::Gpu, 0, h.offset, length, [&](char* d) { dest = d; });
   if (!dest) {
     log(LogLevel::Warn, me, "a put from PE " + std::to_string(h.fromPe) + " names " + std::to_string(length) +
                                 " bytes at GPU heap offset " + std::to_string(h.offset) + ", which this PE has not registered");
     // Not received: returning UCS_OK lets UCX drop the rendezvous and acknowledge it.
-    answer(Reply::kBadAddress);
+    self->complete(Landing{self, h.fromPe, h.token}, Reply::kBadAddress);
     return UCS_OK;
   }
-  if (!rndv) {
-    // Small enough that UCX sent it along (host memory here): one copy into the heap.
-    std::int32_t status = 0;
-    try {
-      if (length) self->worker_.setup().gpuCopy(dest, data, length);
-    } catch (const std::exception& e) {
-      log(LogLevel::Error, me, std::string("a put from PE ") + std::to_string(h.fromPe) + " into the GPU heap failed: " + e.what());
-      status = Reply::kGpuFailed;
-    }
-    answer(status);
-    return UCS_OK;
-  }
-  struct Landing {
-    UcxAmAtomics* self;
-    GpuPutHeader h;
-  };
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-  p.memory_type = UCS_MEMORY_TYPE_CUDA;
-  p.cb.recv_am = [](void* request, ucs_status_t status, std::size_t, void* user) {
-    auto* l = static_cast<Landing*>(user);
-    if (status != UCS_OK) {
-      log(LogLevel::Error, l->self->worker_.setup().myPe,
-          "receiving a put from PE " + std::to_string(l->h.fromPe) + " into the GPU heap failed: " + statusText(status));
-    }
-    const Reply r{l->h.token, 0, status == UCS_OK ? 0 : Reply::kGpuFailed};
-    l->self->sendFromHandler(l->h.fromPe, kAmAtomicReply, &r, sizeof r);
-    l->self->worker_.api().ucp_request_free(request);
-    delete l;
-  };
-  auto* landing = new Landing{self, h};
-  p.user_data = landing;
-  ucs_status_ptr_t req = api.ucp_am_recv_data_nbx(self->worker_.worker(), data, dest, length, &p);
-  if (UCS_PTR_IS_PTR(req)) return UCS_OK;  // the callback answers
-  delete landing;
-  if (UCS_PTR_IS_ERR(req)) {
-    log(LogLevel::Error, me, "receiving a put from PE " + std::to_string(h.fromPe) + " into the GPU heap failed: " +
-                                 statusText(UCS_PTR_STATUS(req)));
-  }
-  answer(UCS_PTR_IS_ERR(req) ? Reply::kGpuFailed : 0);
+  self->land(Landing{self, h.fromPe, h.token}, data, length, param, dest, true, "a put into the GPU heap");
   return UCS_OK;
 }
 
@@ -466,14 +414,7 @@ void UcxAmAtomics::gpuGet(void* dst, const RemoteRef& src, std::size_t bytes, bo
   const GpuGetHeader h{worker_.setup().myPe, reply.token, src.offset, bytes};
   send(src.pe, kAmGpuGet, &h, sizeof h, what);
   reply.wait(src.pe, what);
-  if (reply.status == Reply::kBadAddress) {
-    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
-                                                ": the target has no registered GPU heap there");
-  }
-  if (reply.status != 0) {
-    throw Error(ErrorCode::Ucx, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
-                                    ": the data could not be moved (the log of this PE or the target says why)");
-  }
+  checkGpuData(reply.status, what);
 }
 
 ucs_status_t UcxAmAtomics::onGpuGet(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
@@ -489,8 +430,7 @@ ucs_status_t UcxAmAtomics::onGpuGet(void* arg, const void* header, std::size_t h
     log(LogLevel::Warn, self->worker_.setup().myPe,
         "a get from PE " + std::to_string(h.fromPe) + " names " + std::to_string(h.bytes) + " bytes at GPU heap offset " +
             std::to_string(h.offset) + ", which this PE has not registered");
-    const Reply r{h.token, 0, Reply::kBadAddress};
-    self->sendFromHandler(h.fromPe, kAmAtomicReply, &r, sizeof r);
+    self->complete(Landing{self, h.fromPe, h.token}, Reply::kBadAddress);
     return UCS_OK;
   }
   // The heap stays mapped while the job runs: UCX may read it after this handler returns.
@@ -516,49 +456,70 @@ ucs_status_t UcxAmAtomics::onGpuGetData(void* arg, const void* header, std::size
     landing = it->second->landing;
     onDevice = it->second->landingOnDevice;
   }
-  const int me = self->worker_.setup().myPe;
+  self->land(Landing{self, -1, d.token}, data, length, param, landing, onDevice, "a get's data");
+  return UCS_OK;
+}
+
+void UcxAmAtomics::land(Landing to, void* data, std::size_t length, const ucp_am_recv_param_t* param, void* dest,
+                        bool onDevice, const char* what) {
+  const int me = worker_.setup().myPe;
   if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    // Small enough that UCX sent it along (host memory here): one copy to its place.
     std::int32_t status = 0;
     try {
-      if (onDevice) self->worker_.setup().gpuCopy(landing, data, length);
-      else std::memcpy(landing, data, length);
+      if (onDevice && length) worker_.setup().gpuCopy(dest, data, length);
+      else std::memcpy(dest, data, length);
     } catch (const std::exception& e) {
-      log(LogLevel::Error, me, std::string("a get's data could not be copied to GPU memory: ") + e.what());
+      log(LogLevel::Error, me, std::string(what) + " could not be copied to GPU memory: " + e.what());
       status = Reply::kGpuFailed;
     }
-    self->finish(d.token, status);
-    return UCS_OK;
+    complete(to, status);
+    return;
   }
-  struct Landing {
-    UcxAmAtomics* self;
-    std::uint64_t token;
-  };
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   p.memory_type = onDevice ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
   p.cb.recv_am = [](void* request, ucs_status_t status, std::size_t, void* user) {
     auto* l = static_cast<Landing*>(user);
-    if (status != UCS_OK) {
-      log(LogLevel::Error, l->self->worker_.setup().myPe, "receiving a get's data failed: " + statusText(status));
-    }
-    l->self->finish(l->token, status == UCS_OK ? 0 : Reply::kGpuFailed);
+    if (status != UCS_OK) log(LogLevel::Error, l->self->worker_.setup().myPe, "receiving data failed: " + statusText(status));
+    l->self->complete(*l, status == UCS_OK ? 0 : Reply::kGpuFailed);
     l->self->worker_.api().ucp_request_free(request);
     delete l;
   };
-  auto* landingNote = new Landing{self, d.token};
-  p.user_data = landingNote;
-  ucs_status_ptr_t req = self->worker_.api().ucp_am_recv_data_nbx(self->worker_.worker(), data, landing, length, &p);
-  if (UCS_PTR_IS_PTR(req)) return UCS_OK;  // the callback finishes the wait
-  delete landingNote;
-  if (UCS_PTR_IS_ERR(req)) log(LogLevel::Error, me, "receiving a get's data failed: " + statusText(UCS_PTR_STATUS(req)));
-  self->finish(d.token, UCS_PTR_IS_ERR(req) ? Reply::kGpuFailed : 0);
-  return UCS_OK;
+  auto* held = new Landing(to);
+  p.user_data = held;
+  ucs_status_ptr_t req = worker_.api().ucp_am_recv_data_nbx(worker_.worker(), data, dest, length, &p);
+  if (UCS_PTR_IS_PTR(req)) return;  // the callback completes it
+  delete held;
+  if (UCS_PTR_IS_ERR(req)) log(LogLevel::Error, me, std::string("receiving ") + what + " failed: " + statusText(UCS_PTR_STATUS(req)));
+  complete(to, UCS_PTR_IS_ERR(req) ? Reply::kGpuFailed : 0);
 }
 
-void UcxAmAtomics::finish(std::uint64_t token, std::int32_t status) {
+void UcxAmAtomics::complete(const Landing& to, std::int32_t status) {
+  if (to.answerPe < 0) {
+    finish(to.token, status);
+    return;
+  }
+  const Reply r{to.token, 0, status};
+  sendFromHandler(to.answerPe, kAmAtomicReply, &r, sizeof r);
+}
+
+void UcxAmAtomics::checkGpuData(std::int32_t status, const std::function<std::string()>& what) const {
+  if (status == Reply::kBadAddress) {
+    throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                                ": the target has no registered GPU heap there");
+  }
+  if (status != 0) {
+    throw Error(ErrorCode::Ucx, "PE " + std::to_string(worker_.setup().myPe) + ": " + what() +
+                                    ": the data could not be moved (the log of this PE or the target says why)");
+  }
+}
+
+void UcxAmAtomics::finish(std::uint64_t token, std::int32_t status, std::uint64_t value) {
   std::lock_guard lock(pendingMutex_);
   auto it = pending_.find(token);
-  if (it == pending_.end()) return;
+  if (it == pending_.end()) return;  // its wait already ended
+  it->second->value = value;
   it->second->status = status;
   it->second->done.store(true, std::memory_order_release);
   pending_.erase(it);
@@ -570,13 +531,7 @@ ucs_status_t UcxAmAtomics::onReply(void* arg, const void* header, std::size_t he
   if (headerLength != sizeof(Reply)) return UCS_OK;
   Reply r;
   std::memcpy(&r, header, sizeof r);
-  std::lock_guard lock(self->pendingMutex_);
-  auto it = self->pending_.find(r.token);
-  if (it == self->pending_.end()) return UCS_OK;  // its wait already ended
-  it->second->value = r.value;
-  it->second->status = r.status;
-  it->second->done.store(true, std::memory_order_release);
-  self->pending_.erase(it);
+  self->finish(r.token, r.status, r.value);
   return UCS_OK;
 }
 

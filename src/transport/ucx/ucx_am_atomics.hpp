@@ -117,8 +117,22 @@ class UcxAmAtomics {
                                std::size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t onGpuGetData(void* arg, const void* header, std::size_t headerLength, void* data,
                                    std::size_t length, const ucp_am_recv_param_t* param);
-  // Ends the wait of `token` (if it still waits) with `status`.
-  void finish(std::uint64_t token, std::int32_t status);
+  // Ends the wait of `token` (if it still waits) with `status` and `value`.
+  void finish(std::uint64_t token, std::int32_t status, std::uint64_t value = 0);
+  // Whom data arriving for a gpuPut or gpuGet is reported to once it has landed: the sender by
+  // reply (answerPe), or this PE's own wait (answerPe -1).
+  struct Landing {
+    UcxAmAtomics* self;
+    int answerPe;
+    std::uint64_t token;
+  };
+  // Puts `length` bytes of an arriving message's data at `dest` (copied when UCX sent them along,
+  // received when they come as a rendezvous), then completes `to`. `what` names it in the log.
+  void land(Landing to, void* data, std::size_t length, const ucp_am_recv_param_t* param, void* dest, bool onDevice,
+            const char* what);
+  void complete(const Landing& to, std::int32_t status);
+  // Throws for a gpuPut's or gpuGet's failed status.
+  void checkGpuData(std::int32_t status, const std::function<std::string()>& what) const;
   static ucs_status_t onReply(void* arg, const void* header, std::size_t headerLength, void* data,
                               std::size_t length, const ucp_am_recv_param_t* param);
   void apply(const Request& r);
