@@ -18,6 +18,12 @@
 //   staged_stream  (run with AXON_P2P=0) time per signal_op_on_stream through the staged path,
 //             in a row on a stream and replayed in a CUDA graph, against the blocking signal_op
 //             each one runs on the worker thread
+//   proxy     (run across nodes: axon run -n 2 --emulate-nodes 2; or with AXON_P2P=0) the device
+//             API through the host proxy to a PE this GPU cannot map: put_signal round trip
+//             (8 B) from a kernel against the host's put_signal + signal_wait_until round trip;
+//             device put bandwidth (one block) against the host's blocking put of the same
+//             buffers over the same transport; time per request (signal_op adds from one thread,
+//             then quiet) against the host's signal_op calls
 //
 // Every transfer is checked afterwards (#wrong). PEs beyond 1 take part in barriers only.
 #include <axon/axon.hpp>
@@ -695,6 +701,163 @@ void benchStagedStream(const Options& o, int me) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// device proxy
+
+__global__ void proxyPingPong(dev::Context ctx, u64* data, const u64* src, u64* sig, int peer, int warmup, int iters,
+                              bool initiator, u64* elapsedNs) {
+  u64 t0 = 0;
+  for (int i = 1; i <= warmup + iters; ++i) {
+    if (i == warmup + 1) t0 = globalTimer();
+    if (!initiator) dev::signalWaitUntil<dev::Thread>(ctx, sig, dev::Cmp::Ge, static_cast<u64>(i));
+    dev::putSignal<dev::Thread>(ctx, data, src, 8, sig, static_cast<u64>(i), dev::SignalOp::Set, peer);
+    if (initiator) dev::signalWaitUntil<dev::Thread>(ctx, sig, dev::Cmp::Ge, static_cast<u64>(i));
+  }
+  *elapsedNs = globalTimer() - t0;
+}
+
+__global__ void proxyPut(dev::Context ctx, char* dest, const char* src, std::size_t bytes, int peer, int reps) {
+  for (int r = 0; r < reps; ++r) dev::put<dev::Block>(ctx, dest, src, bytes, peer);
+}
+
+__global__ void proxySignals(dev::Context ctx, u64* sig, int peer, int n) {
+  for (int i = 0; i < n; ++i) dev::signalOp(ctx, sig, 1ull, dev::SignalOp::Add, peer);
+  dev::quiet(ctx);
+}
+
+// Seconds since t0.
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void benchProxy(const Options& o, int me) {
+  // PE 0 decides for everyone: PE 1 mapped means the proxy is not what would be measured.
+  auto* flags = static_cast<long long*>(axon::mallocHost(4 * sizeof(long long)));  // skip, wrong x3
+  if (me == 0) {
+    for (int pe = 0; pe < axon::nPes(); ++pe) axon::p(&flags[0], axon::gpuPeerReachable(1) ? 1ll : 0ll, pe);
+  }
+  axon::barrierAll();
+  if (flags[0] != 0) {
+    if (me == 0) std::printf("# proxy: skipped: PE 1 is mapped; run across nodes (--emulate-nodes 2) or with AXON_P2P=0\n");
+    axon::barrierAll();
+    axon::free(flags);
+    return;
+  }
+  const int peer = 1 - me;
+  auto ctx = axon::deviceContext();
+
+  // Round trip of 8 B + signal: from a kernel (each put_signal a request to the proxy) and from
+  // the host (put_signal, then signal_wait_until on a GPU heap word).
+  {
+    auto* words = static_cast<u64*>(axon::calloc(4, 8));  // data, sig (device); data, sig (host)
+    u64 *src, *elapsed;
+    CHECK(cudaMalloc(&src, 8));
+    CHECK(cudaMalloc(&elapsed, 8));
+    const u64 mine = 0xabcdef00ull + me;
+    CHECK(cudaMemcpy(src, &mine, 8, cudaMemcpyHostToDevice));
+    const int iters = std::min(o.iters, 2000), warmup = 50;
+    const double device = pingPongRtt(me, &words[0], &words[1], iters, elapsed, [&] {
+      proxyPingPong<<<1, 1>>>(ctx, &words[0], src, &words[1], peer, warmup, iters, me == 0, elapsed);
+    });
+    double host = 0;
+    if (me <= 1) {
+      axon::barrierAll();
+      std::chrono::steady_clock::time_point t0;
+      auto* hostSig = reinterpret_cast<std::uint64_t*>(&words[3]);
+      for (int i = 1; i <= warmup + iters; ++i) {
+        if (i == warmup + 1) t0 = std::chrono::steady_clock::now();
+        if (me == 1) axon::signalWaitUntil(hostSig, axon::Cmp::Ge, static_cast<std::uint64_t>(i));
+        axon::putSignal(&words[2], src, 8, hostSig, static_cast<std::uint64_t>(i), axon::SignalOp::Set, peer);
+        if (me == 0) axon::signalWaitUntil(hostSig, axon::Cmp::Ge, static_cast<std::uint64_t>(i));
+      }
+      host = since(t0) * 1e6 / iters;
+    }
+    axon::barrierAll();
+    u64 got[3] = {0, 0, 0};
+    CHECK(cudaMemcpy(got, words, 24, cudaMemcpyDeviceToHost));
+    const long long wrong = (got[0] != 0xabcdef00ull + peer) + (got[2] != 0xabcdef00ull + peer);
+    if (me == 1) axon::p(&flags[1], wrong, 0);
+    axon::barrierAll();
+    if (me == 0) {
+      report({"proxy_put_signal_rtt", "us", 8, device, host, "host put_signal+wait", wrong + flags[1],
+              "device thread scope, PE 1 through the proxy"});
+    }
+    cudaFree(src);
+    cudaFree(elapsed);
+    axon::barrierAll();
+    axon::free(words);
+  }
+
+  // Bandwidth: PE 0 puts to PE 1 from a kernel (one block; each put one request) and from the
+  // host (blocking put), the same buffers.
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (std::size_t bytes = 64u << 10; bytes <= std::min<std::size_t>(o.maxBw, 64u << 20); bytes *= 4) {
+    const int reps = std::max(4, static_cast<int>(std::min<std::size_t>(200, (512u << 20) / bytes)));
+    char* dst = static_cast<char*>(axon::malloc(bytes));
+    char* src;
+    CHECK(cudaMalloc(&src, bytes));
+    const unsigned seed = 5000u + static_cast<unsigned>(bytes >> 10);
+    fill<<<264, 512>>>(reinterpret_cast<unsigned*>(src), bytes / 4, seed);
+    CHECK(cudaDeviceSynchronize());
+    axon::barrierAll();
+    double device = 0, host = 0;
+    if (me == 0) {
+      device = timed(s, 1, [&] { proxyPut<<<1, 128, 0, s>>>(ctx, dst, src, bytes, 1, reps); });
+      axon::put(dst, src, bytes, 1);  // warm-up
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r) axon::put(dst, src, bytes, 1);
+      host = since(t0);
+    }
+    axon::barrierAll();
+    if (me == 1) axon::p(&flags[2], wrongIn(dst, bytes, seed), 0);
+    axon::barrierAll();
+    if (me == 0) {
+      const double gb = static_cast<double>(bytes) * reps / 1e9;
+      report({"proxy_device_put", "GB/s", bytes, gb / device, gb / host, "host put (blocking)", flags[2],
+              "one block, " + std::to_string(reps) + " puts in a row"});
+    }
+    axon::barrierAll();
+    cudaFree(src);
+    axon::free(dst);
+  }
+  cudaStreamDestroy(s);
+
+  // Time per request: n signal_op adds from one device thread (the proxy carries each out), then
+  // quiet; against n host signal_op calls, then quiet.
+  {
+    auto* sig = static_cast<u64*>(axon::calloc(1, 8));
+    const int n = std::min(o.iters, 5000);
+    double device = 0, host = 0;
+    axon::barrierAll();
+    if (me == 0) {
+      proxySignals<<<1, 1>>>(ctx, sig, 1, 100);  // warm-up
+      CHECK(cudaDeviceSynchronize());
+      auto t0 = std::chrono::steady_clock::now();
+      proxySignals<<<1, 1>>>(ctx, sig, 1, n);
+      CHECK(cudaDeviceSynchronize());
+      device = since(t0) * 1e6 / n;
+      t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) axon::signalOp(reinterpret_cast<std::uint64_t*>(sig), 1, axon::SignalOp::Add, 1);
+      axon::quiet();
+      host = since(t0) * 1e6 / n;
+    }
+    axon::barrierAll();
+    if (me == 1) {
+      const bool ok = axon::signalFetch(reinterpret_cast<std::uint64_t*>(sig)) == 100ull + 2ull * n;
+      axon::p(&flags[3], ok ? 0ll : 1ll, 0);
+    }
+    axon::barrierAll();
+    if (me == 0) {
+      report({"proxy_request_cost", "us", 8, device, host, "host signal_op", flags[3],
+              "signal_op add per request, " + std::to_string(n) + " in a row, then quiet"});
+    }
+    axon::barrierAll();
+    axon::free(sig);
+  }
+  axon::free(flags);
+}
+
+// ---------------------------------------------------------------------------------------------
 // host latency
 
 void benchHostLatency(const Options& o, int me) {
@@ -800,6 +963,7 @@ int main(int argc, char** argv) {
   if (wants(o, "host")) benchHostLatency(o, me);
   if (wants(o, "staged")) benchStaged(o, me);
   if (wants(o, "staged_stream")) benchStagedStream(o, me);
+  if (wants(o, "proxy")) benchProxy(o, me);
   if (me == 0 && !o.json.empty()) writeJson(o.json);
   axon::finalize();
   return 0;

@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "core/runtime.hpp"
 #include "gpu/copy_async.hpp"
+#include "gpu/device_proxy.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "gpu/gpu_coll_workspace.hpp"
@@ -97,6 +98,7 @@ class CudaBackend final : public GpuBackend {
     // finalize has synchronized the GPU, and the progress engine's thread, which served the proxy
     // and the stream ops until the runtime's last barrier had passed, has stopped: stream ops
     // still queued are waited for here (bounded).
+    deviceProxy_.reset();
     stagedStream_.reset();
     proxy_.reset();
     staged_.reset();
@@ -157,6 +159,7 @@ class CudaBackend final : public GpuBackend {
     mapPeerGrowth(boot, *heap_, mappedSizes(sizes, grow), "gpu-heap-map", "mapping the PEs' GPU heaps");
     reportPeers(rt);
     startStagedPath(rt);
+    startDeviceProxy(rt);
     buildContext();
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
     boot.barrierWorld("gpu-ready");
@@ -183,6 +186,18 @@ class CudaBackend final : public GpuBackend {
       if (heap_->reachable(p)) context_.reachable[p / 32] |= 1u << (p % 32);
     }
     context_.world = device::Team{0, 1, nPes_, 0, myPe_, nullptr};
+    if (deviceProxy_) context_.proxy = deviceProxy_->channel();
+  }
+
+  // Kernels reach the PEs on other nodes through the host proxy. Node-local PEs they reach by
+  // load/store only (the proxy refuses a node-local GPU it cannot map; the stream-ordered calls
+  // take the staged path to it).
+  void startDeviceProxy(Runtime& rt) {
+    const bool spansNodes = std::count(nodeLocal_.begin(), nodeLocal_.end(), true) < nPes_;
+    if (!spansNodes) return;
+    deviceProxy_ = std::make_unique<DeviceProxy>(cu_, ctx_, myPe_, heap_->base(), nodeLocal_);
+    rt.progressEngine().add(deviceProxy_.get());
+    log(LogLevel::Info, myPe_, "device proxy on: kernels reach the PEs they cannot map through the host");
   }
 
   // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
@@ -269,6 +284,9 @@ class CudaBackend final : public GpuBackend {
   HeapSpace& heap() override { return *heap_; }
   std::shared_ptr<HeapSpace> heapOwner() override { return heap_; }
   bool peerReachable(int p) const override { return heap_->reachable(p); }
+  bool deviceReaches(int p) const override {
+    return heap_->reachable(p) || (deviceProxy_ != nullptr && !nodeLocal_[p]);
+  }
   std::string unreachableReason(int p) const override {
     return whyUnreachable_.empty() || whyUnreachable_[p].empty() ? heap_->unreachableReason(p) : whyUnreachable_[p];
   }
@@ -394,6 +412,10 @@ class CudaBackend final : public GpuBackend {
                              "put_on_stream to PE " + std::to_string(dst.pe) + " (staged)");
       return;
     }
+    if (proxyServes(dst, "put_on_stream")) {
+      kernels::devicePut(stream, context_, heap_->base() + dst.offset, src, bytes, dst.pe);
+      return;
+    }
     cuCheck(copyAsync(cu_, mappedOrThrow(dst, "put_on_stream"), src, bytes, static_cast<CUstream>(stream)),
             "put_on_stream: cuMemcpyAsync");
   }
@@ -404,6 +426,10 @@ class CudaBackend final : public GpuBackend {
     if (!src.mapped && src.heap == HeapKind::Gpu && stagedReaches(src.pe)) {
       stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->get(dst, src, bytes); },
                              "get_on_stream from PE " + std::to_string(src.pe) + " (staged)");
+      return;
+    }
+    if (proxyServes(src, "get_on_stream")) {
+      kernels::deviceGet(stream, context_, dst, heap_->base() + src.offset, bytes, src.pe);
       return;
     }
     cuCheck(copyAsync(cu_, dst, mappedOrThrow(src, "get_on_stream"), bytes, static_cast<CUstream>(stream)),
@@ -418,6 +444,11 @@ class CudaBackend final : public GpuBackend {
                              "signal_op_on_stream to PE " + std::to_string(sig.pe) + " (staged)");
       return;
     }
+    if (proxyServes(sig, "signal_op_on_stream")) {
+      kernels::deviceSignal(stream, context_, reinterpret_cast<std::uint64_t*>(heap_->base() + sig.offset), value, op,
+                            sig.pe);
+      return;
+    }
     kernels::signal(stream, static_cast<std::uint64_t*>(mappedOrThrow(sig, "signal_op_on_stream")), value, op);
   }
 
@@ -429,6 +460,9 @@ class CudaBackend final : public GpuBackend {
   void quietOnStream(void* stream) override {
     makeCurrent();
     auto s = static_cast<CUstream>(stream);
+    // What kernels and stream calls posted to the proxy before completes (nothing to wait for when
+    // its last quiet covers it).
+    if (deviceProxy_) kernels::quiet(stream, context_);
     // Puts on `stream` itself complete before later work on it starts. The host's put_nbi work
     // is on our own stream: make `stream` wait for it (not possible inside a graph capture, where
     // only the stream's own order counts).
@@ -478,8 +512,26 @@ class CudaBackend final : public GpuBackend {
   // A stream-ordered staged operation that failed on the worker (its stream was released, not
   // left hanging) is reported by the next call into the backend.
   void raiseStreamError() {
-    if (!stagedStream_) return;
-    if (auto e = stagedStream_->takeError()) throw Error(e->code(), pe(myPe_) + ": an earlier " + e->what());
+    if (stagedStream_) {
+      if (auto e = stagedStream_->takeError()) throw Error(e->code(), pe(myPe_) + ": an earlier " + e->what());
+    }
+    if (deviceProxy_) {
+      if (auto e = deviceProxy_->takeError()) throw Error(e->code(), pe(myPe_) + ": an earlier " + e->what());
+    }
+  }
+
+  // Whether a stream-ordered call on `ref` goes through the device proxy (a one-thread kernel that
+  // posts it): a GPU heap on another node. The host heap of another node is out of the
+  // kernels' reach (they address symmetric GPU memory): refused, naming the PE.
+  bool proxyServes(const RemoteRef& ref, const char* api) const {
+    if (ref.mapped || !deviceProxy_ || nodeLocal_[ref.pe]) return false;
+    if (ref.heap != HeapKind::Gpu) {
+      throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
+                                              " runs on another node and the address is in its host heap: "
+                                              "stream-ordered calls reach other nodes' GPU heaps (axon::malloc); "
+                                              "use the host call for host memory");
+    }
+    return true;
   }
 
   void makeCurrent() const {
@@ -493,11 +545,7 @@ class CudaBackend final : public GpuBackend {
 
   void* mappedOrThrow(const RemoteRef& ref, const char* api) const {
     if (ref.mapped) return ref.mapped;
-    if (!nodeLocal_[ref.pe]) {
-      throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
-                                              " runs on another node: stream-ordered one-sided calls do not reach "
-                                              "other nodes yet; the host calls (put, signal_op, ...) do, through UCX");
-    }
+    // Unmapped GPU heaps go through the device proxy (proxyServes) whenever one exists.
     throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
                                             "'s GPU heap is not mapped here (" + heap_->unreachableReason(ref.pe) +
                                             "); stream-ordered calls need peer access");
@@ -522,6 +570,7 @@ class CudaBackend final : public GpuBackend {
   std::unique_ptr<staged::StagedTransport> staged_;
   std::unique_ptr<staged::StageProxy> proxy_;
   std::unique_ptr<staged::StagedStreamOps> stagedStream_;
+  std::unique_ptr<DeviceProxy> deviceProxy_;
   unsigned long long timeoutNs_ = 0;
   device::Context context_{};
 };

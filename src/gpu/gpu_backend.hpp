@@ -56,6 +56,8 @@ class GpuBackend {
   virtual HeapSpace& heap() = 0;
   virtual std::shared_ptr<HeapSpace> heapOwner() = 0;
   virtual bool peerReachable(int pe) const = 0;
+  // Whether kernels reach `pe`: by load/store, or through the device proxy.
+  virtual bool deviceReaches(int pe) const = 0;
   virtual std::string unreachableReason(int pe) const = 0;
   // The transport for an operation on `ref` when GPU memory is on either side: peers' mappings
   // (cuda_ipc), or the staged path for a GPU heap this GPU cannot map.

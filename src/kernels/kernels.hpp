@@ -3,6 +3,7 @@
 // axon::Error(Cuda) when the launch fails.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "axon/device/types.hpp"
@@ -32,6 +33,15 @@ void stagedStreamOp(void* stream, staged::StreamOpRing* ring, std::uint64_t* tic
                     unsigned long long timeoutNs, int myPe);
 // A device barrier over `team` on the stream.
 void barrier(void* stream, const device::Context& ctx, const device::Team& team);
+// The device API's put, get and signal_op on the stream, one thread: how stream-ordered calls
+// reach a PE whose GPU heap is not mapped here (the call goes through the device proxy). The
+// symmetric address is in this PE's GPU heap. put and get hold the stream until they are done.
+void devicePut(void* stream, const device::Context& ctx, void* dest, const void* src, std::size_t bytes, int pe);
+void deviceGet(void* stream, const device::Context& ctx, void* dest, const void* src, std::size_t bytes, int pe);
+void deviceSignal(void* stream, const device::Context& ctx, std::uint64_t* sig, std::uint64_t value, SignalOp op,
+                  int pe);
+// The device API's quiet on the stream: what the proxy carries for this PE is complete.
+void quiet(void* stream, const device::Context& ctx);
 // Loads the kernels now: a first launch may not happen inside a CUDA graph capture.
 void warmUp();
 

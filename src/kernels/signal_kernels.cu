@@ -100,6 +100,20 @@ __global__ void barrierKernel(device::Context ctx, device::Team team) {
   device::barrier<device::Thread>(ctx, team);
 }
 
+__global__ void putKernel(device::Context ctx, void* dest, const void* src, std::size_t bytes, int pe) {
+  device::put<device::Thread>(ctx, dest, src, bytes, pe);
+}
+
+__global__ void getKernel(device::Context ctx, void* dest, const void* src, std::size_t bytes, int pe) {
+  device::get<device::Thread>(ctx, dest, src, bytes, pe);
+}
+
+__global__ void signalOpKernel(device::Context ctx, u64* sig, u64 value, device::SignalOp op, int pe) {
+  device::signalOp(ctx, sig, value, op, pe);
+}
+
+__global__ void quietKernel(device::Context ctx) { device::quiet(ctx); }
+
 void fail(const char* what, cudaError_t e) {
   throw Error(ErrorCode::Cuda, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
@@ -145,11 +159,29 @@ void barrier(void* stream, const device::Context& ctx, const device::Team& team)
   launchOneThread("barrier", stream, barrierKernel, ctx, team);
 }
 
+void devicePut(void* stream, const device::Context& ctx, void* dest, const void* src, std::size_t bytes, int pe) {
+  launchOneThread("put", stream, putKernel, ctx, dest, src, bytes, pe);
+}
+
+void deviceGet(void* stream, const device::Context& ctx, void* dest, const void* src, std::size_t bytes, int pe) {
+  launchOneThread("get", stream, getKernel, ctx, dest, src, bytes, pe);
+}
+
+void deviceSignal(void* stream, const device::Context& ctx, std::uint64_t* sig, std::uint64_t value, SignalOp op,
+                  int pe) {
+  launchOneThread("signal_op", stream, signalOpKernel, ctx, reinterpret_cast<u64*>(sig), static_cast<u64>(value),
+                  static_cast<device::SignalOp>(op), pe);
+}
+
+void quiet(void* stream, const device::Context& ctx) { launchOneThread("quiet", stream, quietKernel, ctx); }
+
 void warmUp() {
   cudaFuncAttributes attr;
   for (const void* kernel : {reinterpret_cast<const void*>(signalKernel), reinterpret_cast<const void*>(atomicKernel),
                              reinterpret_cast<const void*>(waitKernel), reinterpret_cast<const void*>(barrierKernel),
-                             reinterpret_cast<const void*>(stagedStreamOpKernel)}) {
+                             reinterpret_cast<const void*>(stagedStreamOpKernel), reinterpret_cast<const void*>(putKernel),
+                             reinterpret_cast<const void*>(getKernel), reinterpret_cast<const void*>(signalOpKernel),
+                             reinterpret_cast<const void*>(quietKernel)}) {
     const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
     if (e != cudaSuccess) fail("loading the runtime's stream kernels", e);
   }

@@ -141,9 +141,9 @@ void barrierOnStream(const Team& team, Stream stream) {
   const auto& s = teamState(team, "barrier_on_stream");
   device::Team t = toDeviceTeam(s, "barrier_on_stream");
   for (int member : s.members) {
-    if (!gpu.peerReachable(member)) {
+    if (!gpu.deviceReaches(member)) {
       throw Error(ErrorCode::Unsupported, "axon: barrier_on_stream: PE " + std::to_string(member) + " of team " +
-                                              s.name + " is not reachable by load/store from this GPU (" +
+                                              s.name + " is not reachable from this GPU (" +
                                               gpu.unreachableReason(member) + ")");
     }
   }

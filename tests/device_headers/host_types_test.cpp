@@ -7,6 +7,8 @@
 #include <type_traits>
 
 #include "axon/device/device.hpp"
+#include "axon/device/proxy_ring.hpp"
+#include "axon/onesided.hpp"
 
 namespace ad = axon::device;
 
@@ -26,6 +28,15 @@ static_assert(sizeof(ad::ControlWords) ==
               sizeof(std::uint64_t) * ad::kMaxTeams * (ad::kMaxBarrierRounds + 1));
 // Same values as the host API's enums.
 static_assert(static_cast<int>(ad::SignalOp::Add) == 1 && static_cast<int>(ad::Cmp::Le) == 5);
+// The proxy channel: kernels hand it over by value in the Context; the host proxy reads the ring's
+// words at these offsets, and carries atomics out by the host's AtomicOp values.
+static_assert(std::is_trivially_copyable_v<ad::ProxyChannel> && std::is_standard_layout_v<ad::ProxyRing>);
+static_assert(offsetof(ad::ProxySlot, ticket) == 64 && offsetof(ad::ProxySlot, done) == 128);
+static_assert(static_cast<int>(ad::ProxyAtomic::Fetch) == static_cast<int>(axon::AtomicOp::Fetch) &&
+              static_cast<int>(ad::ProxyAtomic::Set) == static_cast<int>(axon::AtomicOp::Set) &&
+              static_cast<int>(ad::ProxyAtomic::CompareSwap) == static_cast<int>(axon::AtomicOp::CompareSwap) &&
+              static_cast<int>(ad::ProxyAtomic::Add) == static_cast<int>(axon::AtomicOp::Add) &&
+              static_cast<int>(ad::ProxyAtomic::FetchXor) == static_cast<int>(axon::AtomicOp::FetchXor));
 
 ad::Context makeContext(int myPe, int nPes, long long stride) {
   ad::Context ctx{};

@@ -31,39 +31,42 @@ __global__ void checkKernel(const int* p, std::size_t n, int base, unsigned long
   }
 }
 
-// Across nodes (the gpu_nodes run): stream-ordered one-sided calls to a PE on another node are
-// refused with an error that says so, at the call, instead of reaching a path that cannot serve
-// them (the host calls reach that PE through UCX).
-TEST(Stream, OneSidedCallsToAnotherNodeAreRefusedClearly) {
+// Across nodes (the gpu_nodes run): stream-ordered calls reach another node's GPU heap through
+// the device proxy; its host heap is out of the kernels' reach, and such a call is refused at the
+// call with an error that says so (the host calls reach it through UCX).
+TEST(Stream, HostHeapOfAnotherNodeIsRefusedClearly) {
   int remote = -1;
   for (int pe = 0; pe < np(); ++pe) {
     if (axon::pathTo(pe).rfind("ucx", 0) == 0) remote = pe;
   }
   if (remote < 0) GTEST_SKIP() << "every PE shares this node";
+  auto* hostBox = static_cast<std::uint64_t*>(axon::mallocHost(16));
   auto* inbox = static_cast<std::uint64_t*>(axon::calloc(4, 8));
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   try {
-    axon::putOnStream(inbox, inbox + 1, 8, remote, s);
-    ADD_FAILURE() << "put_on_stream to PE " << remote << " on another node was accepted";
+    axon::putOnStream(hostBox, inbox, 8, remote, s);
+    ADD_FAILURE() << "put_on_stream into the host heap of PE " << remote << " on another node was accepted";
   } catch (const axon::Error& e) {
     EXPECT_EQ(e.code(), axon::ErrorCode::Unsupported) << e.what();
-    EXPECT_NE(std::string(e.what()).find("runs on another node"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("host heap"), std::string::npos) << e.what();
   }
-  try {
-    axon::signalOpOnStream(inbox, 1, axon::SignalOp::Add, remote, s);
-    ADD_FAILURE() << "signal_op_on_stream to PE " << remote << " on another node was accepted";
-  } catch (const axon::Error& e) {
-    EXPECT_EQ(e.code(), axon::ErrorCode::Unsupported) << e.what();
-  }
+  // Its GPU heap is reached.
+  const std::uint64_t one = 1;
+  axon::put(inbox + 1, &one, 8, me());
+  axon::putOnStream(inbox + 2, inbox + 1, 8, remote, s);
+  axon::signalOpOnStream(inbox, 1, axon::SignalOp::Add, remote, s);
+  axon::quietOnStream(s);
   CUDA_OK(cudaStreamSynchronize(s));
   cudaStreamDestroy(s);
-  // The host calls reach it.
-  const std::uint64_t one = 1;
-  axon::put(inbox + 2, &one, 8, remote);
-  axon::quiet();
+  std::uint64_t seen[2] = {0, 0};
+  axon::get(seen, inbox + 2, 8, remote);
+  axon::get(seen + 1, inbox, 8, remote);
+  EXPECT_EQ(seen[0], 1u) << "put_on_stream to PE " << remote;
+  EXPECT_GE(seen[1], 1u) << "signal_op_on_stream to PE " << remote;
   axon::barrierAll();
   axon::free(inbox);
+  axon::free(hostBox);
 }
 
 TEST(Stream, PutSignalWaitRing) {

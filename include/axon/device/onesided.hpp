@@ -1,5 +1,13 @@
 // One-sided communication from GPU kernels: put/get, signals, atomics, fence/quiet and barriers on
-// the symmetric GPU heaps of the PEs this GPU reaches by load/store (NVLink or PCIe peer access).
+// the symmetric GPU heaps of every PE. Each call chooses per PE: load/store where this GPU maps the
+// peer's heap (NVLink or PCIe peer access; isReachable), else, for a PE on another node, a request
+// to this PE's host proxy, which carries it out over UCX. (A node-local GPU without peer access is
+// out of a kernel's reach: the call stops the kernel with a message.) Through the proxy one thread of the scope posts
+// the request to a ring in pinned host memory; put, get, put_signal, g and fetching atomics wait
+// for the proxy to complete it (a few microseconds plus the network's time), signal_op, p and the
+// other atomics only post. The source of a put through the proxy must be global memory (the GPU
+// heap, cudaMalloc, mapped host memory), not a thread's local variables; p and g carry values of
+// up to 16 bytes.
 //
 // Every call takes the Context the host passed to the kernel (axon::deviceContext(), by value).
 // A symmetric address is a pointer into *this* PE's GPU heap; it names the same offset on every
@@ -22,9 +30,13 @@
 // * fence() and quiet() are a system-scope fence (__threadfence_system): every store the calling
 //   thread made before it, to any PE, is visible to every observer before any memory operation the
 //   thread makes after it. Stores over NVLink/PCIe have nothing outstanding that a fence does not
-//   complete, so the two are the same here; both exist to match OpenSHMEM. A fence covers the
+//   complete, so for them the two are the same; both exist to match OpenSHMEM. A fence covers the
 //   calling thread's stores, and those of threads it synchronized with first: __syncthreads()
 //   (or a Block call, which ends with one) and then a fence by one thread covers the whole block.
+//   Through the proxy: requests from one thread to one PE are delivered in the order posted;
+//   fence() also orders the proxy's deliveries around it; quiet() waits until every request this
+//   PE posted before is complete at its target (a round trip to the proxy, skipped when nothing was
+//   posted since the proxy's last quiet).
 // * Signals are 64-bit words updated with a release at system scope and read with an acquire at
 //   system scope. putSignal stores the data, synchronizes its scope, then one thread fences and
 //   releases the signal: a PE that sees the new value (signalWaitUntil, signalFetch) sees the
@@ -34,15 +46,16 @@
 //   one thread is a putSignal.
 // * Atomics are relaxed at system scope: atomic with respect to every system-scope atomic on the
 //   same word from any GPU or CPU, ordered with nothing else. fence() first orders data before one.
-// * A barrier synchronizes its scope, then one thread fences (quiet) and runs a dissemination
+// * A barrier synchronizes its scope, then one thread quiets (proxy included) and runs a dissemination
 //   barrier whose increments are releases and whose waits are acquires, then the scope
 //   synchronizes again. Afterwards every thread of the calling scope on every member sees every
 //   store that the calling scopes of all members made before the barrier. Stores of other blocks
 //   of the grid are covered only if they were ordered before the call (a grid sync, a signal).
 //
 // ── Waits and errors ──────────────────────────────────────────────────────────────────────────
-// Every wait is bounded by AXON_TIMEOUT (Context::timeoutNs; 0 waits forever). A kernel cannot
-// throw: a call that times out or gets a PE it cannot reach prints one line, e.g.
+// Every wait is bounded by AXON_TIMEOUT (Context::timeoutNs; 0 waits forever; waits on the proxy by
+// twice that, so that the proxy's own bounded operation reports first). A kernel cannot throw: a
+// call that times out, fails in the proxy or gets a PE that does not exist prints one line, e.g.
 //   axon: PE 1: device signal_wait_until timed out after 30.0 s: signal at 0x7f... (GPU heap
 //   offset 4096) expected >= 5, seen 3
 // and stops the kernel with __trap(); the host sees the launch fail. Reachability is one bit test.
@@ -61,6 +74,7 @@ template <class T>
 AXON_HOST_DEVICE_INLINE T* remote(const Context& ctx, T* local, int pe);
 
 // Whether PE `pe`'s GPU heap is mapped here (bit pe of ctx.reachable); false outside [0, nPes).
+// Calls to a PE for which it is false go through the proxy (ctx.proxy).
 AXON_HOST_DEVICE_INLINE bool isReachable(const Context& ctx, int pe);
 
 // World PE of member `i` of `team` (its member table, or start + i * stride).

@@ -57,6 +57,16 @@ struct ControlWords {
   unsigned long long epoch[kMaxTeams];
 };
 
+struct ProxyRing;  // axon/device/proxy_ring.hpp
+
+// How kernels reach the PEs they cannot load from or store to (another node, a GPU without peer
+// access): the host proxy's ring (pinned host memory) and its ticket counter (GPU memory). Both
+// null when this PE has no proxy (every PE's GPU heap is mapped here).
+struct ProxyChannel {
+  ProxyRing* ring;
+  unsigned long long* tickets;
+};
+
 // What a kernel needs to address every PE's symmetric GPU memory. Host code gets it from
 // axon::deviceContext() and passes it to kernels by value; it stays valid until finalize().
 //
@@ -75,6 +85,7 @@ struct Context {
   unsigned int reachable[kMaxPeers / 32];  // bit p: PE p's GPU heap is mapped here
   Team world;
   int peStride;                  // world ranks from one node-local PE to the next (0 reads as 1)
+  ProxyChannel proxy;            // requests for the PEs not reachable by load/store
 };
 
 }  // namespace device

@@ -8,6 +8,7 @@
 
 #include "axon/device/impl/address.hpp"
 #include "axon/device/impl/diagnostics.hpp"
+#include "axon/device/impl/proxy_impl.hpp"
 #include "axon/device/impl/ptx.hpp"
 #include "axon/device/types.hpp"
 
@@ -62,11 +63,9 @@ AXON_DEVICE_INLINE void checkAtomicType() {
                 "unsigned long long");
 }
 
-// dest's address on PE pe, as the intrinsic's word type, after the reachability check.
+// dest's address on PE pe, as the intrinsic's word type (PE pe reached by load/store).
 template <class T>
-AXON_DEVICE_INLINE typename AtomicWord<T>::Type* atomicTarget(const Context& ctx, T* dest, int pe,
-                                                              const char* op) {
-  checkReachable(ctx, pe, op);
+AXON_DEVICE_INLINE typename AtomicWord<T>::Type* atomicTarget(const Context& ctx, T* dest, int pe) {
   return reinterpret_cast<typename AtomicWord<T>::Type*>(remote(ctx, dest, pe));
 }
 
@@ -92,7 +91,10 @@ template <class T>
 AXON_DEVICE_INLINE T atomicFetch(const Context& ctx, const T* src, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  detail::checkReachable(ctx, pe, "atomic_fetch");
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_fetch")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::Fetch, const_cast<T*>(src), T(0), T(0), pe,
+                                  "atomic_fetch");
+  }
   return static_cast<T>(detail::atomicLoadWord(reinterpret_cast<const W*>(remote(ctx, src, pe))));
 }
 
@@ -100,22 +102,33 @@ template <class T>
 AXON_DEVICE_INLINE void atomicSet(const Context& ctx, T* dest, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  detail::atomicStoreWord(detail::atomicTarget(ctx, dest, pe, "atomic_set"), static_cast<W>(value));
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_set")) {
+    detail::proxyAtomic<T>(ctx, ProxyAtomic::Set, dest, value, T(0), pe, "atomic_set");
+    return;
+  }
+  detail::atomicStoreWord(detail::atomicTarget(ctx, dest, pe), static_cast<W>(value));
 }
 
 template <class T>
 AXON_DEVICE_INLINE T atomicSwap(const Context& ctx, T* dest, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_swap")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::Swap, dest, value, T(0), pe, "atomic_swap");
+  }
   return static_cast<T>(
-      atomicExch_system(detail::atomicTarget(ctx, dest, pe, "atomic_swap"), static_cast<W>(value)));
+      atomicExch_system(detail::atomicTarget(ctx, dest, pe), static_cast<W>(value)));
 }
 
 template <class T>
 AXON_DEVICE_INLINE T atomicCompareSwap(const Context& ctx, T* dest, T cond, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  return static_cast<T>(atomicCAS_system(detail::atomicTarget(ctx, dest, pe, "atomic_compare_swap"),
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_compare_swap")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::CompareSwap, dest, value, cond, pe,
+                                  "atomic_compare_swap");
+  }
+  return static_cast<T>(atomicCAS_system(detail::atomicTarget(ctx, dest, pe),
                                          static_cast<W>(cond), static_cast<W>(value)));
 }
 
@@ -123,7 +136,10 @@ template <class T>
 AXON_DEVICE_INLINE T atomicFetchAdd(const Context& ctx, T* dest, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  return static_cast<T>(atomicAdd_system(detail::atomicTarget(ctx, dest, pe, "atomic_fetch_add"),
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_fetch_add")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::FetchAdd, dest, value, T(0), pe, "atomic_fetch_add");
+  }
+  return static_cast<T>(atomicAdd_system(detail::atomicTarget(ctx, dest, pe),
                                          static_cast<W>(value)));
 }
 
@@ -132,14 +148,21 @@ AXON_DEVICE_INLINE void atomicAdd(const Context& ctx, T* dest, T value, int pe) 
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
   // The result unused, the compiler emits a reduction (red), which needs no reply.
-  atomicAdd_system(detail::atomicTarget(ctx, dest, pe, "atomic_add"), static_cast<W>(value));
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_add")) {
+    detail::proxyAtomic<T>(ctx, ProxyAtomic::Add, dest, value, T(0), pe, "atomic_add");
+    return;
+  }
+  atomicAdd_system(detail::atomicTarget(ctx, dest, pe), static_cast<W>(value));
 }
 
 template <class T>
 AXON_DEVICE_INLINE T atomicFetchAnd(const Context& ctx, T* dest, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  return static_cast<T>(atomicAnd_system(detail::atomicTarget(ctx, dest, pe, "atomic_fetch_and"),
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_fetch_and")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::FetchAnd, dest, value, T(0), pe, "atomic_fetch_and");
+  }
+  return static_cast<T>(atomicAnd_system(detail::atomicTarget(ctx, dest, pe),
                                          static_cast<W>(value)));
 }
 
@@ -147,7 +170,10 @@ template <class T>
 AXON_DEVICE_INLINE T atomicFetchOr(const Context& ctx, T* dest, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  return static_cast<T>(atomicOr_system(detail::atomicTarget(ctx, dest, pe, "atomic_fetch_or"),
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_fetch_or")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::FetchOr, dest, value, T(0), pe, "atomic_fetch_or");
+  }
+  return static_cast<T>(atomicOr_system(detail::atomicTarget(ctx, dest, pe),
                                         static_cast<W>(value)));
 }
 
@@ -155,7 +181,10 @@ template <class T>
 AXON_DEVICE_INLINE T atomicFetchXor(const Context& ctx, T* dest, T value, int pe) {
   detail::checkAtomicType<T>();
   using W = typename detail::AtomicWord<T>::Type;
-  return static_cast<T>(atomicXor_system(detail::atomicTarget(ctx, dest, pe, "atomic_fetch_xor"),
+  if (!detail::loadStoreReaches(ctx, pe, "atomic_fetch_xor")) {
+    return detail::proxyAtomic<T>(ctx, ProxyAtomic::FetchXor, dest, value, T(0), pe, "atomic_fetch_xor");
+  }
+  return static_cast<T>(atomicXor_system(detail::atomicTarget(ctx, dest, pe),
                                          static_cast<W>(value)));
 }
 

@@ -1,5 +1,6 @@
 // Bodies of the device barriers (declared in axon/device/onesided.hpp): the host's dissemination
 // barrier (src/onesided/team_barrier.cpp) on the ControlWords at offset 0 of every GPU heap.
+// Members this GPU cannot store to get their increments through the proxy.
 //
 // Round r: increment the counter barrier[slot][r] of the member 2^r ahead, then wait until our own
 // counter barrier[slot][r] reaches this barrier's epoch (the number of device barriers this PE has
@@ -10,6 +11,7 @@
 
 #include "axon/device/impl/address.hpp"
 #include "axon/device/impl/diagnostics.hpp"
+#include "axon/device/impl/proxy_impl.hpp"
 #include "axon/device/impl/ptx.hpp"
 #include "axon/device/impl/scope.hpp"
 #include "axon/device/impl/wait.hpp"
@@ -28,8 +30,10 @@ AXON_DEVICE_INLINE void teamBarrier(const Context& ctx, const Team& team) {
   }
   // quiet: this scope's stores (ordered before this thread by the scope's sync) are visible
   // everywhere before any peer hears of this barrier. The release increments below would order
-  // them too; the fence makes the barrier a quiet whatever the peer does with its counters.
+  // them too; the fence makes the barrier a quiet whatever the peer does with its counters. The
+  // requests this PE posted to its proxy complete too (nothing to wait for if none is pending).
   fenceSys();
+  proxyQuiet(ctx);
 
   ControlWords* ctrl = reinterpret_cast<ControlWords*>(ctx.heapBase);
   // Only this thread touches this PE's epoch of the slot (one barrier per team in flight), so
@@ -43,8 +47,16 @@ AXON_DEVICE_INLINE void teamBarrier(const Context& ctx, const Team& team) {
   for (int r = 0, dist = 1; dist < n; ++r, dist <<= 1) {
     const int toPe = teamPe(team, (me + dist) % n);
     const int fromPe = teamPe(team, (me - dist + n) % n);
-    checkReachable(ctx, toPe, "barrier");
-    addReleaseSys(remote(ctx, &counters[r], toPe), 1ull);
+    if (loadStoreReaches(ctx, toPe, "barrier")) {
+      addReleaseSys(remote(ctx, &counters[r], toPe), 1ull);
+    } else {
+      // A peer on another node: the proxy adds with a release after what it carried before.
+      ProxyRequest inc = proxyRequest(ProxyOp::Signal, toPe);
+      inc.sig = reinterpret_cast<unsigned long long>(&counters[r]);
+      inc.value = 1;
+      inc.atomicOp = static_cast<unsigned int>(SignalOp::Add);
+      proxyPost(ctx, inc, "barrier");
+    }
     waitUntil(ctx, &counters[r], Cmp::Ge, epoch, WaitSite{WaitSite::Barrier, team.slot, r, fromPe});
   }
 }

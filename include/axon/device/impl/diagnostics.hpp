@@ -90,10 +90,6 @@ inline AXON_DEVICE_NOINLINE const char* cmpName(Cmp cmp) {
   endFatalReport(reporter);
 }
 
-// The check every call to a peer makes first: one bit test on the fast path.
-AXON_DEVICE_INLINE void checkReachable(const Context& ctx, int pe, const char* op) {
-  if (__builtin_expect(!isReachable(ctx, pe), 0)) failUnreachable(op, ctx.myPe, ctx.nPes, pe);
-}
 
 [[noreturn]] inline AXON_DEVICE_NOINLINE void failBadTeam(const char* op, int myPe, int start,
                                                           int stride, int size, int slot,

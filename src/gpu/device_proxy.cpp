@@ -1,0 +1,222 @@
+#include "gpu/device_proxy.hpp"
+
+#include <atomic>
+#include <cstring>
+
+#include "axon/onesided.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+
+namespace axon::gpu {
+namespace {
+
+using device::ProxyOp;
+
+template <class T>
+std::atomic_ref<T> word(T& w) {
+  return std::atomic_ref<T>(w);
+}
+
+// Set while this thread carries out a request: its host calls must not take the proxy's own
+// earlier failure (takeError) for theirs.
+thread_local bool servingRequest = false;
+
+const char* opName(const device::ProxyRequest& r) {
+  switch (static_cast<ProxyOp>(r.op)) {
+    case ProxyOp::Put: return "put";
+    case ProxyOp::Get: return "get";
+    case ProxyOp::PutSignal: return "put_signal";
+    case ProxyOp::Signal: return "signal_op";
+    case ProxyOp::Atomic: return "atomic";
+    case ProxyOp::Inline: return "p";
+    case ProxyOp::GetInline: return "g";
+    case ProxyOp::Fence: return "fence";
+    case ProxyOp::Quiet: return "quiet";
+  }
+  return "unknown request";
+}
+
+void* address(unsigned long long a) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(a)); }
+
+}  // namespace
+
+DeviceProxy::DeviceProxy(const DriverApi& cu, CUcontext ctx, int myPe, char* gpuHeapBase, std::vector<bool> nodeLocal)
+    : cu_(cu), ctx_(ctx), myPe_(myPe), gpuHeapBase_(gpuHeapBase), nodeLocal_(std::move(nodeLocal)) {
+  try {
+    void* ring = nullptr;
+    cuCheck(cu_.cuMemHostAlloc(&ring, sizeof(device::ProxyRing), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+            "device proxy: cuMemHostAlloc of the ring");
+    ring_ = static_cast<device::ProxyRing*>(ring);
+    std::memset(ring_, 0, sizeof(device::ProxyRing));
+    CUdeviceptr tickets = 0;
+    cuCheck(cu_.cuMemAlloc(&tickets, sizeof(unsigned long long)), "device proxy: cuMemAlloc of the ticket counter");
+    tickets_ = reinterpret_cast<unsigned long long*>(tickets);
+    cuCheck(cu_.cuMemsetD8Async(tickets, 0, sizeof(unsigned long long), nullptr), "device proxy: cuMemsetD8Async");
+    cuCheck(cu_.cuStreamSynchronize(nullptr), "device proxy: zeroing the ticket counter");
+  } catch (...) {
+    releaseResources();
+    throw;
+  }
+}
+
+DeviceProxy::~DeviceProxy() { releaseResources(); }
+
+void DeviceProxy::releaseResources() noexcept {
+  if (tickets_) cu_.cuMemFree(reinterpret_cast<CUdeviceptr>(tickets_));
+  if (ring_) cu_.cuMemFreeHost(ring_);
+  tickets_ = nullptr;
+  ring_ = nullptr;
+}
+
+bool DeviceProxy::waitedFor(const device::ProxyRequest& r) {
+  switch (static_cast<ProxyOp>(r.op)) {
+    case ProxyOp::Signal: case ProxyOp::Inline: case ProxyOp::Fence: return false;
+    case ProxyOp::Atomic: {
+      const auto op = static_cast<AtomicOp>(r.atomicOp);
+      return op != AtomicOp::Set && op != AtomicOp::Add;
+    }
+    default: return true;
+  }
+}
+
+std::string DeviceProxy::describe(const device::ProxyRequest& r) const {
+  return "device " + std::string(opName(r)) + " to PE " + std::to_string(r.pe) + " through the proxy";
+}
+
+void DeviceProxy::addToControlWord(const device::ProxyRequest& r) {
+  Runtime& rt = runtime("barrier");
+  const std::size_t offset = static_cast<std::size_t>(r.sig - reinterpret_cast<std::uintptr_t>(gpuHeapBase_));
+  const RemoteRef counter{r.pe, offset, nullptr, HeapKind::Gpu};
+  rt.transportFor(counter, nullptr, "barrier").signal(counter, r.value, static_cast<SignalOp>(r.atomicOp));
+}
+
+void DeviceProxy::carryOut(const device::ProxyRequest& r, unsigned long long* result) {
+  const auto op = static_cast<ProxyOp>(r.op);
+  if (op != ProxyOp::Fence && op != ProxyOp::Quiet) {
+    if (r.pe < 0 || static_cast<std::size_t>(r.pe) >= nodeLocal_.size()) {
+      throw Error(ErrorCode::InvalidPe, "PE " + std::to_string(r.pe) + " does not exist (the world has " +
+                                            std::to_string(nodeLocal_.size()) + " PEs)");
+    }
+    if (nodeLocal_[r.pe]) {
+      // The staged path's own waits and copies would then run inside the proxy, beside the
+      // kernel that waits for it; kernels reach node-local PEs by load/store only.
+      throw Error(ErrorCode::Unsupported, "PE " + std::to_string(r.pe) +
+                                              " shares this node, but its GPU heap is not mapped here (no peer "
+                                              "access, or AXON_P2P=0): kernels reach node-local PEs by load/store "
+                                              "only; use the host or the stream-ordered calls for it");
+    }
+  }
+  // Requests from one thread to one PE keep their order: one whose delivery may still be under
+  // way is fenced off from the next (puts return with the source free, not with the data there).
+  if (unordered_ && op != ProxyOp::Quiet) axon::fence();
+  unordered_ = false;
+  switch (op) {
+    case ProxyOp::Put:
+      axon::put(address(r.dest), address(r.src), r.bytes, r.pe);
+      unordered_ = true;
+      return;
+    case ProxyOp::Get:
+      axon::get(address(r.dest), address(r.src), r.bytes, r.pe);
+      return;
+    case ProxyOp::PutSignal:
+      axon::putSignal(address(r.dest), address(r.src), r.bytes, static_cast<std::uint64_t*>(address(r.sig)), r.value,
+                      static_cast<SignalOp>(r.atomicOp), r.pe);
+      unordered_ = true;
+      return;
+    case ProxyOp::Signal:
+      if (r.sig >= reinterpret_cast<std::uintptr_t>(gpuHeapBase_) &&
+          r.sig < reinterpret_cast<std::uintptr_t>(gpuHeapBase_) + sizeof(device::ControlWords)) {
+        addToControlWord(r);
+        unordered_ = true;
+        return;
+      }
+      axon::signalOp(static_cast<std::uint64_t*>(address(r.sig)), r.value, static_cast<SignalOp>(r.atomicOp), r.pe);
+      unordered_ = true;
+      return;
+    case ProxyOp::Atomic: {
+      if (r.atomicOp > static_cast<unsigned>(AtomicOp::FetchXor)) {
+        throw Error(ErrorCode::InvalidArgument, "unknown atomic operation " + std::to_string(r.atomicOp));
+      }
+      const unsigned long long operand = r.value, cond = r.cond;
+      axon::detail::atomic(static_cast<AtomicOp>(r.atomicOp), address(r.dest), r.width, &operand, &cond, result, r.pe);
+      unordered_ = !waitedFor(r);
+      return;
+    }
+    case ProxyOp::Inline: {
+      if (r.bytes > 16) throw Error(ErrorCode::InvalidArgument, "p carries at most 16 bytes");
+      const unsigned long long data[2] = {r.value, r.cond};
+      axon::put(address(r.dest), data, r.bytes, r.pe);
+      unordered_ = true;
+      return;
+    }
+    case ProxyOp::GetInline:
+      if (r.bytes > 16) throw Error(ErrorCode::InvalidArgument, "g carries at most 16 bytes");
+      axon::get(result, address(r.src), r.bytes, r.pe);
+      return;
+    case ProxyOp::Fence:
+      axon::fence();
+      return;
+    case ProxyOp::Quiet:
+      axon::quiet();
+      return;
+  }
+  throw Error(ErrorCode::Internal, "the GPU posted request kind " + std::to_string(r.op) + ", which this build does not know");
+}
+
+bool DeviceProxy::progress() {
+  if (!threadReady_) {
+    // The engine's thread, for good: the context, and calls allowed during any capture.
+    cu_.cuCtxSetCurrent(ctx_);
+    CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+    cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
+    threadReady_ = true;
+  }
+  device::ProxySlot& slot = ring_->slots[head_ % device::kProxySlots];
+  if (word(slot.ticket).load(std::memory_order_acquire) != head_ + 1) return false;
+  const device::ProxyRequest request = slot.request;
+  const std::uint64_t ticket = head_++;
+  word(ring_->head).store(head_, std::memory_order_relaxed);
+  const bool waited = waitedFor(request);
+  // Copied: a request nobody waits for gives its slot back at once.
+  if (!waited) word(slot.released).store(ticket + 1, std::memory_order_release);
+
+  unsigned long long result[2] = {0, 0};
+  bool failed = false;
+  servingRequest = true;
+  try {
+    carryOut(request, result);
+  } catch (const std::exception& e) {
+    failed = true;
+    const std::string msg = describe(request) + " (request " + std::to_string(ticket) + ") failed: " + e.what();
+    log(LogLevel::Error, myPe_, msg);
+    const auto* err = dynamic_cast<const Error*>(&e);
+    if (!waited) {
+      unsigned long long none = 0;
+      word(ring_->failed).compare_exchange_strong(none, (ticket + 1) | device::kProxyFailed, std::memory_order_release);
+      std::lock_guard lock(errorMutex_);
+      if (!error_) error_.emplace(err ? err->code() : ErrorCode::Internal, msg);
+    }
+  }
+  servingRequest = false;
+  if (static_cast<ProxyOp>(request.op) == ProxyOp::Quiet && !failed) {
+    // Every request before this one is complete: device quiets with nothing posted since skip theirs.
+    word(ring_->settled).store(ticket + 1, std::memory_order_release);
+  }
+  if (waited) {
+    slot.result[0] = result[0];
+    slot.result[1] = result[1];
+    word(slot.done).store((ticket + 1) | (failed ? device::kProxyFailed : 0), std::memory_order_release);
+  }
+  pacer_.markWork();
+  return true;
+}
+
+std::optional<Error> DeviceProxy::takeError() {
+  if (servingRequest) return std::nullopt;
+  std::lock_guard lock(errorMutex_);
+  std::optional<Error> e;
+  e.swap(error_);
+  return e;
+}
+
+}  // namespace axon::gpu
