@@ -165,10 +165,7 @@ void DeviceProxy::carryOut(const device::ProxyRequest& r, unsigned long long* re
 
 bool DeviceProxy::progress() {
   if (!threadReady_) {
-    // The engine's thread, for good: the context, and calls allowed during any capture.
-    cu_.cuCtxSetCurrent(ctx_);
-    CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
-    cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
+    gpu::adoptLibraryThread(cu_, ctx_);  // the engine's thread
     threadReady_ = true;
   }
   device::ProxySlot& slot = ring_->slots[head_ % device::kProxySlots];

@@ -48,6 +48,14 @@ inline void cuCheck(CUresult r, const std::string& what) {
   if (r != CUDA_SUCCESS) throw CudaError(what, r);
 }
 
+// For a thread that runs the library's work alone (the progress engine's), for good: `ctx`
+// current, and the relaxed stream-capture mode (see LibraryCudaCalls below).
+inline void adoptLibraryThread(const DriverApi& cu, CUcontext ctx) {
+  cu.cuCtxSetCurrent(ctx);
+  CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+  cu.cuThreadExchangeStreamCaptureMode(&relaxed);
+}
+
 // Readies the calling thread for CUDA calls made on the library's behalf: `ctx` current, and for
 // the guard's life the relaxed stream-capture mode, so that the calls are not refused while the
 // program captures a graph in global mode on another thread (the default mode restricts every

@@ -226,10 +226,7 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
 
 bool StagedStreamOps::progress() {
   if (!threadReady_) {
-    // The engine's thread, for good: the context, and calls allowed during any capture.
-    cu_.cuCtxSetCurrent(ctx_);
-    CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
-    cu_.cuThreadExchangeStreamCaptureMode(&relaxed);
+    gpu::adoptLibraryThread(cu_, ctx_);  // the engine's thread
     threadReady_ = true;
   }
   if (serveNext(head_)) {
