@@ -193,8 +193,7 @@ class CudaBackend final : public GpuBackend {
   // load/store only (the proxy refuses a node-local GPU it cannot map; the stream-ordered calls
   // take the staged path to it).
   void startDeviceProxy(Runtime& rt) {
-    const bool spansNodes = std::count(nodeLocal_.begin(), nodeLocal_.end(), true) < nPes_;
-    if (!spansNodes) return;
+    if (!spansNodes()) return;
     deviceProxy_ = std::make_unique<DeviceProxy>(cu_, ctx_, myPe_, heap_->base(), nodeLocal_);
     rt.progressEngine().add(deviceProxy_.get());
     log(LogLevel::Info, myPe_, "device proxy on: kernels reach the PEs they cannot map through the host");
@@ -228,8 +227,7 @@ class CudaBackend final : public GpuBackend {
     bool any = false;
     for (int p = 0; p < nPes_; ++p) any |= wire::readWordBlob(votes[p], vote.originOf(p)) != 0;
     // Stream-ordered collectives across nodes run on the host, in stream order.
-    const bool spansNodes = std::count(nodeLocal_.begin(), nodeLocal_.end(), true) < nPes_;
-    if (!any && spansNodes) {
+    if (!any && spansNodes()) {
       stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
       rt.progressEngine().add(stagedStream_.get());
     }
@@ -538,6 +536,8 @@ class CudaBackend final : public GpuBackend {
     CUcontext current = nullptr;
     if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx_) cu_.cuCtxSetCurrent(ctx_);
   }
+
+  bool spansNodes() const { return std::count(nodeLocal_.begin(), nodeLocal_.end(), true) < nPes_; }
 
   // The staged path serves node-local PEs whose heaps are not mapped; the stream work that runs
   // on the host also exists when the job spans nodes, without a staged path.

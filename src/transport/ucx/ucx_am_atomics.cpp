@@ -10,6 +10,15 @@
 namespace axon::ucx {
 namespace {
 
+// A handler's header as the sender's struct; false when its length differs (not ours: a peer of
+// another build, which init refuses anyway).
+template <class T>
+bool readHeader(const void* header, std::size_t length, T& out) {
+  if (length != sizeof(T)) return false;
+  std::memcpy(&out, header, sizeof out);
+  return true;
+}
+
 // Active message ids of this worker (UCX's ids are per worker; axon uses no others).
 constexpr unsigned kAmAtomic = 1;
 constexpr unsigned kAmAtomicReply = 2;
@@ -321,9 +330,8 @@ void UcxAmAtomics::apply(const Request& r) {
 ucs_status_t UcxAmAtomics::onRequest(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
                                      const ucp_am_recv_param_t*) {
   auto* self = static_cast<UcxAmAtomics*>(arg);
-  if (headerLength != sizeof(Request)) return UCS_OK;  // not ours: another build (init refuses that)
   Request r;
-  std::memcpy(&r, header, sizeof r);
+  if (!readHeader(header, headerLength, r)) return UCS_OK;
   if (r.fromPe < 0 || r.fromPe >= self->worker_.setup().nPes) return UCS_OK;
   self->apply(r);
   return UCS_OK;
@@ -332,9 +340,8 @@ ucs_status_t UcxAmAtomics::onRequest(void* arg, const void* header, std::size_t 
 ucs_status_t UcxAmAtomics::onPutSignal(void* arg, const void* header, std::size_t headerLength, void* data,
                                        std::size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmAtomics*>(arg);
-  if (headerLength != sizeof(PutSignal)) return UCS_OK;
   PutSignal m;
-  std::memcpy(&m, header, sizeof m);
+  if (!readHeader(header, headerLength, m)) return UCS_OK;
   const int me = self->worker_.setup().myPe;
   if (m.signal.fromPe < 0 || m.signal.fromPe >= self->worker_.setup().nPes) return UCS_OK;
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
@@ -375,9 +382,8 @@ void UcxAmAtomics::gpuPut(const RemoteRef& dst, const void* src, std::size_t byt
 ucs_status_t UcxAmAtomics::onGpuPut(void* arg, const void* header, std::size_t headerLength, void* data,
                                     std::size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmAtomics*>(arg);
-  if (headerLength != sizeof(GpuPutHeader)) return UCS_OK;
   GpuPutHeader h;
-  std::memcpy(&h, header, sizeof h);
+  if (!readHeader(header, headerLength, h)) return UCS_OK;
   const int me = self->worker_.setup().myPe;
   if (h.fromPe < 0 || h.fromPe >= self->worker_.setup().nPes) return UCS_OK;
   char* dest = nullptr;
@@ -420,9 +426,8 @@ void UcxAmAtomics::gpuGet(void* dst, const RemoteRef& src, std::size_t bytes, bo
 ucs_status_t UcxAmAtomics::onGpuGet(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
                                     const ucp_am_recv_param_t*) {
   auto* self = static_cast<UcxAmAtomics*>(arg);
-  if (headerLength != sizeof(GpuGetHeader)) return UCS_OK;
   GpuGetHeader h;
-  std::memcpy(&h, header, sizeof h);
+  if (!readHeader(header, headerLength, h)) return UCS_OK;
   if (h.fromPe < 0 || h.fromPe >= self->worker_.setup().nPes) return UCS_OK;
   const char* source = nullptr;
   self->registry_.withLocal(HeapKind::Gpu, 0, h.offset, h.bytes, [&](char* s) { source = s; });
@@ -442,9 +447,8 @@ ucs_status_t UcxAmAtomics::onGpuGet(void* arg, const void* header, std::size_t h
 ucs_status_t UcxAmAtomics::onGpuGetData(void* arg, const void* header, std::size_t headerLength, void* data,
                                         std::size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxAmAtomics*>(arg);
-  if (headerLength != sizeof(GpuGetData)) return UCS_OK;
   GpuGetData d;
-  std::memcpy(&d, header, sizeof d);
+  if (!readHeader(header, headerLength, d)) return UCS_OK;
   void* landing = nullptr;
   bool onDevice = false;
   {
@@ -528,9 +532,8 @@ void UcxAmAtomics::finish(std::uint64_t token, std::int32_t status, std::uint64_
 ucs_status_t UcxAmAtomics::onReply(void* arg, const void* header, std::size_t headerLength, void*, std::size_t,
                                    const ucp_am_recv_param_t*) {
   auto* self = static_cast<UcxAmAtomics*>(arg);
-  if (headerLength != sizeof(Reply)) return UCS_OK;
   Reply r;
-  std::memcpy(&r, header, sizeof r);
+  if (!readHeader(header, headerLength, r)) return UCS_OK;
   self->finish(r.token, r.status, r.value);
   return UCS_OK;
 }
