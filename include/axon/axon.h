@@ -162,8 +162,9 @@ axon_status_t axon_alltoall_on_stream(axon_team_t team, const void* src, void* d
  * at least that; AXON_ERR_INVALID_ARGUMENT otherwise). Copy them into an axon::device::CollHandle
  * (memcpy) and pass it to kernels by value; valid until the team is destroyed. Returns
  * AXON_ERR_UNSUPPORTED where the team has no GPU workspace (no GPU backend, a team of one PE,
- * GPUs that cannot map each other's memory). */
-#define AXON_DEVICE_COLL_HANDLE_BYTES 160
+ * GPUs that cannot map each other's memory) and does not span nodes (across nodes the device
+ * proxy runs each call). */
+#define AXON_DEVICE_COLL_HANDLE_BYTES 176
 /* sizeof(axon::device::CollHandle) in the loaded library: AXON_DEVICE_COLL_HANDLE_BYTES unless the
  * program was compiled against a different axon.h. */
 size_t axon_device_coll_handle_size(void);

@@ -230,6 +230,17 @@ void alltoallOnStream(const Team& team, const void* src, void* dst, std::size_t 
 device::CollHandle deviceCollHandle(const Team& team) {
   Runtime& rt = runtime("device_coll_handle");
   const detail::TeamState& state = detail::requireValidTeam(team, "device_coll_handle");
+  if (!state.gpuWorkspace && state.hierarchy && rt.gpu()) {
+    // Across nodes no workspace maps every member: the device proxy runs each call as the host's
+    // blocking collective on the team, one at a time (so one channel).
+    device::CollHandle h{};
+    h.size = static_cast<int>(state.members.size());
+    h.myIndex = state.myIndex;
+    h.myPe = rt.myPe();
+    h.channels = 1;
+    h.timeoutNs = rt.gpu()->deviceContext().timeoutNs;
+    if (rt.gpu()->serveTeamCollectives(team, state.slot, h)) return h;
+  }
   if (!state.gpuWorkspace) {
     throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": device_coll_handle: team " + state.name +
                                             " has no GPU collective workspace (" +

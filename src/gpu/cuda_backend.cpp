@@ -160,6 +160,7 @@ class CudaBackend final : public GpuBackend {
     reportPeers(rt);
     startStagedPath(rt);
     startDeviceProxy(rt);
+    warnIfKernelsLoadLazily(rt);
     buildContext();
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
     boot.barrierWorld("gpu-ready");
@@ -197,6 +198,26 @@ class CudaBackend final : public GpuBackend {
     deviceProxy_ = std::make_unique<DeviceProxy>(cu_, ctx_, myPe_, heap_->base(), nodeLocal_);
     rt.progressEngine().add(deviceProxy_.get());
     log(LogLevel::Info, myPe_, "device proxy on: kernels reach the PEs they cannot map through the host");
+  }
+
+  // Host threads serve kernels here (the device proxy, the staged stream ops): a kernel can wait
+  // for one of them. With CUDA's lazy loading, the first launch of any other kernel meanwhile
+  // loads it while holding the context's lock and waiting for the GPU to be idle, and the serving
+  // thread's next CUDA call waits for that lock: neither kernel ends until the device wait gives
+  // up (seen on the H100: a stream put to another node, then a kernel launched for the first
+  // time). axon loads its own kernels at start-up; the program's own need CUDA_MODULE_LOADING=EAGER
+  // or one load each (cudaFuncGetAttributes) before such a wait. Said once per node.
+  void warnIfKernelsLoadLazily(Runtime& rt) {
+    if (!deviceProxy_ && !stagedStream_) return;
+    CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+    if (cu_.cuModuleGetLoadingMode(&mode) != CUDA_SUCCESS || mode != CU_MODULE_LAZY_LOADING) return;
+    const auto& local = rt.nodeLocal();
+    if (std::find(local.begin(), local.end(), true) - local.begin() != myPe_) return;
+    log(LogLevel::Warn, myPe_,
+        "CUDA loads kernels lazily (CUDA_MODULE_LOADING is not EAGER), and kernels here can wait for a host "
+        "thread (PEs on other nodes, or the staged path): a kernel launched for the first time while another "
+        "waits for one deadlocks both until AXON_TIMEOUT. Set CUDA_MODULE_LOADING=EAGER, or load each of your "
+        "kernels once (cudaFuncGetAttributes) before such a wait (docs/architecture.md, \"The device proxy\")");
   }
 
   // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
@@ -504,6 +525,15 @@ class CudaBackend final : public GpuBackend {
     auto* words = reinterpret_cast<device::ControlWords*>(heap_->base());
     memsetLocal(&words->barrier[slot][0], 0, sizeof(words->barrier[slot]));
     memsetLocal(&words->epoch[slot], 0, sizeof(words->epoch[slot]));
+    if (deviceProxy_) deviceProxy_->forgetTeam(slot);
+  }
+
+  bool serveTeamCollectives(const Team& team, int slot, device::CollHandle& h) override {
+    if (!deviceProxy_) return false;
+    deviceProxy_->serveTeam(team, slot);
+    h.proxyTeam = static_cast<unsigned>(slot) + 1;
+    h.proxy = deviceProxy_->channel();
+    return true;
   }
 
  private:

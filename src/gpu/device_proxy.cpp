@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "axon/collectives.hpp"
 #include "axon/onesided.hpp"
 #include "core/log.hpp"
 #include "core/runtime.hpp"
@@ -11,6 +12,10 @@ namespace axon::gpu {
 namespace {
 
 using device::ProxyOp;
+
+ProxyOp opOf(const device::ProxyRequest& r) { return static_cast<ProxyOp>(r.op & ~device::kProxyWaited); }
+// Whether the caller waits for this request (its slot is then freed by the caller, not here).
+bool waitedFor(const device::ProxyRequest& r) { return (r.op & device::kProxyWaited) != 0; }
 
 template <class T>
 std::atomic_ref<T> word(T& w) {
@@ -22,7 +27,7 @@ std::atomic_ref<T> word(T& w) {
 thread_local bool servingRequest = false;
 
 const char* opName(const device::ProxyRequest& r) {
-  switch (static_cast<ProxyOp>(r.op)) {
+  switch (opOf(r)) {
     case ProxyOp::Put: return "put";
     case ProxyOp::Get: return "get";
     case ProxyOp::PutSignal: return "put_signal";
@@ -32,6 +37,7 @@ const char* opName(const device::ProxyRequest& r) {
     case ProxyOp::GetInline: return "g";
     case ProxyOp::Fence: return "fence";
     case ProxyOp::Quiet: return "quiet";
+    case ProxyOp::Collective: return "collective";
   }
   return "unknown request";
 }
@@ -68,19 +74,53 @@ void DeviceProxy::releaseResources() noexcept {
   ring_ = nullptr;
 }
 
-bool DeviceProxy::waitedFor(const device::ProxyRequest& r) {
-  switch (static_cast<ProxyOp>(r.op)) {
-    case ProxyOp::Signal: case ProxyOp::Inline: case ProxyOp::Fence: return false;
-    case ProxyOp::Atomic: {
-      const auto op = static_cast<AtomicOp>(r.atomicOp);
-      return op != AtomicOp::Set && op != AtomicOp::Add;
-    }
-    default: return true;
+std::string DeviceProxy::describe(const device::ProxyRequest& r) const {
+  if (opOf(r) == ProxyOp::Collective) {
+    return std::string("device ") + collectiveName(static_cast<Collective>(r.value & 0xff)) + " on the team in slot " +
+           std::to_string(r.width) + " through the proxy";
   }
+  return "device " + std::string(opName(r)) + " to PE " + std::to_string(r.pe) + " through the proxy";
 }
 
-std::string DeviceProxy::describe(const device::ProxyRequest& r) const {
-  return "device " + std::string(opName(r)) + " to PE " + std::to_string(r.pe) + " through the proxy";
+void DeviceProxy::serveTeam(const Team& team, int slot) {
+  std::lock_guard lock(teamsMutex_);
+  teams_[slot] = team;
+}
+
+void DeviceProxy::forgetTeam(int slot) {
+  std::lock_guard lock(teamsMutex_);
+  teams_.erase(slot);
+}
+
+void DeviceProxy::runCollective(const device::ProxyRequest& r) {
+  Team team;
+  {
+    std::lock_guard lock(teamsMutex_);
+    auto it = teams_.find(static_cast<int>(r.width));
+    if (it == teams_.end()) {
+      throw Error(ErrorCode::InvalidArgument, "no team in slot " + std::to_string(r.width) +
+                                                  " has a device collective handle here (destroyed?)");
+    }
+    team = it->second;
+  }
+  const auto kind = static_cast<unsigned>(r.value & 0xff);
+  const auto type = static_cast<DataType>((r.value >> 8) & 0xff);
+  const auto op = static_cast<ReduceOp>((r.value >> 16) & 0xff);
+  const int root = static_cast<int>(static_cast<unsigned>(r.cond));
+  const void* src = address(r.src);
+  void* dst = address(r.dest);
+  const std::size_t count = r.bytes;
+  // The host calls check every argument (type, op, root, buffers) and compare the members' calls.
+  switch (static_cast<Collective>(kind)) {
+    case Collective::Barrier: axon::barrier(team); return;
+    case Collective::Broadcast: axon::broadcast(team, src, dst, count, type, root); return;
+    case Collective::Reduce: axon::reduce(team, src, dst, count, type, op, root); return;
+    case Collective::Allreduce: axon::allreduce(team, src, dst, count, type, op); return;
+    case Collective::Allgather: axon::allgather(team, src, dst, count, type); return;
+    case Collective::ReduceScatter: axon::reduceScatter(team, src, dst, count, type, op); return;
+    case Collective::Alltoall: axon::alltoall(team, src, dst, count, type); return;
+  }
+  throw Error(ErrorCode::InvalidArgument, "unknown collective " + std::to_string(kind));
 }
 
 void DeviceProxy::addToControlWord(const device::ProxyRequest& r) {
@@ -91,8 +131,8 @@ void DeviceProxy::addToControlWord(const device::ProxyRequest& r) {
 }
 
 void DeviceProxy::carryOut(const device::ProxyRequest& r, unsigned long long* result) {
-  const auto op = static_cast<ProxyOp>(r.op);
-  if (op != ProxyOp::Fence && op != ProxyOp::Quiet) {
+  const auto op = opOf(r);
+  if (op != ProxyOp::Fence && op != ProxyOp::Quiet && op != ProxyOp::Collective) {
     if (r.pe < 0 || static_cast<std::size_t>(r.pe) >= nodeLocal_.size()) {
       throw Error(ErrorCode::InvalidPe, "PE " + std::to_string(r.pe) + " does not exist (the world has " +
                                             std::to_string(nodeLocal_.size()) + " PEs)");
@@ -108,7 +148,9 @@ void DeviceProxy::carryOut(const device::ProxyRequest& r, unsigned long long* re
   }
   // Requests from one thread to one PE keep their order: one whose delivery may still be under
   // way is fenced off from the next (puts return with the source free, not with the data there).
-  if (unordered_ && op != ProxyOp::Quiet) axon::fence();
+  // A collective starts once every earlier request is complete, as a host call after a quiet.
+  if (unordered_ && op == ProxyOp::Collective) axon::quiet();
+  else if (unordered_ && op != ProxyOp::Quiet) axon::fence();
   unordered_ = false;
   switch (op) {
     case ProxyOp::Put:
@@ -159,6 +201,9 @@ void DeviceProxy::carryOut(const device::ProxyRequest& r, unsigned long long* re
     case ProxyOp::Quiet:
       axon::quiet();
       return;
+    case ProxyOp::Collective:
+      runCollective(r);
+      return;
   }
   throw Error(ErrorCode::Internal, "the GPU posted request kind " + std::to_string(r.op) + ", which this build does not know");
 }
@@ -195,7 +240,7 @@ bool DeviceProxy::progress() {
     }
   }
   servingRequest = false;
-  if (static_cast<ProxyOp>(request.op) == ProxyOp::Quiet && !failed) {
+  if (opOf(request) == ProxyOp::Quiet && !failed) {
     // Every request before this one is complete: device quiets with nothing posted since skip theirs.
     word(ring_->settled).store(ticket + 1, std::memory_order_release);
   }

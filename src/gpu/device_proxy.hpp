@@ -19,11 +19,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "axon/device/proxy_ring.hpp"
 #include "axon/device/types.hpp"
 #include "axon/error.hpp"
+#include "axon/team.hpp"
 #include "core/progress_engine.hpp"
 #include "gpu/driver.hpp"
 #include "transport/staged/poll_pacer.hpp"
@@ -51,13 +53,18 @@ class DeviceProxy final : public ProgressClient {
   // on the proxy's own thread, whose host calls must not take it for their own.
   std::optional<Error> takeError();
 
+  // Device collectives on `team` (which spans nodes; `slot` is its team slot) run here, as the
+  // host's blocking collectives, until forgetTeam(slot) (the team's destruction).
+  void serveTeam(const Team& team, int slot);
+  void forgetTeam(int slot);
+
  private:
   // Carries out one request (a copy of the slot's); returns the result words through `result`.
   void carryOut(const device::ProxyRequest& r, unsigned long long* result);
   // A device barrier's increment of a member's control word (no user allocation holds it).
   void addToControlWord(const device::ProxyRequest& r);
-  // Whether the caller waits for this request (its slot is freed by the caller, not here).
-  static bool waitedFor(const device::ProxyRequest& r);
+  // A device collective: the host's blocking collective on the team in the request's slot.
+  void runCollective(const device::ProxyRequest& r);
   std::string describe(const device::ProxyRequest& r) const;
   void releaseResources() noexcept;
 
@@ -74,6 +81,8 @@ class DeviceProxy final : public ProgressClient {
   staged::PollPacer pacer_;
   std::mutex errorMutex_;
   std::optional<Error> error_;
+  std::mutex teamsMutex_;
+  std::unordered_map<int, Team> teams_;  // by team slot: the teams device collectives may name
 };
 
 }  // namespace axon::gpu

@@ -12,6 +12,7 @@
 #include "axon/device/coll_types.hpp"
 #include "axon/device/types.hpp"
 #include "axon/onesided.hpp"
+#include "axon/team.hpp"
 #include "memory/heap_space.hpp"
 #include "kernels/coll_kernels.hpp"
 #include "transport/transport.hpp"
@@ -108,8 +109,13 @@ class GpuBackend {
   // with `whyNot` set, on every member alike when some member cannot map some other's memory.
   virtual std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,
                                                                 std::string& whyNot) = 0;
-  // After a team is destroyed: zero its device barrier row for the next team in the slot.
+  // After a team is destroyed: zero its device barrier row for the next team in the slot, and
+  // stop serving its device collectives.
   virtual void resetTeamSlot(int slot) = 0;
+  // A team whose members span nodes: the device proxy runs the device collectives kernels call on
+  // it (as the host's blocking collectives), and `h` gets what kernels need for that. False when
+  // this PE has no device proxy.
+  virtual bool serveTeamCollectives(const Team& team, int slot, device::CollHandle& h) = 0;
 };
 
 // The GPU backend for this process, or nullptr with `whyNot` set (no driver, no GPU, a build

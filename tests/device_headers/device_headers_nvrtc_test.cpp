@@ -128,7 +128,8 @@ TEST(DeviceHeadersNvrtc, EachHeaderCompilesAlone) {
         "axon/device/impl/barrier_impl.hpp", "axon/device/impl/copy.hpp",
         "axon/device/impl/diagnostics.hpp", "axon/device/impl/onesided_impl.hpp",
         "axon/device/impl/ptx.hpp", "axon/device/impl/scope.hpp", "axon/device/impl/wait.hpp",
-        "axon/device/proxy_ring.hpp", "axon/device/impl/proxy_impl.hpp"}) {
+        "axon/device/proxy_ring.hpp", "axon/device/impl/proxy_impl.hpp",
+        "axon/device/impl/coll_proxy_impl.hpp"}) {
     const std::string source =
         std::string("#include \"") + header + "\"\nextern \"C\" __global__ void axonEmpty() {}\n";
     const Compiled c = compile(source, {"--gpu-architecture=compute_90", "-std=c++17"});

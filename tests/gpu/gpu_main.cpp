@@ -5,8 +5,13 @@
 #include <axon/axon.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 int main(int argc, char** argv) {
+  // These tests launch kernels while others wait for PEs on other nodes (served by host threads):
+  // with CUDA's lazy loading a first launch would deadlock them (axon warns at init; see
+  // docs/architecture.md, "The device proxy"). Before any CUDA call, as a program would.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   ::testing::InitGoogleTest(&argc, argv);
   axon::init();
   if (!axon::gpuEnabled()) {

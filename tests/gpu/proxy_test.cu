@@ -1,8 +1,11 @@
 // The device proxy: device calls to a PE on another node (the gpu_nodes run) are carried out by
 // the host proxy. Every operation at thread, warp and block scope; a put_signal ring inside a
 // kernel that mixes load/store and proxy neighbours; a full ring; a CUDA graph of 1,000
-// stream-ordered calls replayed back to back. Each test skips when every PE shares this node.
+// stream-ordered calls replayed back to back; every device collective on a team across nodes, and
+// a mismatched one. Each test skips when every PE shares this node.
 #include <axon/axon.hpp>
+#include <axon/collectives.hpp>
+#include <axon/device/collectives.hpp>
 #include <axon/device/device.hpp>
 
 #include <cstdint>
@@ -321,6 +324,120 @@ TEST(Proxy, GraphOfAThousandCallsReplayedBackToBack) {
   axon::barrierAll();
   axon::free(sig);
   axon::free(inbox);
+}
+
+// ── Device collectives on a team that spans nodes (the host proxy runs each call) ──────────────
+
+// Exact in float for any PE count here.
+__host__ __device__ float valueAt(int pe, std::size_t i) { return static_cast<float>(pe + 1 + static_cast<int>(i % 5)); }
+
+__global__ void fillValues(float* p, std::size_t n, int pe) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = valueAt(pe, i);
+}
+
+// Every device collective, one block, in one kernel; ok[k] is what call k returned.
+__global__ void everyCollective(dev::CollHandle h, const float* src, float* bcast, float* red, float* sum,
+                                float* gathered, float* scattered, float* exchanged, std::size_t count, int* ok) {
+  int k = 0;
+  auto note = [&](bool fine) {
+    if (threadIdx.x == 0) ok[k] = fine ? 1 : 0;
+    ++k;
+  };
+  note(dev::barrier<dev::Block>(h));
+  note(dev::broadcast<dev::Block>(h, src, bcast, count, h.size - 1));
+  note(dev::reduce<dev::Block>(h, src, red, count, dev::ReduceOp::Max, 0));
+  note(dev::allreduce<dev::Block>(h, src, sum, count, dev::ReduceOp::Sum));
+  note(dev::allgather<dev::Block>(h, src, gathered, count));
+  // Every member's gathered is the same: block j reduces to size x valueAt(j).
+  note(dev::reduceScatter<dev::Block>(h, gathered, scattered, count, dev::ReduceOp::Sum));
+  // Block j of gathered (valueAt(j)) goes to member j, which stores it as block i: valueAt(me) everywhere.
+  note(dev::alltoall<dev::Block>(h, gathered, exchanged, count));
+}
+
+// n zeroed floats in GPU memory.
+float* deviceFloats(std::size_t n) {
+  float* p = nullptr;
+  if (cudaMalloc(&p, n * sizeof(float)) != cudaSuccess || cudaMemset(p, 0, n * sizeof(float)) != cudaSuccess) {
+    ADD_FAILURE() << "cudaMalloc of " << n << " floats failed";
+  }
+  return p;
+}
+
+TEST(Proxy, DeviceCollectivesOnATeamAcrossNodes) {
+  if (!anyRemote()) GTEST_SKIP() << "every PE shares this node";
+  const int n = np();
+  const std::size_t count = 4099;
+  float* src = deviceFloats(count);
+  float* bcast = deviceFloats(count);
+  float* red = deviceFloats(count);
+  float* sum = deviceFloats(count);
+  float* gathered = deviceFloats(count * n);
+  float* scattered = deviceFloats(count);
+  float* exchanged = deviceFloats(count * n);
+  int* ok = nullptr;
+  CUDA_OK(cudaMallocManaged(&ok, 7 * sizeof(int)));
+  for (int k = 0; k < 7; ++k) ok[k] = -1;
+  fillValues<<<16, 256>>>(src, count, me());
+  CUDA_OK(cudaDeviceSynchronize());
+  const dev::CollHandle h = axon::deviceCollHandle(axon::Team::world());
+  EXPECT_NE(h.proxyTeam, 0u) << "the world spans nodes: its device collectives go through the proxy";
+  everyCollective<<<1, 256>>>(h, src, bcast, red, sum, gathered, scattered, exchanged, count, ok);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  const char* names[7] = {"barrier", "broadcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
+  for (int k = 0; k < 7; ++k) EXPECT_EQ(ok[k], 1) << names[k];
+  const auto b = toHost(bcast, count), r = toHost(red, count), s = toHost(sum, count), g = toHost(gathered, count * n),
+             sc = toHost(scattered, count), x = toHost(exchanged, count * n);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    float total = 0;
+    for (int pe = 0; pe < n; ++pe) total += valueAt(pe, i);
+    wrong += b[i] != valueAt(n - 1, i);
+    wrong += r[i] != (me() == 0 ? valueAt(n - 1, i) : 0.0f);
+    wrong += s[i] != total;
+    wrong += sc[i] != static_cast<float>(n) * valueAt(me(), i);
+    for (int pe = 0; pe < n; ++pe) {
+      wrong += g[pe * count + i] != valueAt(pe, i);
+      wrong += x[pe * count + i] != valueAt(me(), i);
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  for (float* p : {src, bcast, red, sum, gathered, scattered, exchanged}) cudaFree(p);
+  cudaFree(ok);
+  axon::barrierAll();
+}
+
+__global__ void oneAllreduce(dev::CollHandle h, const float* src, float* dst, std::size_t count, int* ok) {
+  const bool fine = dev::allreduce<dev::Block>(h, src, dst, count, dev::ReduceOp::Sum);
+  if (threadIdx.x == 0) *ok = fine ? 1 : 0;
+}
+
+TEST(Proxy, MismatchedDeviceCollectiveAcrossNodesReturnsFalseEverywhere) {
+  if (!anyRemote()) GTEST_SKIP() << "every PE shares this node";
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  // PE 0 passes one element more than the others.
+  const std::size_t count = 10 + (me() == 0 ? 1 : 0);
+  float* src = deviceFloats(11);
+  float* dst = deviceFloats(11);
+  int* ok = nullptr;
+  CUDA_OK(cudaMallocManaged(&ok, sizeof(int)));
+  *ok = -1;
+  oneAllreduce<<<1, 128>>>(axon::deviceCollHandle(team), src, dst, count, ok);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(*ok, 0) << "a mismatched device allreduce completed";
+  // The host calls on the team refuse from then on, naming both calls.
+  try {
+    axon::barrier(team);
+    FAIL() << "a failed team ran another collective";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+  }
+  team.destroy();
+  cudaFree(src);
+  cudaFree(dst);
+  cudaFree(ok);
+  axon::barrierAll();
 }
 
 }  // namespace

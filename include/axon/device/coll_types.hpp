@@ -88,6 +88,11 @@ struct CollHandle {
   // Added last, so the fields above keep their offsets for code that reads the handle as bytes.
   const int* members;       // [size] world PEs in GPU memory for a team that is not strided; else nullptr
   int heapPeStride;         // world ranks from one node-local PE to the next (Context::peStride)
+  // A team that spans nodes has no workspace (base is null): the host proxy runs each call as
+  // the host's blocking collective on the team (coll_proxy_impl.hpp). proxyTeam is the team's
+  // slot + 1 there, 0 otherwise; proxy is this PE's proxy channel (Context::proxy).
+  unsigned int proxyTeam;
+  ProxyChannel proxy;
 };
 
 // ── Workspace layout (one per member, the same on every member) ───────────────────────────────

@@ -16,6 +16,12 @@
 // Buffers are any memory this GPU can read or write (they need not be symmetric): data travels
 // through the workspaces, which every member maps.
 //
+// On a team whose members span nodes no workspace maps every member: the handle then sends each
+// call whole to this PE's device proxy, which runs the host's blocking collective on the team
+// (UCX between the nodes) and returns when it is done. Such a handle has one channel, and the
+// proxy carries one call at a time in the order the PE's kernels post them: calls on two such teams
+// must be posted in the same order on every member (docs/architecture.md, "The device proxy").
+//
 // Each call returns true when it completed. It returns false, in every thread of the block, when
 // it did not: a member made a different call (count, type, op, root or collective), or a wait
 // passed AXON_TIMEOUT. The first PE to see it prints one line naming both calls (or the PE, word,

@@ -40,7 +40,17 @@ enum class ProxyOp : unsigned int {
   GetInline = 7,  // `bytes` (<= 16) from the symmetric `src` on pe into the slot's result (g)
   Fence = 8,      // requests posted before it are delivered before those after it
   Quiet = 9,      // every request posted before it is complete (remote completion)
+  // A device collective on a team that spans nodes, run by the proxy as the host's blocking
+  // collective on that team: `value` packs the collective (bits 0-7), the data type (8-15) and
+  // the reduction (16-23), as the host's enums; `bytes` is the count (in elements of the type),
+  // `cond` the root, `src` and `dest` the buffers (any memory this GPU can reach), `width` the
+  // team's slot.
+  Collective = 10,
 };
+
+// Set in ProxyRequest::op by a caller that waits for the request's completion (the slot is then
+// freed by that caller, not by the proxy): the proxy reads who waits from the request itself.
+constexpr unsigned int kProxyWaited = 1u << 31;
 
 // Atomic operations, as axon::AtomicOp on the host.
 enum class ProxyAtomic : unsigned int {
@@ -51,7 +61,7 @@ enum class ProxyAtomic : unsigned int {
 // One request: one 64-byte line. Addresses are this process's: symmetric ones point into this
 // PE's GPU heap and name the same offset on `pe`, as in the host API.
 struct ProxyRequest {
-  unsigned int op;         // ProxyOp
+  unsigned int op;         // ProxyOp, | kProxyWaited when the caller waits for it
   int pe;
   unsigned long long dest;
   unsigned long long src;

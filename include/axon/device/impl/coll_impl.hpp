@@ -14,6 +14,8 @@
 //   Direct (coll_direct_impl.hpp): for buffers on the symmetric heap, two rounds of signals around
 //     loads and stores of the members' buffers themselves; as Simple when the buffers do not allow
 //     it. Larger calls.
+// A team that spans nodes has no workspace: its calls go whole to the host proxy
+// (coll_proxy_impl.hpp).
 // Because every member sends to every other in every round, no member gets more than one round
 // ahead of any other; so when a member writes round r + 2 into half r % 2, every receiver has
 // sent round r + 1, that is, has finished consuming round r. Two halves, no acknowledgements.
@@ -26,6 +28,7 @@
 #include "axon/device/impl/coll_common_impl.hpp"
 #include "axon/device/impl/coll_direct_impl.hpp"
 #include "axon/device/impl/coll_ll_impl.hpp"
+#include "axon/device/impl/coll_proxy_impl.hpp"
 #include "axon/device/impl/coll_simple_impl.hpp"
 #include "axon/device/impl/reduce_impl.hpp"
 
@@ -43,6 +46,7 @@ AXON_DEVICE_INLINE bool collRunReduce(const CollHandle& h, const CollJob& job) {
 }
 
 AXON_DEVICE_INLINE bool collRunCopy(const CollHandle& h, const CollJob& job) {
+  if (collThroughProxy(h)) return collRunThroughProxy(h, job);
   switch (job.record.proto) {
     case kProtoLl: return collRunCopyLl(h, job);
     case kProtoDirect: return collRunCopyDirect(h, job);
@@ -53,6 +57,7 @@ AXON_DEVICE_INLINE bool collRunCopy(const CollHandle& h, const CollJob& job) {
 template <class T>
 AXON_DEVICE_INLINE bool collRunReduceOp(const CollHandle& h, const CollJob& job, ReduceOp op) {
   static_assert(ReducibleType<T>::value, "");
+  if (collThroughProxy(h)) return collRunThroughProxy(h, job);
   switch (op) {
     case ReduceOp::Sum: return collRunReduce<T, ReduceOp::Sum>(h, job);
     case ReduceOp::Prod: return collRunReduce<T, ReduceOp::Prod>(h, job);

@@ -134,22 +134,32 @@ inline AXON_DEVICE_NOINLINE ProxyTicket proxyPost(const Context& ctx, const Prox
 }
 
 // Waits until the proxy completed `t`, copies its result (when `result`), and frees the slot.
-inline AXON_DEVICE_NOINLINE void proxyComplete(const Context& ctx, ProxyTicket t, const char* op, int pe,
+// Returns false when the proxy could not carry it out (the host printed why).
+inline AXON_DEVICE_NOINLINE bool proxyComplete(const Context& ctx, ProxyTicket t, const char* op, int pe,
                                                unsigned long long* result) {
   const unsigned long long seen = proxyAwait(ctx, &t.slot->done, t.ticket + 1, op, pe, t.ticket, ProxyWaitKind::Done);
-  if (seen & kProxyFailed) failProxyRequest(ctx, op, pe, t.ticket);
   if (result) {
     result[0] = loadRelaxedSys(&t.slot->result[0]);
     result[1] = loadRelaxedSys(&t.slot->result[1]);
   }
   // Release: the loads above happen before the proxy may reuse the slot.
   storeReleaseSys(&t.slot->released, t.ticket + 1);
+  return (seen & kProxyFailed) == 0;
 }
 
-// Posts and waits: a request whose caller needs it done.
-AXON_DEVICE_INLINE void proxyCall(const Context& ctx, const ProxyRequest& request, const char* op,
+// Posts and waits: a request whose caller needs it done. False when it failed in the proxy.
+AXON_DEVICE_INLINE bool proxyTry(const Context& ctx, ProxyRequest request, const char* op,
+                                 unsigned long long* result = nullptr) {
+  request.op |= kProxyWaited;
+  return proxyComplete(ctx, proxyPost(ctx, request, op), op, request.pe, result);
+}
+
+// The same for calls that cannot report a failure to their caller: the thread traps, saying so.
+AXON_DEVICE_INLINE void proxyCall(const Context& ctx, ProxyRequest request, const char* op,
                                   unsigned long long* result = nullptr) {
-  proxyComplete(ctx, proxyPost(ctx, request, op), op, request.pe, result);
+  request.op |= kProxyWaited;
+  const ProxyTicket t = proxyPost(ctx, request, op);
+  if (!proxyComplete(ctx, t, op, request.pe, result)) failProxyRequest(ctx, op, request.pe, t.ticket);
 }
 
 // Every request this PE posted before is complete: nothing to do when the proxy's last quiet
