@@ -328,8 +328,10 @@ def device_coll_handle(team=None) -> bytes:
     struct, or copy them to device memory (cupy.asarray(np.frombuffer(h, np.uint8))) and pass a
     pointer. They hold this process's mappings: meaningful only in this process, and valid until
     the team is destroyed.
-    Raises axon.UnsupportedError where the team has no GPU workspace (no GPU backend, a team of
-    one PE, GPUs that cannot map each other's memory).
+    On a team across nodes the handle sends each call to this PE's device proxy, which runs the
+    host's collective on the team (one call at a time; docs/architecture.md, "The device proxy").
+    Raises axon.UnsupportedError where the team has no GPU workspace and does not span nodes (no
+    GPU backend, a team of one PE, GPUs that cannot map each other's memory).
     """
     return _axon.device_coll_handle(_team(team))
 

@@ -82,7 +82,9 @@ class DeviceProxy final : public ProgressClient {
   std::mutex errorMutex_;
   std::optional<Error> error_;
   std::mutex teamsMutex_;
-  std::unordered_map<int, Team> teams_;  // by team slot: the teams device collectives may name
+  // By team slot: the teams device collectives may name. A Team held here keeps its state alive
+  // until forgetTeam (its destruction) or this proxy's end; that state's teardown calls no transport.
+  std::unordered_map<int, Team> teams_;
 };
 
 }  // namespace axon::gpu

@@ -20,7 +20,9 @@
 // call whole to this PE's device proxy, which runs the host's blocking collective on the team
 // (UCX between the nodes) and returns when it is done. Such a handle has one channel, and the
 // proxy carries one call at a time in the order the PE's kernels post them: calls on two such teams
-// must be posted in the same order on every member (docs/architecture.md, "The device proxy").
+// must be posted in the same order on every member, and the program's own host calls on the team
+// must not overlap a kernel's (synchronize the kernel first), as for blocking calls from two
+// threads (docs/architecture.md, "The device proxy").
 //
 // Each call returns true when it completed. It returns false, in every thread of the block, when
 // it did not: a member made a different call (count, type, op, root or collective), or a wait
