@@ -141,6 +141,17 @@ def test_gpudirect_rdma(h200):
     assert result.status == OK and "no RDMA NIC" in result.finding
 
 
+def test_module_loading(h200):
+    result = doctor.check_module_loading(NO_GPU_TOPO, {})
+    assert result.status == OK and "does not apply" in result.finding
+    result = doctor.check_module_loading(h200, {"CUDA_MODULE_LOADING": "eager"})
+    assert result.status == OK and "EAGER" in result.finding and not result.advice
+    for env, shown in (({}, "unset, CUDA's default"), ({"CUDA_MODULE_LOADING": "LAZY"}, "=LAZY")):
+        result = doctor.check_module_loading(h200, env)
+        assert result.status == OK and "lazily" in result.finding and shown in result.finding
+        assert "CUDA_MODULE_LOADING=EAGER" in result.advice and "deadlock" in result.advice
+
+
 # --------------------------------------------------------------------------
 # Host checks
 # --------------------------------------------------------------------------
@@ -356,9 +367,9 @@ def test_all_ok_on_a_healthy_injected_machine(h200, monkeypatch):
     out = io.StringIO()
     assert doctor.run(out=out) == 0
     lines = out.getvalue().splitlines()
-    assert len(lines) == 10
+    assert len(lines) == 11
     assert all(line.startswith("ok    ") for line in lines[:-1]), lines
-    assert lines[-1] == "axon doctor: 9 ok, 0 warn, 0 fail"
+    assert lines[-1] == "axon doctor: 10 ok, 0 warn, 0 fail"
 
 
 def test_exit_code_is_1_when_a_check_fails(h200, monkeypatch):
@@ -394,7 +405,7 @@ def test_this_machine(monkeypatch, capsys):
     code = doctor.main([])
     lines = capsys.readouterr().out.splitlines()
     checks = [line for line in lines if not line.startswith("axon doctor:")]
-    assert len(checks) == 9
+    assert len(checks) == 10
     assert all(line.split()[0] in (OK, WARN, FAIL) for line in checks)
     assert code == (1 if any(line.startswith("fail") for line in checks) else 0)
     from axon.tools import topology
@@ -409,4 +420,4 @@ def test_add_subcommand_wires_a_handler(h200, monkeypatch, capsys):
     args = parser.parse_args(["doctor"])
     monkeypatch.setattr(doctor, "gather", lambda env=None: _facts(h200))
     assert args.handler(args) == 0
-    assert "9 ok" in capsys.readouterr().out
+    assert "10 ok" in capsys.readouterr().out

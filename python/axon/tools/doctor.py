@@ -37,6 +37,7 @@ __all__ = [
     "check_gpudirect_rdma",
     "check_ipc_vmm",
     "check_memlock",
+    "check_module_loading",
     "check_nvlink",
     "check_peer_access",
     "check_shm",
@@ -245,6 +246,24 @@ def check_gpudirect_rdma(topo: dict, require_gpu: bool = False) -> CheckResult:
         "modprobe nvidia_peermem (it ships with the NVIDIA driver and needs the RDMA stack), or "
         "use Linux >= 5.12 with driver >= 515 for dma-buf; otherwise GPU data between nodes "
         "goes through host memory")
+
+
+def check_module_loading(topo: dict, env: Mapping[str, str]) -> CheckResult:
+    """CUDA_MODULE_LOADING: with lazy loading (CUDA's default), a kernel's first launch while
+    another kernel waits for a host thread of axon (PEs on other nodes, the staged path)
+    deadlocks both until AXON_TIMEOUT (docs/architecture.md, "The device proxy")."""
+    name = "module loading"
+    if not topo.get("gpus"):
+        return CheckResult(name, OK, "no GPU: CUDA_MODULE_LOADING does not apply")
+    value = env.get("CUDA_MODULE_LOADING", "").strip().upper()
+    if value == "EAGER":
+        return CheckResult(name, OK, "CUDA_MODULE_LOADING=EAGER: kernels are loaded at start-up")
+    shown = f"CUDA_MODULE_LOADING={value}" if value else "CUDA_MODULE_LOADING unset, CUDA's default"
+    return CheckResult(
+        name, OK, f"CUDA loads kernels lazily ({shown})",
+        "for jobs across nodes whose kernels wait on other nodes (or GPUs without peer access), "
+        "set CUDA_MODULE_LOADING=EAGER: a kernel launched for the first time meanwhile would "
+        "deadlock (axon's init warns then; docs/architecture.md, \"The device proxy\")")
 
 
 # --------------------------------------------------------------------------
@@ -564,6 +583,7 @@ def run_checks(facts: Facts, **bootstrap_kwargs: Any) -> list:
         check_peer_access(topo, gpu),
         check_nvlink(topo, gpu),
         check_ipc_vmm(topo, gpu),
+        check_module_loading(topo, facts.env),
         check_memlock(facts.memlock[0], facts.memlock[1], facts.ram_bytes),
         check_ucx(facts.ucx_library, facts.ucx_devices, has_gpu=bool(topo.get("gpus")),
                   rdma_nics=[n.get("name", "?") for n in topo.get("nics") or [] if n.get("kind") == "rdma"]),
@@ -585,7 +605,8 @@ def format_result(result: CheckResult) -> str:
 
 _DESCRIPTION = (
     "Preflight checks of this machine for axon: driver and CUDA versions, peer access, NVLink, "
-    "IPC/VMM export, pinned-memory limit, UCX, GPUDirect RDMA, /dev/shm and the bootstrap "
+    "IPC/VMM export, CUDA's module loading, pinned-memory limit, UCX, GPUDirect RDMA, /dev/shm "
+    "and the bootstrap "
     "address. One line per check: ok, warn or fail, the finding, and what to do (after '->'). "
     "Exits 1 when a check fails."
 )
