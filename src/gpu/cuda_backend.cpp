@@ -210,7 +210,11 @@ class CudaBackend final : public GpuBackend {
   void warnIfKernelsLoadLazily(Runtime& rt) {
     if (!deviceProxy_ && !stagedStream_) return;
     CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
-    if (cu_.cuModuleGetLoadingMode(&mode) != CUDA_SUCCESS || mode != CU_MODULE_LAZY_LOADING) return;
+    // A driver without the query (before CUDA 11.7) has no lazy loading.
+    if (!cu_.cuModuleGetLoadingMode || cu_.cuModuleGetLoadingMode(&mode) != CUDA_SUCCESS ||
+        mode != CU_MODULE_LAZY_LOADING) {
+      return;
+    }
     const auto& local = rt.nodeLocal();
     if (std::find(local.begin(), local.end(), true) - local.begin() != myPe_) return;
     log(LogLevel::Warn, myPe_,

@@ -48,6 +48,8 @@ void load() {
     g_api.member = reinterpret_cast<decltype(g_api.member)>(fn);                              \
   }
 #include "gpu/driver_functions.inc"
+  g_api.cuModuleGetLoadingMode =
+      reinterpret_cast<decltype(g_api.cuModuleGetLoadingMode)>(::dlsym(lib, "cuModuleGetLoadingMode"));
 #undef AXON_CU_LOOKUP
 #undef AXON_CU_STRINGIFY
 #undef AXON_CU_SYMBOL

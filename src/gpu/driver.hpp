@@ -18,6 +18,8 @@ struct DriverApi {
 #define AXON_CU_FN(name) decltype(&::name) name = nullptr;
 #include "gpu/driver_functions.inc"
 #undef AXON_CU_FN
+  // Added in CUDA 11.7, after the oldest driver axon starts on (11.3): null where it is missing.
+  decltype(&::cuModuleGetLoadingMode) cuModuleGetLoadingMode = nullptr;
   int version = 0;  // cuDriverGetVersion, e.g. 13000
 };
 
