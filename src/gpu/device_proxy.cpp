@@ -205,7 +205,7 @@ void DeviceProxy::carryOut(const device::ProxyRequest& r, unsigned long long* re
       runCollective(r);
       return;
   }
-  throw Error(ErrorCode::Internal, "the GPU posted request kind " + std::to_string(r.op) + ", which this build does not know");
+  throw Error(ErrorCode::Internal, "the GPU posted request kind " + std::to_string(static_cast<unsigned>(op)) + ", which this build does not know");
 }
 
 bool DeviceProxy::progress() {
