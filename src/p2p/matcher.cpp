@@ -25,13 +25,10 @@ Matcher::ArriveResult Matcher::arrive(const Arrival& a) {
     refused = false;
     return {Outcome::Matched, r};
   }
-  if (heldBytes_ + a.heldBytes > limit_) {
-    refused = true;
-    return {Outcome::Refused, {}};
-  }
+  refused = heldBytes_ + a.heldBytes > limit_;
+  if (refused) return {Outcome::Refused, {}};
   unexpected_.push_back(a);
   heldBytes_ += a.heldBytes;
-  refused = false;
   return {Outcome::Queued, {}};
 }
 

@@ -25,7 +25,6 @@ AXON_DEVICE_INLINE bool collThroughProxy(const CollHandle& h) { return h.proxyTe
 AXON_DEVICE_INLINE Context collProxyContext(const CollHandle& h) {
   Context ctx{};
   ctx.myPe = h.myPe;
-  ctx.nPes = h.myPe + 1;
   ctx.timeoutNs = h.timeoutNs;
   ctx.proxy = h.proxy;
   return ctx;
