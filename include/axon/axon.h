@@ -26,7 +26,8 @@ typedef enum {
   AXON_ERR_UNSUPPORTED = -12,
   AXON_ERR_INTERNAL = -13,
   AXON_ERR_CUDA = -14,
-  AXON_ERR_UCX = -15
+  AXON_ERR_UCX = -15,
+  AXON_ERR_TRUNCATED = -16
 } axon_status_t;
 
 typedef enum { AXON_SIGNAL_SET = 0, AXON_SIGNAL_ADD = 1 } axon_signal_op_t;

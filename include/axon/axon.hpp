@@ -6,5 +6,6 @@
 #include "axon/gpu.hpp"
 #include "axon/memory.hpp"
 #include "axon/onesided.hpp"
+#include "axon/p2p.hpp"
 #include "axon/runtime.hpp"
 #include "axon/team.hpp"

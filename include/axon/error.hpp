@@ -23,6 +23,7 @@ enum class ErrorCode : int {
   Internal = -13,           // a bug in axon: please report it
   Cuda = -14,               // a CUDA driver call failed (the message names the call and the error)
   Ucx = -15,                // a UCX call failed (the message names the call, the PE and the status)
+  Truncated = -16,          // a message longer than the receive buffer (the message names both sizes)
 };
 
 // The name of a code, e.g. "Timeout".

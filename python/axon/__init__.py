@@ -18,7 +18,7 @@ from . import _axon
 from .errors import (  # noqa: F401
     AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
-    PeerDeadError, SystemError, TimeoutError, UcxError, UnsupportedError,
+    PeerDeadError, SystemError, TimeoutError, TruncatedError, UcxError, UnsupportedError,
 )
 from .collectives import (  # noqa: F401
     Collective, Explanation, ReduceOp, allgather, allgather_on_stream, allreduce, allreduce_on_stream, alltoall,

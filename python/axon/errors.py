@@ -69,10 +69,15 @@ class UcxError(Error, RuntimeError):
     code = -15
 
 
+class TruncatedError(Error, ValueError):
+    """A message was longer than the receive buffer; the message names both sizes."""
+    code = -16
+
+
 ALL = [
     InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
     AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
     CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
-    CudaError, UcxError,
+    CudaError, UcxError, TruncatedError,
 ]
 BY_CODE = {cls.code: cls for cls in ALL}

@@ -20,6 +20,12 @@ constexpr std::size_t kDefaultGpuHeapMax = 64 * kKiB * kKiB * kKiB;  // address 
 constexpr std::size_t kDefaultGpuHeapChunk = 64 * kKiB * kKiB;
 constexpr std::size_t kDefaultStageChunk = 1 * kKiB * kKiB;
 constexpr std::size_t kDefaultCollBuffer = 256 * kKiB;
+// Two-sided messages: 8 KiB eager slots (Open MPI's shared-memory path switches at 4 KiB, UCX's
+// tag protocol over TCP near 8 KiB), and 64 MiB of eager data waiting unmatched per PE, shared out
+// among its senders.
+constexpr std::size_t kDefaultP2pEager = 8 * kKiB;
+constexpr std::size_t kMaxP2pEager = 1024 * kKiB;
+constexpr std::size_t kDefaultP2pUnexpected = 64 * kKiB * kKiB;
 constexpr std::size_t kMinCollBuffer = 4 * kKiB;
 // Measured on 4 H200s (docs/performance.md): 64 channels of 128 KiB rounds gave the two-shot
 // allreduce 257 GB/s of bus bandwidth at 256 MiB, against 223 with 32 x 64 KiB and 153 with
@@ -127,6 +133,15 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_GPU_HEAP_CHUNK")) env.gpuHeapChunk = parseByteSize(*v, "AXON_GPU_HEAP_CHUNK");
   env.stageChunk = kDefaultStageChunk;
   if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
+  env.p2pEager = kDefaultP2pEager;
+  if (auto v = lookup(vars, "AXON_P2P_EAGER")) {
+    env.p2pEager = parseByteSize(*v, "AXON_P2P_EAGER");
+    if (env.p2pEager < 64 || env.p2pEager > kMaxP2pEager) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_P2P_EAGER='" + *v + "' must be from 64 bytes to 1M");
+    }
+  }
+  env.p2pUnexpected = kDefaultP2pUnexpected;
+  if (auto v = lookup(vars, "AXON_P2P_UNEXPECTED")) env.p2pUnexpected = parseByteSize(*v, "AXON_P2P_UNEXPECTED");
   env.collBuffer = kDefaultCollBuffer;
   if (auto v = lookup(vars, "AXON_COLL_BUFFER")) {
     env.collBuffer = parseByteSize(*v, "AXON_COLL_BUFFER");

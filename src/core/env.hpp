@@ -35,6 +35,8 @@ struct Env {
   std::size_t gpuHeapMax = 0;   // AXON_GPU_HEAP_MAX: cap of the GPU heap per PE (address space)
   std::size_t gpuHeapChunk = 0; // AXON_GPU_HEAP_CHUNK: granularity by which the GPU heap grows
   std::size_t stageChunk = 0;   // AXON_STAGE_CHUNK: pipeline chunk of the staged path
+  std::size_t p2pEager = 0;     // AXON_P2P_EAGER: largest two-sided message sent eagerly (a ring slot's payload)
+  std::size_t p2pUnexpected = 0;  // AXON_P2P_UNEXPECTED: bound on eager data waiting unmatched at a PE
   std::size_t collBuffer = 0;   // AXON_COLL_BUFFER: bytes per round of a team's collective workspace
   std::size_t collGpuChunk = 0; // AXON_COLL_GPU_CHUNK: bytes per round, channel and sender (GPU)
   int collGpuChannels = 0;      // AXON_COLL_GPU_CHANNELS: channels of a GPU workspace (blocks per call)

@@ -21,6 +21,7 @@ const char* errorCodeName(ErrorCode code) noexcept {
     case ErrorCode::Internal: return "Internal";
     case ErrorCode::Cuda: return "Cuda";
     case ErrorCode::Ucx: return "Ucx";
+    case ErrorCode::Truncated: return "Truncated";
   }
   return "Unknown";
 }

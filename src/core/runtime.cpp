@@ -18,6 +18,7 @@
 #include "core/log.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
+#include "p2p/engine.hpp"
 #include "transport/network_setup.hpp"
 
 namespace axon {
@@ -106,6 +107,16 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   teamSlots_ = 0b11;
   attachCollectiveWorkspace(*world_.state());
   attachCollectiveWorkspace(*node_.state());
+  startMessages();
+}
+
+void Runtime::startMessages() {
+  p2p::RingLayout rings;
+  rings.payload = env_.p2pEager;
+  NetworkTransport* network = router_->network();
+  p2p_ = std::make_unique<p2p::Engine>(*this, p2p::LocalChannel::create(*this, *node_.state(), rings),
+                                       network ? &network->messageChannel() : nullptr);
+  progress_.add(p2p_.get());
 }
 
 void Runtime::exchangePeers() {
@@ -157,6 +168,7 @@ void Runtime::connectNodes() {
                        if (dead >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(myPe()) + ": " + deathOf(dead));
                      },
                      [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }, env_.ucxAtomics, {}, {}};
+  setup.messageEagerMax = env_.p2pEager;
   if (gpu_) {
     setup.gpuAtomic = [this](AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
                              void* result) { gpu_->localAtomic(op, word, width, operand, cond, result); };

@@ -20,6 +20,9 @@
 #include "transport/transport.hpp"
 
 namespace axon {
+namespace p2p {
+class Engine;
+}
 
 class Runtime {
  public:
@@ -58,6 +61,10 @@ class Runtime {
   // Whether any PE runs on another node (the network transport is then up).
   bool spansNodes() const { return router_->network() != nullptr; }
   Router& router() { return *router_; }
+  // Two-sided messages (p2p/engine.hpp).
+  p2p::Engine& messages() { return *p2p_; }
+  // PE `pe`'s pid when it runs on this node in this PID namespace, else 0.
+  pid_t pidOf(int pe) const { return liveness_.pidOf(pe); }
   // Polls what advances only when polled (the network transport); every wait calls it.
   bool progress() { return progress_.progress(); }
   ProgressEngine& progressEngine() { return progress_; }
@@ -94,6 +101,7 @@ class Runtime {
   void exchangePeers();
   void startGpu();
   void connectNodes();
+  void startMessages();
 
   Env env_;
   std::unique_ptr<Bootstrap> boot_;
@@ -108,6 +116,8 @@ class Runtime {
   // Declared after the heaps: the transports (and their registrations of the heaps) go first, and
   // the progress engine's thread stops before them.
   std::unique_ptr<Router> router_;
+  // Between the two: it uses the transports, and the progress engine's thread stops before it goes.
+  std::unique_ptr<p2p::Engine> p2p_;
   ProgressEngine progress_;
   std::size_t controlOffset_ = 0;
   std::uint64_t teamSlots_ = 0;  // bit i: team slot i is taken on this PE

@@ -12,6 +12,7 @@
 #include "bootstrap/setup_step.hpp"
 #include "coll/hierarchy.hpp"
 #include "core/runtime.hpp"
+#include "p2p/engine.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
 
@@ -224,6 +225,7 @@ void Team::destroy() {
     std::atomic_ref<std::uint64_t>(word).store(0, std::memory_order_relaxed);
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
+  rt.messages().forgetTeam(s.slot);
   s.workspace.reset();  // no member touches it after the barrier above
   if (s.hierarchy) s.hierarchy->release();  // nor writes into this leader's network region
   s.hierarchy.reset();

@@ -6,37 +6,30 @@
 
 namespace axon::p2p {
 
-Matcher::Matcher(int members, std::size_t unexpectedLimit)
-    : members_(members), limit_(unexpectedLimit), refused_(static_cast<std::size_t>(members), false) {}
+Matcher::Matcher(int members) : members_(members) {}
 
-Matcher::ArriveResult Matcher::arrive(const Arrival& a) {
+std::optional<PostedReceive> Matcher::arrive(const Arrival& a) {
   const int source = a.envelope.source;
   if (source < 0 || source >= members_ || a.envelope.tag < 0) {
     throw Error(ErrorCode::Internal, "a message from source " + std::to_string(source) + " with tag " +
                                          std::to_string(a.envelope.tag) + " reached the matcher of a team of " +
                                          std::to_string(members_));
   }
-  auto refused = refused_[static_cast<std::size_t>(source)];  // vector<bool>: a reference proxy
   auto match = std::find_if(posted_.begin(), posted_.end(),
                             [&](const PostedReceive& r) { return accepts(r.source, r.tag, a.envelope); });
   if (match != posted_.end()) {
     const PostedReceive r = *match;
     posted_.erase(match);
-    refused = false;
-    return {Outcome::Matched, r};
+    return r;
   }
-  refused = heldBytes_ + a.heldBytes > limit_;
-  if (refused) return {Outcome::Refused, {}};
   unexpected_.push_back(a);
   heldBytes_ += a.heldBytes;
-  return {Outcome::Queued, {}};
+  return std::nullopt;
 }
 
 std::optional<Arrival> Matcher::post(const PostedReceive& r) {
   auto match = std::find_if(unexpected_.begin(), unexpected_.end(),
                             [&](const Arrival& a) { return accepts(r.source, r.tag, a.envelope); });
-  // Either way a refused message may now go in: this receive may accept it, or its room is made.
-  changed_ = true;
   if (match == unexpected_.end()) {
     posted_.push_back(r);
     return std::nullopt;
@@ -59,16 +52,6 @@ bool Matcher::cancel(std::uint64_t cookie) {
   if (it == posted_.end()) return false;
   posted_.erase(it);
   return true;
-}
-
-std::vector<int> Matcher::retry() {
-  std::vector<int> sources;
-  if (!changed_) return sources;
-  changed_ = false;
-  for (int s = 0; s < members_; ++s) {
-    if (refused_[static_cast<std::size_t>(s)]) sources.push_back(s);
-  }
-  return sources;
 }
 
 std::string Matcher::describeUnexpected(std::size_t max) const {

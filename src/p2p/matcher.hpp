@@ -6,11 +6,10 @@
 //     queued ("unexpected") message it matches. Messages from one source are handed to the matcher
 //     in the order they were sent, so two messages between one pair with the same tag never
 //     overtake each other, wildcards or not.
-//   - Unexpected messages are bounded in bytes (what they hold here: eager data, or nothing for a
-//     rendezvous announcement): arrive() refuses one that would pass the bound, and the protocol
-//     keeps it at the sender (back-pressure) and offers it again when retry() names its source,
-//     so memory never grows without bound. The protocol offers a source's messages in sending
-//     order, and none of a source while an earlier one of it is refused.
+//   - What queued messages hold here (eager data; a rendezvous holds only its announcement) is
+//     counted, not limited: the engine bounds it before messages are sent, by each sender's
+//     credit at this PE (p2p/engine.hpp), so a full queue pushes back on senders instead of
+//     refusing what already arrived.
 //
 // Pure bookkeeping, no I/O and no locks (the caller holds its own): tested on the host
 // (tests/unit/p2p_matcher_test.cpp). Cookies are the protocol's handles for receives and messages.
@@ -21,7 +20,6 @@
 #include <deque>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace axon::p2p {
 
@@ -57,20 +55,13 @@ constexpr bool accepts(int source, int tag, const Envelope& e) {
 
 class Matcher {
  public:
-  // `members`: the team's size (sources are [0, members)); `unexpectedLimit`: the bound in bytes
-  // on what queued messages hold here.
-  Matcher(int members, std::size_t unexpectedLimit);
+  // `members`: the team's size (sources are [0, members)).
+  explicit Matcher(int members);
 
-  enum class Outcome { Matched, Queued, Refused };
-  struct ArriveResult {
-    Outcome outcome;
-    PostedReceive receive;  // when Matched: the receive it goes to (no longer posted)
-  };
-  // A message arrives from its source (in that source's sending order). Matched: it goes to
-  // `receive`. Queued: no receive matches; it waits as unexpected. Refused: no receive matches
-  // and queuing it would pass the bound: the protocol keeps it and offers it again once retry()
-  // names its source. Throws Internal for a source outside the team or a negative tag.
-  ArriveResult arrive(const Arrival& a);
+  // A message arrives from its source (in that source's sending order): the receive it goes to
+  // (no longer posted), or nothing, and it waits as unexpected. Throws Internal for a source
+  // outside the team or a negative tag.
+  std::optional<PostedReceive> arrive(const Arrival& a);
 
   // A receive is posted: the earliest queued message it accepts (no longer queued), or nothing,
   // and the receive waits for one.
@@ -82,11 +73,6 @@ class Matcher {
   // Withdraws a posted receive (its wait ended); false when it is not posted (it matched).
   bool cancel(std::uint64_t cookie);
 
-  // Sources whose refused message should be offered again, because a receive was posted since
-  // (it may accept the message, or it took a queued one and made room); empty otherwise. The
-  // protocol offers each such source's oldest waiting message.
-  std::vector<int> retry();
-
   std::size_t unexpectedCount() const { return unexpected_.size(); }
   std::size_t unexpectedBytes() const { return heldBytes_; }
   std::size_t postedCount() const { return posted_.size(); }
@@ -96,12 +82,9 @@ class Matcher {
 
  private:
   int members_;
-  std::size_t limit_;
   std::size_t heldBytes_ = 0;
   std::deque<PostedReceive> posted_;  // in posting order
   std::deque<Arrival> unexpected_;    // in arrival order
-  std::vector<bool> refused_;         // [source]: its oldest pending message was refused
-  bool changed_ = false;              // a receive was posted since the last retry()
 };
 
 }  // namespace axon::p2p

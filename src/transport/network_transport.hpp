@@ -18,6 +18,9 @@
 namespace axon {
 
 class Bootstrap;
+namespace p2p {
+class Channel;
+}
 
 class NetworkTransport : public Transport, public ProgressClient {
  public:
@@ -51,6 +54,9 @@ class NetworkTransport : public Transport, public ProgressClient {
   virtual std::string describe() const = 0;
   // A PE whose endpoint failed (peer gone, link down), or -1; `why` gets the reason.
   virtual int failedPeer(std::string* why) const = 0;
+
+  // Two-sided messages to PEs on other nodes (p2p/channel.hpp).
+  virtual p2p::Channel& messageChannel() = 0;
 };
 
 // What a network transport needs from the runtime, without depending on it.
@@ -71,6 +77,8 @@ struct NetworkSetup {
   // Copies `bytes` between local buffers, either in GPU memory (waited for); empty without the
   // GPU backend.
   std::function<void(void* dst, const void* src, std::size_t bytes)> gpuCopy;
+  // Two-sided messages up to this many bytes travel eagerly (AXON_P2P_EAGER).
+  std::uint64_t messageEagerMax = 8192;
 };
 
 // The network library this build uses, found (and loaded) the way init would find it, without

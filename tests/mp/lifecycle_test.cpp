@@ -60,6 +60,31 @@ TEST(Lifecycle, SignalWaitTimesOutWithDiagnostics) {
   axon::free(sig);
 }
 
+TEST(Lifecycle, RecvTimesOutNamingWhatItWaitedForAndWhatWaits) {
+  // PE 1 sends tag 8; PE 0 waits for tag 7, which never comes: its error names the receive and
+  // the message waiting unmatched. Then it takes tag 8, and the pair goes on.
+  std::uint64_t v = 42, got = 0;
+  if (axon::myPe() == 1) axon::send(&v, sizeof v, 0, 8);
+  if (axon::myPe() == 0) {
+    try {
+      axon::recv(&got, sizeof got, 1, 7);
+      FAIL();
+    } catch (const axon::Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << msg;
+      EXPECT_TRUE(contains(msg, "recv from source 1, tag 7, of up to 8 B on team world")) << msg;
+      EXPECT_TRUE(contains(msg, "(source 1, tag 8, 8 B)")) << msg;
+      EXPECT_TRUE(contains(msg, "AXON_TIMEOUT")) << msg;
+    }
+    EXPECT_EQ(axon::recv(&got, sizeof got, 1, 8).bytes, sizeof got);
+    EXPECT_EQ(got, 42u);
+  } else {
+    // Outside axon's bounded waits while PE 0 waits out its timeout.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  }
+  axon::barrierAll();
+}
+
 TEST(Lifecycle, BarrierTimesOutNamingTheLatePe) {
   // PE 0 arrives late by more than the timeout; the others' barrier ends with an error naming a
   // PE they wait on. Then everyone meets again at a barrier that does complete.

@@ -6,6 +6,7 @@
 
 #include "core/log.hpp"
 #include "transport/apply_atomic.hpp"
+#include "transport/ucx/ucx_am_ids.hpp"
 
 namespace axon::ucx {
 namespace {
@@ -18,14 +19,6 @@ bool readHeader(const void* header, std::size_t length, T& out) {
   std::memcpy(&out, header, sizeof out);
   return true;
 }
-
-// Active message ids of this worker (UCX's ids are per worker; axon uses no others).
-constexpr unsigned kAmAtomic = 1;
-constexpr unsigned kAmAtomicReply = 2;
-constexpr unsigned kAmPutSignal = 3;
-constexpr unsigned kAmGpuPut = 4;
-constexpr unsigned kAmGpuGet = 5;
-constexpr unsigned kAmGpuGetData = 6;
 
 }  // namespace
 

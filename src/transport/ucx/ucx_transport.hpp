@@ -6,6 +6,7 @@
 
 #include "transport/network_transport.hpp"
 #include "transport/ucx/ucx_am_atomics.hpp"
+#include "transport/ucx/ucx_messages.hpp"
 #include "transport/ucx/ucx_registry.hpp"
 #include "transport/ucx/ucx_worker.hpp"
 
@@ -14,7 +15,8 @@ namespace axon::ucx {
 class UcxTransport final : public NetworkTransport {
  public:
   UcxTransport(const UcxApi& api, const NetworkSetup& setup)
-      : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics) {}
+      : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics),
+        messages_(worker_, setup.messageEagerMax) {}
 
   bool reaches(int pe) const noexcept override;
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
@@ -50,6 +52,7 @@ class UcxTransport final : public NetworkTransport {
   std::string pathTo(int pe) const override;
   std::string describe() const override;
   int failedPeer(std::string* why) const override { return worker_.failedPeer(why); }
+  p2p::Channel& messageChannel() override { return messages_; }
 
   bool progress() override { return worker_.progress(); }
   int armForSleep() override { return worker_.armForSleep(); }
@@ -70,6 +73,7 @@ class UcxTransport final : public NetworkTransport {
   UcxWorker worker_;
   UcxRegistry registry_;
   UcxAmAtomics am_;
+  UcxMessages messages_;
 };
 
 }  // namespace axon::ucx

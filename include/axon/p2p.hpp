@@ -1,0 +1,97 @@
+// Two-sided messages: tagged send and receive of any buffer, the way MPI does them, on any team
+// (the team is the communicator; sources and destinations are indices in it).
+//
+// Matching follows MPI: a message goes to the earliest posted receive whose source (or kAnySource)
+// and tag (or kAnyTag) accept it, else it waits until a receive takes it; a receive takes the
+// earliest waiting message it accepts. Messages between one pair of PEs never overtake each other.
+// A message longer than the receive buffer fails the receive with Truncated (naming both sizes);
+// nothing is cut silently. The sender's side completes normally, as in MPI.
+//
+// Buffers may be any memory this PE can reach: pageable or pinned host memory, GPU memory
+// (cudaMalloc, a framework's pool), or either symmetric heap. Nothing needs registering.
+//
+// Protocols (axon explain, docs/architecture.md "Two-sided messages"): up to AXON_P2P_EAGER bytes
+// the data travels with the message and waits at the receiver if nobody has asked for it yet;
+// larger messages, and any message once the sender has used its share of the receiver's bound
+// on waiting data (AXON_P2P_UNEXPECTED), wait at the sender until the receiver matches them and
+// then move once, straight into the receive buffer. So a blocking send of a large message
+// returns only once it is matched, and memory never grows without bound at the receiver.
+//
+// Every wait is bounded by AXON_TIMEOUT: a receive that never matches fails with Timeout naming
+// the (source, tag, size) it waited for and the messages that were waiting unmatched; a peer
+// that died fails it with PeerDead. A request whose wait failed stays failed: end the job.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "axon/team.hpp"
+
+namespace axon {
+
+namespace p2p {
+struct Operation;
+}
+
+constexpr int kAnySource = -1;
+constexpr int kAnyTag = -1;
+// Tags are 0 .. kMaxTag.
+constexpr int kMaxTag = 0x7fffffff;
+
+// What a receive got: the sender's index in the team, the tag and the message's length.
+struct Status {
+  int source = -1;
+  int tag = -1;
+  std::size_t bytes = 0;
+};
+
+// A nonblocking send or receive. Copies share the operation; a request not waited for still
+// completes (its buffers must stay valid until it has).
+class Request {
+ public:
+  Request() = default;
+  bool valid() const noexcept { return static_cast<bool>(op_); }
+  // Advances messages once; true when the operation is complete (then *status is set for a
+  // receive). Throws the operation's error if it failed.
+  bool test(Status* status = nullptr);
+  // Waits until complete (bounded by AXON_TIMEOUT); returns the receive's status (a send's is
+  // {dest, tag, bytes}). Throws the operation's error if it failed.
+  Status wait();
+
+  explicit Request(std::shared_ptr<p2p::Operation> op) : op_(std::move(op)) {}
+  const std::shared_ptr<p2p::Operation>& operation() const { return op_; }
+
+ private:
+  std::shared_ptr<p2p::Operation> op_;
+};
+
+// Sends `bytes` at `buf` to member `dest` of `team` with `tag` (0 .. kMaxTag). Returns when the
+// buffer may be reused: at once for small messages, once matched for large ones.
+void send(const void* buf, std::size_t bytes, int dest, int tag = 0, const Team& team = Team::world());
+// Receives into `buf` (room for `capacity` bytes) the earliest message from member `source` (or
+// kAnySource) with `tag` (or kAnyTag).
+Status recv(void* buf, std::size_t capacity, int source = kAnySource, int tag = kAnyTag,
+            const Team& team = Team::world());
+Request isend(const void* buf, std::size_t bytes, int dest, int tag = 0, const Team& team = Team::world());
+Request irecv(void* buf, std::size_t capacity, int source = kAnySource, int tag = kAnyTag,
+              const Team& team = Team::world());
+
+// Waits for every request (bounded); throws the first failure after all have ended.
+void waitAll(std::span<Request> requests);
+// Waits until one request is complete; returns its index (and its status). Invalid requests are
+// skipped; throws InvalidArgument when none is valid.
+std::size_t waitAny(std::span<Request> requests, Status* status = nullptr);
+
+// The earliest waiting message a receive (source, tag) would take, without taking it: probe waits
+// for one (bounded), iprobe looks once.
+Status probe(int source = kAnySource, int tag = kAnyTag, const Team& team = Team::world());
+std::optional<Status> iprobe(int source = kAnySource, int tag = kAnyTag, const Team& team = Team::world());
+
+// Which protocol and path a message of `bytes` from this PE to `dest` would take, for a buffer in
+// GPU memory or not: "eager through node shared memory", "rendezvous by CUDA IPC", ...
+std::string explainMessage(std::size_t bytes, int dest, bool onDevice, const Team& team = Team::world());
+
+}  // namespace axon

@@ -1,0 +1,123 @@
+// Two-sided messages of one PE: matching (p2p/matcher.hpp, one per team), the order of each
+// destination's sends, eager credit, and the channels that move the data (p2p/channel.hpp): the
+// node's shared-memory rings for PEs of this node, UCX for PEs of other nodes.
+//
+// Credit bounds what waits unmatched here: each sender may have AXON_P2P_UNEXPECTED / nPes bytes
+// of eager data (plus 64 bytes a message) at each receiver. It spends them when it sends eagerly
+// and gets them back once the receiver has taken the message (a Credit message, sent when a
+// quarter of the share is owed). A sender out of credit announces its messages instead
+// (rendezvous): their data waits in the send buffer until matched. So the receiver's memory is
+// bounded and a full receiver slows its senders down without refusing anything.
+//
+// Thread safety: every entry point takes the engine's lock; channels are called with it held and
+// complete operations from any thread (UCX callbacks) through the operation alone.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/progress_engine.hpp"
+#include "p2p/channel.hpp"
+#include "p2p/local_channel.hpp"
+#include "p2p/matcher.hpp"
+
+namespace axon {
+class Runtime;
+namespace detail {
+struct TeamState;
+}
+}  // namespace axon
+
+namespace axon::p2p {
+
+class Engine final : public ProgressClient, private Sink {
+ public:
+  // `network`: the channel to PEs of other nodes, or nullptr when the job runs on one node.
+  Engine(Runtime& rt, std::unique_ptr<LocalChannel> local, Channel* network);
+  ~Engine() override;
+
+  // Arguments are checked here (InvalidPe, InvalidArgument naming `api`).
+  std::shared_ptr<Operation> isend(const detail::TeamState& team, const void* buf, std::uint64_t bytes, int dest,
+                                   int tag, const char* api);
+  std::shared_ptr<Operation> irecv(const detail::TeamState& team, void* buf, std::uint64_t capacity, int source,
+                                   int tag, const char* api);
+  std::optional<Status> iprobe(const detail::TeamState& team, int source, int tag, const char* api);
+  // Waits until `op` has ended (bounded by AXON_TIMEOUT, PeerDead when a PE died) and throws its
+  // failure.
+  Status wait(Operation& op);
+  // Waits (bounded) until one of `ops` has ended and returns its index; null entries are
+  // skipped. Does not throw the operation's failure.
+  std::size_t waitAny(const std::vector<Operation*>& ops);
+  // Waits (bounded) for a message a receive (source, tag) would take.
+  Status probe(const detail::TeamState& team, int source, int tag, const char* api);
+  // Protocol and path of a message (axon::explainMessage).
+  std::string explain(const detail::TeamState& team, std::uint64_t bytes, int dest, bool onDevice);
+
+  // The team in `slot` was destroyed: its posted receives fail, its waiting messages are dropped
+  // (and their senders released), and the slot may hold another team.
+  void forgetTeam(int slot);
+
+  bool progress() override;
+  int armForSleep() override;
+
+ private:
+  // A team as this PE knows it for messages: registered by its first call here. Messages that
+  // arrive before (a peer returned from the split first) wait in `early`.
+  struct Context {
+    bool registered = false;
+    std::string name;
+    std::vector<int> members;
+    std::vector<int> indexOf;  // [world rank]: index in the team, or -1
+    std::unique_ptr<Matcher> matcher;
+    std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> posted;  // by cookie
+    std::unordered_map<std::uint64_t, std::unique_ptr<Arrived>> waiting;   // unexpected, by cookie
+    std::deque<std::unique_ptr<Arrived>> early;
+  };
+  struct Queued {
+    std::shared_ptr<Operation> op;
+    Header header;
+  };
+  static constexpr int kContexts = 64;  // team slots
+  // Bytes of credit a message costs beyond its data: its slot header (so that empty messages
+  // count too).
+  static constexpr std::uint64_t kMessageCharge = 64;
+
+  void arrived(std::unique_ptr<Arrived> message) override;
+  void credited(int pe, std::uint64_t bytes) override;
+
+  Context& context(const detail::TeamState& team);
+  void forgetLocked(int slot);
+  void match(Context& c, std::unique_ptr<Arrived> m);
+  // Delivers a matched message into `recv`.
+  void deliver(Context& c, Arrived& m, const std::shared_ptr<Operation>& recv);
+  // Gives back what a message held: its credit (eager), or its sender's wait (rendezvous).
+  void release(Arrived& m);
+  void owe(int pe, std::uint64_t credit);
+  // Sends what waits for `pe`, in order, while its channel has room.
+  bool flush(int pe);
+  Channel& channelTo(int pe);
+  bool progressLocked();
+  std::string timeoutMessage(const Operation& op);
+
+  Runtime& rt_;
+  std::unique_ptr<LocalChannel> local_;
+  Channel* network_;
+  std::mutex mutex_;
+  std::array<Context, kContexts> contexts_;
+  std::uint64_t nextId_ = 1;
+  std::uint64_t share_ = 0;              // eager credit each sender starts with at each receiver
+  std::vector<std::uint64_t> credit_;    // [pe]: what this PE may still send eagerly to pe
+  std::vector<std::uint64_t> owed_;      // [pe]: credit taken here, not yet returned to pe
+  std::vector<std::deque<Queued>> queued_;  // [pe]: sends not yet handed to a channel
+  std::vector<int> queuedPes_;           // PEs with sends queued
+  std::vector<std::shared_ptr<Operation>> live_;  // operations not yet ended (the engine's thread polls while any)
+};
+
+}  // namespace axon::p2p

@@ -1,0 +1,378 @@
+#include "p2p/local_channel.hpp"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "axon/error.hpp"
+#include "bootstrap/setup_step.hpp"
+#include "core/log.hpp"
+#include "core/runtime.hpp"
+#include "core/team_state.hpp"
+
+namespace axon::p2p {
+
+// What a rendezvous slot says about the send buffer.
+struct Offer {
+  std::uint64_t address = 0;     // in the sender's address space
+  std::int64_t pid = 0;          // the sender's process, for CMA
+  std::uint64_t heapOffset = 0;  // when inHeap: the buffer's offset in that heap
+  std::uint8_t onDevice = 0;
+  std::uint8_t inHeap = 0;       // 0: no; 1 + HeapKind: in that symmetric heap
+};
+
+namespace {
+
+constexpr std::uint64_t kDeclined = 1;
+
+SlotHeader slotHeader(SlotKind kind, std::uint64_t bytes, std::uint64_t id, std::uint64_t aux = 0) {
+  SlotHeader h{};
+  h.kind = kind;
+  h.bytes = bytes;
+  h.id = id;
+  h.aux = aux;
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<LocalChannel> LocalChannel::create(Runtime& rt, const detail::TeamState& node, RingLayout layout) {
+  std::unique_ptr<LocalChannel> ch(new LocalChannel(rt, node, layout));
+  const int n = static_cast<int>(node.members.size());
+  const std::uint64_t bytes = layout.inboxBytes(n);
+  const std::string what = "the two-sided message rings of node " + rt.nodeName(rt.myPe()) +
+                           " (AXON_P2P_EAGER sets a slot's size: " + std::to_string(bytes) + " bytes per PE)";
+  // Every PE states its layout, so that PEs built or configured differently fail here by name.
+  const std::string card = std::to_string(layout.slots) + "/" + std::to_string(layout.payload);
+  SetupStep create(rt.bootstrap(), "p2p-rings-" + node.name, node.members, what);
+  std::optional<ShmSegment> mine;
+  try {
+    mine.emplace(ShmSegment::create(freshShmName(rt.myPe(), "-p2p"), bytes));
+    mine->growTo(bytes);
+  } catch (const Error& e) {
+    create.fail(e);
+  }
+  auto cards = create.finish(mine ? card + " " + mine->name() : "");
+  SetupStep open(rt.bootstrap(), "p2p-rings-open-" + node.name, node.members, what);
+  try {
+    for (int i = 0; i < n; ++i) {
+      const std::string& c = cards[i];
+      const auto space = c.find(' ');
+      if (c.substr(0, space) != card) {
+        throw Error(ErrorCode::InvalidArgument,
+                    "PE " + std::to_string(rt.myPe()) + ": PE " + std::to_string(node.members[i]) +
+                        " has message rings of " + c.substr(0, space) + " (slots/payload) but this PE has " + card +
+                        ": give every PE the same AXON_P2P_EAGER");
+      }
+      if (i == node.myIndex) {
+        ch->inboxes_.push_back(std::move(*mine));
+        continue;
+      }
+      ShmSegment peer = ShmSegment::open(c.substr(space + 1), bytes);
+      peer.growTo(bytes);
+      ch->inboxes_.push_back(std::move(peer));
+    }
+  } catch (const Error& e) {
+    open.fail(e);
+  }
+  open.finish();
+  ch->inboxes_[node.myIndex].unlinkName();
+  if (GpuBackend* gpu = rt.gpu()) {
+    for (auto& s : ch->inboxes_) {
+      gpu->pinHost(s.base(), bytes);
+      ch->pinned_.push_back(s.base());
+    }
+  }
+  return ch;
+}
+
+LocalChannel::LocalChannel(Runtime& rt, const detail::TeamState& node, RingLayout layout)
+    : rt_(rt), layout_(layout), me_(node.myIndex), peOf_(node.members), localOf_(rt.nPes(), -1) {
+  const std::size_t n = node.members.size();
+  for (std::size_t i = 0; i < n; ++i) localOf_[node.members[i]] = static_cast<int>(i);
+  written_.assign(n, 0);
+  consumed_.assign(n, 0);
+  cmaWorks_.assign(n, true);
+  controls_.resize(n);
+}
+
+LocalChannel::~LocalChannel() {
+  if (GpuBackend* gpu = rt_.gpu()) {
+    for (void* p : pinned_) gpu->unpinHost(p);
+  }
+}
+
+void LocalChannel::copy(void* dst, bool dstOnDevice, const void* src, bool srcOnDevice, std::uint64_t bytes) {
+  if (bytes == 0) return;
+  if (dstOnDevice || srcOnDevice) rt_.gpu()->copyLocal(dst, src, bytes);
+  else std::memcpy(dst, src, bytes);
+}
+
+bool LocalChannel::write(int local, const SlotHeader& h, const void* payload, std::uint64_t bytes,
+                         bool payloadOnDevice) {
+  const std::uint64_t n = written_[local];
+  const std::uint64_t consumed =
+      std::atomic_ref<std::uint64_t>(control(local, me_).consumed).load(std::memory_order_acquire);
+  if (!layout_.hasRoom(n, consumed)) return false;
+  char* slot = slotAt(local, me_, n);
+  auto* out = reinterpret_cast<SlotHeader*>(slot);
+  // Everything but seq, which publishes the slot once the rest is in place.
+  std::memcpy(slot + sizeof(std::uint64_t), reinterpret_cast<const char*>(&h) + sizeof(std::uint64_t),
+              sizeof(SlotHeader) - sizeof(std::uint64_t));
+  copy(slot + sizeof(SlotHeader), false, payload, payloadOnDevice, bytes);
+  std::atomic_ref<std::uint64_t>(out->seq).store(n + 1, std::memory_order_release);
+  written_[local] = n + 1;
+  return true;
+}
+
+void LocalChannel::writeControl(int local, const SlotHeader& h) {
+  // Behind earlier ones, or now if the ring has room.
+  if (controls_[local].empty() && write(local, h, nullptr, 0, false)) return;
+  controls_[local].push_back(Control{h});
+}
+
+bool LocalChannel::flushControls() {
+  bool any = false;
+  for (std::size_t local = 0; local < controls_.size(); ++local) {
+    auto& q = controls_[local];
+    while (!q.empty() && write(static_cast<int>(local), q.front().header, nullptr, 0, false)) {
+      q.pop_front();
+      any = true;
+    }
+  }
+  return any;
+}
+
+bool LocalChannel::sendEager(int pe, const Header& h, const std::shared_ptr<Operation>& send) {
+  SlotHeader s = slotHeader(SlotKind::Eager, h.bytes, h.sendId);
+  s.context = h.context;
+  s.tag = h.tag;
+  s.credit = h.credit;
+  if (!write(localOf_[pe], s, send->buffer, h.bytes, send->onDevice)) return false;
+  send->complete();
+  return true;
+}
+
+bool LocalChannel::sendRendezvous(int pe, const Header& h, const std::shared_ptr<Operation>& send) {
+  Offer o;
+  o.address = reinterpret_cast<std::uintptr_t>(send->buffer);
+  o.pid = ::getpid();
+  o.onDevice = send->onDevice ? 1 : 0;
+  if (HeapSpace* heap = rt_.heapContaining(send->buffer)) {
+    o.inHeap = static_cast<std::uint8_t>(1 + static_cast<int>(heap->kind()));
+    o.heapOffset = heap->offsetOf(send->buffer);
+  }
+  SlotHeader s = slotHeader(SlotKind::Rendezvous, h.bytes, h.sendId);
+  s.context = h.context;
+  s.tag = h.tag;
+  if (!write(localOf_[pe], s, &o, sizeof o, false)) return false;
+  announced_[send->id] = send;
+  return true;
+}
+
+void LocalChannel::sendCredit(int pe, std::uint64_t bytes) {
+  writeControl(localOf_[pe], slotHeader(SlotKind::Credit, bytes, 0));
+}
+
+bool LocalChannel::poll(Sink& sink) {
+  bool any = flushControls();
+  any = pumpStreams() || any;
+  const int n = static_cast<int>(peOf_.size());
+  for (int local = 0; local < n; ++local) {
+    // At most a ring's worth per sender per poll, so that no sender starves the others.
+    for (std::uint32_t k = 0; k < layout_.slots; ++k) {
+      const std::uint64_t next = consumed_[local];
+      const char* slot = slotAt(me_, local, next);
+      const auto& h = *reinterpret_cast<const SlotHeader*>(slot);
+      if (std::atomic_ref<const std::uint64_t>(h.seq).load(std::memory_order_acquire) != next + 1) break;
+      handle(local, h, slot + sizeof(SlotHeader), sink);
+      consumed_[local] = next + 1;
+      std::atomic_ref<std::uint64_t>(control(me_, local).consumed).store(next + 1, std::memory_order_release);
+      any = true;
+    }
+  }
+  return any;
+}
+
+void LocalChannel::handle(int local, const SlotHeader& h, const char* payload, Sink& sink) {
+  const int pe = peOf_[local];
+  switch (h.kind) {
+    case SlotKind::Eager:
+    case SlotKind::Rendezvous: {
+      auto m = std::make_unique<Arrived>();
+      m->sourcePe = pe;
+      m->header = Header{h.context, h.tag, h.bytes, h.id, h.credit};
+      m->eager = h.kind == SlotKind::Eager;
+      m->channel = this;
+      if (m->eager) m->data = payload;
+      else m->offer.assign(payload, payload + sizeof(Offer));
+      sink.arrived(std::move(m));
+      return;
+    }
+    case SlotKind::ClearToSend: {
+      auto it = announced_.find(h.id);
+      if (it == announced_.end()) return;  // failed meanwhile
+      streams_.push_back(Stream{it->second, local, h.receive});
+      announced_.erase(it);
+      return;
+    }
+    case SlotKind::Finished: {
+      auto it = announced_.find(h.id);
+      if (it == announced_.end()) return;
+      it->second->complete();
+      announced_.erase(it);
+      return;
+    }
+    case SlotKind::Data: {
+      auto it = filling_.find(h.id);
+      if (it == filling_.end()) return;
+      Operation& recv = *it->second;
+      try {
+        copy(static_cast<char*>(recv.buffer) + h.aux, recv.onDevice, payload, false, h.bytes);
+      } catch (const Error& e) {
+        recv.fail(e.code(), "PE " + std::to_string(rt_.myPe()) + ": " + recv.describe() + ": " + e.what());
+      }
+      recv.landed += h.bytes;
+      if (recv.landed >= recv.status.bytes) {
+        recv.complete();
+        filling_.erase(it);
+      }
+      return;
+    }
+    case SlotKind::Credit:
+      sink.credited(pe, h.bytes);
+      return;
+  }
+  log(LogLevel::Error, rt_.myPe(),
+      "a message slot of kind " + std::to_string(static_cast<unsigned>(h.kind)) + " from PE " + std::to_string(pe) +
+          " is unknown (a peer of another build?); dropped");
+}
+
+bool LocalChannel::pumpStreams() {
+  bool any = false;
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    Operation& send = *it->send;
+    bool full = false;
+    while (it->offset < send.bytes) {
+      const std::uint64_t piece = std::min<std::uint64_t>(layout_.payload, send.bytes - it->offset);
+      SlotHeader h = slotHeader(SlotKind::Data, piece, it->receive, it->offset);
+      try {
+        if (!write(it->local, h, static_cast<char*>(send.buffer) + it->offset, piece, send.onDevice)) {
+          full = true;
+          break;
+        }
+      } catch (const Error& e) {
+        // The receiver waits for pieces that will not come: its wait names the timeout.
+        send.fail(e.code(), "PE " + std::to_string(rt_.myPe()) + ": " + send.describe() + ": " + e.what());
+        break;
+      }
+      it->offset += piece;
+      any = true;
+    }
+    if (full) {
+      ++it;
+      continue;
+    }
+    send.complete();
+    it = streams_.erase(it);
+  }
+  return any;
+}
+
+void LocalChannel::finished(int local, std::uint64_t sendId, bool declined) {
+  writeControl(local, slotHeader(SlotKind::Finished, 0, sendId, declined ? kDeclined : 0));
+}
+
+bool LocalChannel::copyDirect(int pe, const Offer& o, Operation& recv, std::uint64_t bytes) {
+  const bool srcOnDevice = o.onDevice != 0;
+  void* src = reinterpret_cast<void*>(static_cast<std::uintptr_t>(o.address));
+  if (pe == rt_.myPe()) {
+    copy(recv.buffer, recv.onDevice, src, srcOnDevice, bytes);
+    return true;
+  }
+  if (o.inHeap) {
+    const auto kind = static_cast<HeapKind>(o.inHeap - 1);
+    void* mapped = rt_.heapOf(kind).peerAddress(pe, o.heapOffset);
+    const bool reachable = kind == HeapKind::Host || (rt_.gpu() && rt_.gpu()->peerReachable(pe));
+    if (mapped && reachable) {
+      copy(recv.buffer, recv.onDevice, mapped, srcOnDevice, bytes);
+      return true;
+    }
+  }
+  const int local = localOf_[pe];
+  if (srcOnDevice || recv.onDevice || !cmaWorks_[local] || rt_.pidOf(pe) <= 0 || rt_.pidOf(pe) != o.pid) return false;
+  std::uint64_t done = 0;
+  while (done < bytes) {
+    iovec to{static_cast<char*>(recv.buffer) + done, bytes - done};
+    iovec from{static_cast<char*>(src) + done, bytes - done};
+    const ssize_t got = ::process_vm_readv(static_cast<pid_t>(o.pid), &to, 1, &from, 1, 0);
+    if (got > 0) {
+      done += static_cast<std::uint64_t>(got);
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (done == 0 && got < 0 && (errno == EPERM || errno == ENOSYS)) {
+      // Not permitted here (ptrace scope, a container's seccomp): stream through the ring instead,
+      // from now on.
+      cmaWorks_[local] = false;
+      log(LogLevel::Info, rt_.myPe(),
+          "reading PE " + std::to_string(pe) + "'s memory directly (process_vm_readv) is not permitted (" +
+              std::strerror(errno) + "): its large messages stream through shared memory");
+      return false;
+    }
+    throw Error(ErrorCode::System, "process_vm_readv of " + std::to_string(bytes) + " bytes from PE " +
+                                       std::to_string(pe) + " failed after " + std::to_string(done) + ": " +
+                                       (got < 0 ? std::strerror(errno) : "nothing read"));
+  }
+  return true;
+}
+
+void LocalChannel::fetch(Arrived& m, const std::shared_ptr<Operation>& recv) {
+  Offer o;
+  std::memcpy(&o, m.offer.data(), std::min(sizeof o, m.offer.size()));
+  const int local = localOf_[m.sourcePe];
+  const std::uint64_t bytes = m.header.bytes;
+  try {
+    if (copyDirect(m.sourcePe, o, *recv, bytes)) {
+      recv->complete();
+      finished(local, m.header.sendId, false);
+      return;
+    }
+  } catch (const Error& e) {
+    recv->fail(e.code(), "PE " + std::to_string(rt_.myPe()) + ": " + recv->describe() + ": " + e.what());
+    finished(local, m.header.sendId, true);
+    return;
+  }
+  recv->landed = 0;
+  filling_[recv->id] = recv;
+  SlotHeader h = slotHeader(SlotKind::ClearToSend, bytes, m.header.sendId);
+  h.receive = recv->id;
+  writeControl(local, h);
+}
+
+void LocalChannel::decline(Arrived& m) {
+  if (!m.eager) finished(localOf_[m.sourcePe], m.header.sendId, true);
+}
+
+std::string LocalChannel::describePath(int pe, std::uint64_t bytes, bool onDevice, bool eager) const {
+  const std::string where = pe == rt_.myPe() ? "to itself" : "through node shared memory";
+  if (eager) return "eager: the data is copied into a slot of the receiver's ring " + where;
+  if (pe == rt_.myPe()) return "rendezvous: one copy within the process, once matched";
+  std::string how = "rendezvous: once matched, the receiver copies the data once from the send buffer (";
+  if (onDevice) {
+    how += "a buffer in the symmetric GPU heap, mapped by the receiver); other GPU buffers stream through the ring in " +
+           std::to_string(layout_.pieces(bytes)) + " slots of up to " + std::to_string(layout_.payload) + " bytes";
+  } else {
+    how += cmaWorks_[localOf_[pe]] ? "host memory by CMA, process_vm_readv, or the symmetric heap)"
+                                   : "the symmetric heap; CMA is not permitted here, so other buffers stream "
+                                     "through the ring)";
+  }
+  return how;
+}
+
+}  // namespace axon::p2p

@@ -1,0 +1,106 @@
+// Two-sided messages between PEs of one node, through shared memory: each PE's inbox holds a
+// ring per node-local sender (p2p/ring_layout.hpp), itself included.
+//
+//   - Eager: the data is copied into a slot of the receiver's ring.
+//   - Rendezvous: a slot announces the send buffer (an Offer); once matched, the receiver copies
+//     the data once, straight from the send buffer into the receive buffer: from the sender's
+//     symmetric heap as mapped here, from its host memory by CMA (process_vm_readv), or in-process
+//     for a self-send; then tells the sender it is done. When none of those reaches the buffer
+//     (GPU memory outside the heap, host memory into GPU memory, CMA not permitted), the receiver
+//     asks the sender to stream the data through the ring instead, a slot at a time.
+//
+// Created at init, collective over the node's PEs; the rings are pinned for the GPU, so slots take
+// device data by DMA.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "memory/shm_segment.hpp"
+#include "p2p/channel.hpp"
+#include "p2p/ring_layout.hpp"
+
+namespace axon {
+class Runtime;
+namespace detail {
+struct TeamState;
+}
+}  // namespace axon
+
+namespace axon::p2p {
+
+class LocalChannel final : public Channel {
+ public:
+  // Collective over `node` (the node team): makes this PE's inbox and maps the others'.
+  static std::unique_ptr<LocalChannel> create(Runtime& rt, const detail::TeamState& node, RingLayout layout);
+  ~LocalChannel() override;
+  LocalChannel(const LocalChannel&) = delete;
+  LocalChannel& operator=(const LocalChannel&) = delete;
+
+  bool reaches(int pe) const { return pe >= 0 && pe < static_cast<int>(localOf_.size()) && localOf_[pe] >= 0; }
+
+  std::uint64_t eagerMax() const override { return layout_.payload; }
+  bool sendEager(int pe, const Header& h, const std::shared_ptr<Operation>& send) override;
+  bool sendRendezvous(int pe, const Header& h, const std::shared_ptr<Operation>& send) override;
+  void sendCredit(int pe, std::uint64_t bytes) override;
+  bool poll(Sink& sink) override;
+  void fetch(Arrived& message, const std::shared_ptr<Operation>& recv) override;
+  void decline(Arrived& message) override;
+  std::string describePath(int pe, std::uint64_t bytes, bool onDevice, bool eager) const override;
+
+ private:
+  LocalChannel(Runtime& rt, const detail::TeamState& node, RingLayout layout);
+
+  // A stream of a send's data through the ring, asked for by the receiver.
+  struct Stream {
+    std::shared_ptr<Operation> send;
+    int local;
+    std::uint64_t receive;  // the receiver's id for it
+    std::uint64_t offset = 0;
+  };
+  // A control slot that found no room, kept for the next poll.
+  struct Control {
+    SlotHeader header;
+  };
+
+  // Writes one slot to node-local PE `local`'s ring for this PE: false when it is full.
+  // `payloadOnDevice`: the payload is GPU memory (copied by the GPU backend).
+  bool write(int local, const SlotHeader& h, const void* payload, std::uint64_t bytes, bool payloadOnDevice);
+  void writeControl(int local, const SlotHeader& h);
+  bool flushControls();
+  bool pumpStreams();
+  // One slot of sender `local`'s ring in this PE's inbox.
+  void handle(int local, const SlotHeader& h, const char* payload, Sink& sink);
+  // Copies a matched rendezvous message straight from its send buffer; false when no direct way
+  // reaches that buffer from here.
+  bool copyDirect(int pe, const struct Offer& offer, Operation& recv, std::uint64_t bytes);
+  void finished(int local, std::uint64_t sendId, bool declined);
+  // Copies between any two local buffers (host or GPU).
+  void copy(void* dst, bool dstOnDevice, const void* src, bool srcOnDevice, std::uint64_t bytes);
+  char* slotAt(int owner, int ring, std::uint64_t n) const {
+    return inboxes_[owner].base() + layout_.slotOffset(ring, n);
+  }
+  RingControl& control(int owner, int ring) const {
+    return *reinterpret_cast<RingControl*>(inboxes_[owner].base() + layout_.ringOffset(ring));
+  }
+
+  Runtime& rt_;
+  RingLayout layout_;
+  int me_;                      // this PE's index in the node
+  std::vector<int> peOf_;       // [local] world rank
+  std::vector<int> localOf_;    // [world rank] index in the node, or -1
+  std::vector<ShmSegment> inboxes_;  // [local]
+  std::vector<void*> pinned_;        // inbox bases pinned for the GPU
+  std::vector<std::uint64_t> written_;   // [local]: slots written to its ring for this PE
+  std::vector<std::uint64_t> consumed_;  // [local]: slots of its ring here consumed
+  std::vector<bool> cmaWorks_;           // [local]: CMA reads from it were permitted (so far)
+  std::vector<std::deque<Control>> controls_;  // [local]
+  std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> announced_;  // sends by id, awaiting an answer
+  std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> filling_;    // receives by id, streamed
+  std::deque<Stream> streams_;
+};
+
+}  // namespace axon::p2p

@@ -1,0 +1,384 @@
+// Two-sided messages between PEs on the host backend (one node, or emulated nodes over UCX):
+// every protocol between every pair, MPI's matching rules, truncation, probes, many outstanding
+// requests, and thousands of random messages, each one checked.
+#include <gtest/gtest.h>
+
+#include <axon/axon.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+int me() { return axon::myPe(); }
+int np() { return axon::nPes(); }
+
+// The byte at `i` of message `id` from `source`: every message distinct, every byte checked.
+unsigned char pattern(int source, std::uint64_t id, std::size_t i) {
+  return static_cast<unsigned char>((source * 131 + id * 31 + i * 7 + (i >> 8)) & 0xff);
+}
+std::vector<unsigned char> message(int source, std::uint64_t id, std::size_t bytes) {
+  std::vector<unsigned char> v(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) v[i] = pattern(source, id, i);
+  return v;
+}
+// The first byte that differs, or -1.
+long firstWrong(const unsigned char* got, int source, std::uint64_t id, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (got[i] != pattern(source, id, i)) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Eager, exactly the eager limit, one past it (rendezvous), empty and large.
+const std::vector<std::size_t> kSizes = {0, 1, 8, 4096, 8192, 8193, 300000, 1u << 20};
+
+TEST(P2p, EveryPairEveryProtocol) {
+  for (std::size_t s = 0; s < kSizes.size(); ++s) {
+    const std::size_t bytes = kSizes[s];
+    std::vector<axon::Request> reqs;
+    std::vector<std::vector<unsigned char>> out, in;
+    for (int pe = 0; pe < np(); ++pe) {
+      out.push_back(message(me(), pe * 100 + s, bytes));
+      in.emplace_back(bytes + 16, 0xee);
+    }
+    for (int pe = 0; pe < np(); ++pe) reqs.push_back(axon::irecv(in[pe].data(), bytes + 16, pe, static_cast<int>(s)));
+    for (int pe = 0; pe < np(); ++pe) reqs.push_back(axon::isend(out[pe].data(), bytes, pe, static_cast<int>(s)));
+    for (int pe = 0; pe < np(); ++pe) {
+      axon::Status st = reqs[pe].wait();
+      EXPECT_EQ(st.source, pe);
+      EXPECT_EQ(st.tag, static_cast<int>(s));
+      EXPECT_EQ(st.bytes, bytes);
+      EXPECT_EQ(firstWrong(in[pe].data(), pe, me() * 100 + s, bytes), -1) << bytes << " B from PE " << pe;
+      EXPECT_EQ(in[pe][bytes], 0xee) << "written past the message";
+    }
+    axon::waitAll(reqs);
+  }
+  axon::barrierAll();
+}
+
+TEST(P2p, BlockingSendAndRecvInARing) {
+  const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  for (std::size_t bytes : kSizes) {
+    auto out = message(me(), bytes, bytes);
+    std::vector<unsigned char> in(bytes);
+    // Even PEs send first, odd ones receive first: blocking calls of a rendezvous size cannot all
+    // send at once.
+    if (me() % 2 == 0 || np() == 1) {
+      axon::send(out.data(), bytes, right, 5);
+      auto st = axon::recv(in.data(), bytes, left, 5);
+      EXPECT_EQ(st.bytes, bytes);
+    } else {
+      auto st = axon::recv(in.data(), bytes, left, 5);
+      EXPECT_EQ(st.bytes, bytes);
+      axon::send(out.data(), bytes, right, 5);
+    }
+    EXPECT_EQ(firstWrong(in.data(), left, bytes, bytes), -1) << bytes;
+  }
+  axon::barrierAll();
+}
+
+TEST(P2p, WildcardsTakeEachSourcesMessagesInSendingOrder) {
+  // Every PE sends 40 messages to PE 0 with tags cycling through 0..3, mixing eager and rendezvous
+  // sizes; PE 0 takes them with wildcard receives. Per source they must come in sending order
+  // whatever their tag or size: messages of a pair never overtake.
+  const int count = 40;
+  std::vector<std::vector<unsigned char>> out;
+  std::vector<axon::Request> sends;
+  for (int k = 0; k < count; ++k) {
+    const std::size_t bytes = k % 5 == 0 ? 20000 : 16 + k;
+    out.push_back(message(me(), k, bytes));
+  }
+  for (int k = 0; k < count; ++k) sends.push_back(axon::isend(out[k].data(), out[k].size(), 0, k % 4));
+  if (me() == 0) {
+    std::vector<int> next(np(), 0);
+    std::vector<unsigned char> buf(20000);
+    for (int n = 0; n < count * np(); ++n) {
+      const int source = n % 3 == 0 ? axon::kAnySource : (n / 3) % np();
+      axon::Status st;
+      // A source-specific receive needs that source to have messages left.
+      if (source != axon::kAnySource && next[source] == count) {
+        st = axon::recv(buf.data(), buf.size(), axon::kAnySource, axon::kAnyTag);
+      } else {
+        st = axon::recv(buf.data(), buf.size(), source, axon::kAnyTag);
+      }
+      const int k = next[st.source]++;
+      ASSERT_EQ(st.tag, k % 4) << "message " << k << " of PE " << st.source << " overtaken";
+      ASSERT_EQ(st.bytes, out[k].size());
+      ASSERT_EQ(firstWrong(buf.data(), st.source, k, st.bytes), -1);
+    }
+  }
+  axon::waitAll(sends);
+  axon::barrierAll();
+}
+
+TEST(P2p, TagsSelectAndSameTagMessagesKeepTheirOrder) {
+  // PE 0 sends tags 1, 2, 1, 2 ... (small and large alternating) to every PE, which receives all
+  // tag-2 messages first, then tag 1: each tag's messages in order.
+  const int count = 12;
+  std::vector<std::vector<unsigned char>> out;
+  std::vector<axon::Request> sends;
+  if (me() == 0) {
+    for (int pe = 0; pe < np(); ++pe) {
+      for (int k = 0; k < count; ++k) {
+        out.push_back(message(0, pe * 1000 + k, k % 3 == 0 ? 50000 : 100 + k));
+        sends.push_back(axon::isend(out.back().data(), out.back().size(), pe, 1 + k % 2));
+      }
+    }
+  }
+  std::vector<unsigned char> buf(50000);
+  for (int tag : {2, 1}) {
+    for (int k = tag - 1; k < count; k += 2) {
+      auto st = axon::recv(buf.data(), buf.size(), 0, tag);
+      ASSERT_EQ(st.bytes, k % 3 == 0 ? 50000u : 100u + k) << "tag " << tag << " message " << k;
+      ASSERT_EQ(firstWrong(buf.data(), 0, me() * 1000 + k, st.bytes), -1);
+    }
+  }
+  axon::waitAll(sends);
+  axon::barrierAll();
+}
+
+TEST(P2p, ManyOutstandingRequests) {
+  // 300 receives posted per peer before any send, in reverse tag order; sends in tag order.
+  const int per = 300;
+  const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  std::vector<std::uint64_t> in(per, 0), out(per);
+  std::vector<axon::Request> recvs, sends;
+  for (int t = per - 1; t >= 0; --t) recvs.push_back(axon::irecv(&in[t], sizeof(std::uint64_t), left, t));
+  axon::barrierAll();
+  for (int t = 0; t < per; ++t) {
+    out[t] = static_cast<std::uint64_t>(me()) << 32 | t;
+    sends.push_back(axon::isend(&out[t], sizeof(std::uint64_t), right, t));
+  }
+  axon::waitAll(sends);
+  axon::waitAll(recvs);
+  for (int t = 0; t < per; ++t) ASSERT_EQ(in[t], static_cast<std::uint64_t>(left) << 32 | t);
+  // test() ends each completed request, and waitAny finds any of them.
+  axon::Status st;
+  EXPECT_TRUE(recvs[0].test(&st));
+  EXPECT_EQ(st.tag, per - 1);
+  EXPECT_LT(axon::waitAny(recvs), recvs.size());
+  axon::barrierAll();
+}
+
+TEST(P2p, TruncationFailsTheReceiveNamingBothSizes) {
+  const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  for (std::size_t bytes : {std::size_t{100}, std::size_t{100000}}) {  // eager, rendezvous
+    auto out = message(me(), bytes, bytes);
+    auto send = axon::isend(out.data(), bytes, right, 9);
+    std::vector<unsigned char> small(bytes / 2, 0x5a);
+    try {
+      axon::recv(small.data(), small.size(), left, 9);
+      FAIL() << "a " << bytes << "-byte message fit " << small.size() << " bytes";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::Truncated) << e.what();
+      EXPECT_TRUE(contains(e.what(), std::to_string(bytes) + " bytes")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "only " + std::to_string(bytes / 2))) << e.what();
+    }
+    // Nothing was cut into the buffer, and the sender completes normally, as in MPI.
+    EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](unsigned char c) { return c == 0x5a; }));
+    send.wait();
+  }
+  // The pair still works afterwards.
+  std::uint64_t v = me(), got = 0;
+  auto s = axon::isend(&v, sizeof v, right, 10);
+  axon::recv(&got, sizeof got, left, 10);
+  s.wait();
+  EXPECT_EQ(got, static_cast<std::uint64_t>(left));
+  axon::barrierAll();
+}
+
+TEST(P2p, SelfSendsAndEmptyMessages) {
+  for (std::size_t bytes : kSizes) {
+    auto out = message(me(), bytes + 1, bytes);
+    std::vector<unsigned char> in(bytes);
+    auto s = axon::isend(out.data(), bytes, me(), 3);
+    auto st = axon::recv(in.data(), bytes, me(), 3);
+    s.wait();
+    EXPECT_EQ(st.source, me());
+    EXPECT_EQ(st.bytes, bytes);
+    EXPECT_EQ(firstWrong(in.data(), me(), bytes + 1, bytes), -1);
+  }
+  // Empty messages with null buffers.
+  axon::send(nullptr, 0, (me() + 1) % np(), 0);
+  auto st = axon::recv(nullptr, 0, axon::kAnySource, 0);
+  EXPECT_EQ(st.bytes, 0u);
+  axon::barrierAll();
+}
+
+TEST(P2p, ProbeLooksWithoutTaking) {
+  const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
+  auto out = message(me(), 77, 30000);
+  auto s = axon::isend(out.data(), out.size(), right, 77);
+  axon::Status st = axon::probe(axon::kAnySource, 77);
+  EXPECT_EQ(st.source, left);
+  EXPECT_EQ(st.bytes, 30000u);
+  EXPECT_FALSE(axon::iprobe(left, 78).has_value());
+  auto again = axon::iprobe(left, axon::kAnyTag);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->tag, 77);
+  std::vector<unsigned char> in(st.bytes);  // sized by the probe, as MPI programs do
+  axon::recv(in.data(), in.size(), st.source, st.tag);
+  EXPECT_EQ(firstWrong(in.data(), left, 77, in.size()), -1);
+  s.wait();
+  axon::barrierAll();
+}
+
+TEST(P2p, TeamsAreSeparateCommunicators) {
+  // Odd and even PEs form teams; a message on a team is matched only there and its source is an
+  // index in that team.
+  axon::Team half = axon::Team::world().split(me() % 2, me());
+  const int n = half.nPes(), i = half.myPe();
+  std::uint64_t out = 1000 + me(), in = 0, worldIn = 0;
+  std::uint64_t worldOut = 2000 + me();
+  auto sw = axon::isend(&worldOut, sizeof worldOut, (me() + 1) % np(), 1);  // world, same tag
+  auto s = axon::isend(&out, sizeof out, (i + 1) % n, 1, half);
+  auto st = axon::recv(&in, sizeof in, axon::kAnySource, 1, half);
+  EXPECT_EQ(st.source, (i + n - 1) % n);
+  EXPECT_EQ(in, 1000u + half.worldPe((i + n - 1) % n));
+  auto ws = axon::recv(&worldIn, sizeof worldIn, axon::kAnySource, 1);
+  EXPECT_EQ(ws.source, (me() + np() - 1) % np());
+  EXPECT_EQ(worldIn, 2000u + (me() + np() - 1) % np());
+  s.wait();
+  sw.wait();
+  half.destroy();
+  axon::barrierAll();
+}
+
+TEST(P2p, BadArgumentsAreRefusedClearly) {
+  std::uint64_t v = 0;
+  auto expectCode = [](axon::ErrorCode code, const std::string& part, auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected " << part;
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_TRUE(contains(e.what(), part)) << e.what();
+    }
+  };
+  expectCode(axon::ErrorCode::InvalidPe, "dest " + std::to_string(np()), [&] { axon::send(&v, 8, np()); });
+  expectCode(axon::ErrorCode::InvalidPe, "dest -1", [&] { axon::isend(&v, 8, -1); });
+  expectCode(axon::ErrorCode::InvalidArgument, "tag -2", [&] { axon::send(&v, 8, 0, -2); });
+  expectCode(axon::ErrorCode::InvalidArgument, "tag -1", [&] { axon::send(&v, 8, 0, axon::kAnyTag); });
+  expectCode(axon::ErrorCode::InvalidPe, "source " + std::to_string(np()), [&] { axon::irecv(&v, 8, np()); });
+  expectCode(axon::ErrorCode::InvalidArgument, "buf is null", [&] { axon::isend(nullptr, 8, 0); });
+  expectCode(axon::ErrorCode::InvalidArgument, "buf is null", [&] { axon::irecv(nullptr, 8); });
+  expectCode(axon::ErrorCode::InvalidArgument, "invalid", [&] { axon::send(&v, 8, 0, 0, axon::Team()); });
+  axon::Request empty;
+  expectCode(axon::ErrorCode::InvalidArgument, "invalid", [&] { empty.wait(); });
+  axon::barrierAll();
+}
+
+// Thousands of random messages (AXON_TEST_P2P_MESSAGES, default 10,000) in rounds: random pairs
+// (self-sends too), sizes up to 4 MiB, tags, and receives with every kind of wildcard. Every PE
+// draws the same plan from one seed, so each knows what it must receive; each message's bytes name
+// it, so a receive checks it got a whole, unique, correctly ordered message.
+TEST(P2p, RandomMessagesEachVerified) {
+  const char* env = std::getenv("AXON_TEST_P2P_MESSAGES");
+  const int total = env ? std::atoi(env) : 10000;
+  const int perRound = 250;
+  struct Planned {
+    int source, dest, tag;
+    std::size_t bytes;
+  };
+  std::mt19937_64 rng(20261124);
+  auto size = [&] {
+    const unsigned r = rng() % 100;
+    if (r < 80) return static_cast<std::size_t>(rng() % 16385);
+    if (r < 98) return static_cast<std::size_t>(rng() % 262145);
+    return static_cast<std::size_t>(rng() % (4u << 20) + 1);
+  };
+  int checked = 0;
+  for (int first = 0; first < total; first += perRound) {
+    const int count = std::min(perRound, total - first);
+    // Tags 0-3 are received by exact receives, (source, ANY_TAG) and (ANY_SOURCE, ANY_TAG);
+    // tags 4-7 by exact receives and (ANY_SOURCE, tag). Posted in that order (phase), every
+    // receive finds a message whatever order they arrive in: a wildcard can never take the
+    // message another receive needed (the counts per source and tag always add up).
+    std::vector<Planned> plan;
+    for (int k = 0; k < count; ++k) {
+      plan.push_back(Planned{static_cast<int>(rng() % np()), static_cast<int>(rng() % np()),
+                             static_cast<int>(rng() % 8), size()});
+    }
+    // Each message's bytes are its own pattern (message()), which names it.
+    std::vector<std::vector<unsigned char>> out;
+    std::vector<axon::Request> sends;
+    for (int k = 0; k < count; ++k) {
+      if (plan[k].source != me()) continue;
+      out.push_back(message(me(), first + k, plan[k].bytes));
+      sends.push_back(axon::isend(out.back().data(), plan[k].bytes, plan[k].dest, plan[k].tag));
+    }
+    std::vector<int> mine;
+    for (int k = 0; k < count; ++k) {
+      if (plan[k].dest == me()) mine.push_back(k);
+    }
+    struct Posted {
+      int phase, source, tag;
+      std::vector<unsigned char> buf;
+      axon::Request req;
+    };
+    std::vector<Posted> posted;
+    for (int k : mine) {
+      const unsigned kind = static_cast<unsigned>(first + k) % 3;
+      int phase, source = plan[k].source, tag = plan[k].tag;
+      if (plan[k].tag >= 4) {
+        phase = kind == 0 ? 0 : 1;
+        if (phase == 1) source = axon::kAnySource;
+      } else {
+        phase = 2 + static_cast<int>(kind);
+        if (phase >= 3) tag = axon::kAnyTag;
+        if (phase == 4) source = axon::kAnySource;
+      }
+      // Room for the largest message it could take.
+      std::size_t room = 0;
+      for (int j : mine) {
+        if ((source == axon::kAnySource || source == plan[j].source) && (tag == axon::kAnyTag || tag == plan[j].tag)) {
+          room = std::max(room, plan[j].bytes);
+        }
+      }
+      posted.push_back(Posted{phase, source, tag, std::vector<unsigned char>(room), {}});
+    }
+    std::stable_sort(posted.begin(), posted.end(), [](const Posted& a, const Posted& b) { return a.phase < b.phase; });
+    for (auto& p : posted) p.req = axon::irecv(p.buf.data(), p.buf.size(), p.source, p.tag);
+    std::set<int> got;
+    std::map<std::pair<int, int>, int> lastOf;  // (source, tag) -> last message number taken
+    for (auto& p : posted) {
+      const axon::Status st = p.req.wait();
+      // Identify the message by (source, tag, size, bytes); numbers grow within a (source, tag).
+      int which = -1;
+      for (int k : mine) {
+        if (got.count(k) || plan[k].source != st.source || plan[k].tag != st.tag || plan[k].bytes != st.bytes) continue;
+        if (firstWrong(p.buf.data(), st.source, first + k, st.bytes) == -1) {
+          which = k;
+          break;
+        }
+      }
+      ASSERT_GE(which, 0) << "PE " << me() << " received " << st.bytes << " B from " << st.source << " tag " << st.tag
+                          << " matching no planned message";
+      got.insert(which);
+      auto& last = lastOf[{st.source, st.tag}];
+      // Among messages of one (source, tag) with distinct contents, each receive takes the oldest:
+      // the number must exceed the previous one taken. Equal-size empty messages are alike, so
+      // only their count is checked.
+      if (st.bytes > 0) {
+        ASSERT_GT(which + 1, last) << "message " << first + which << " overtook an earlier one of its pair and tag";
+      }
+      last = std::max(last, which + 1);
+      ++checked;
+    }
+    ASSERT_EQ(got.size(), mine.size());
+    axon::waitAll(sends);
+    axon::barrierAll();
+  }
+  if (me() == 0) std::printf("[ p2p ] %d messages received and checked on PE 0\n", checked);
+}
+
+}  // namespace
