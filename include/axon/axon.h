@@ -157,6 +157,28 @@ axon_status_t axon_reduce_scatter_on_stream(axon_team_t team, const void* src, v
 axon_status_t axon_alltoall_on_stream(axon_team_t team, const void* src, void* dst, size_t count,
                                       axon_datatype_t type, void* stream);
 
+/* Two-sided messages (axon/p2p.hpp): MPI's matching rules on any team; source and dest are team
+ * indices. A request is freed by the axon_wait or axon_test that completes it (*req becomes
+ * NULL), also when it completes with an error. status may be NULL. */
+#define AXON_ANY_SOURCE (-1)
+#define AXON_ANY_TAG (-1)
+typedef struct axon_request_s* axon_request_t;
+typedef struct {
+  int source;   /* the sender's index in the team */
+  int tag;
+  size_t bytes; /* the message's length */
+} axon_msg_status_t;
+axon_status_t axon_send(const void* buf, size_t bytes, int dest, int tag, axon_team_t team);
+axon_status_t axon_recv(void* buf, size_t capacity, int source, int tag, axon_team_t team, axon_msg_status_t* status);
+axon_status_t axon_isend(const void* buf, size_t bytes, int dest, int tag, axon_team_t team, axon_request_t* req);
+axon_status_t axon_irecv(void* buf, size_t capacity, int source, int tag, axon_team_t team, axon_request_t* req);
+axon_status_t axon_wait(axon_request_t* req, axon_msg_status_t* status);
+/* AXON_IN_PROGRESS while the request is not complete. */
+axon_status_t axon_test(axon_request_t* req, axon_msg_status_t* status);
+axon_status_t axon_probe(int source, int tag, axon_team_t team, axon_msg_status_t* status);
+/* *found is 1 and *status set when a matching message waits, else 0. */
+axon_status_t axon_iprobe(int source, int tag, axon_team_t team, int* found, axon_msg_status_t* status);
+
 /* The handle kernels pass to the device-callable collectives (axon::device::CollHandle of
  * axon/device/coll_types.hpp, a trivially copyable struct), copied as bytes so that this header
  * needs no device header: `out` receives AXON_DEVICE_COLL_HANDLE_BYTES bytes (out_bytes must be

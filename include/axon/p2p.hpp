@@ -25,8 +25,8 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
+#include <vector>
 
 #include "axon/team.hpp"
 
@@ -80,15 +80,32 @@ Request irecv(void* buf, std::size_t capacity, int source = kAnySource, int tag 
               const Team& team = Team::world());
 
 // Waits for every request (bounded); throws the first failure after all have ended.
-void waitAll(std::span<Request> requests);
+void waitAll(Request* requests, std::size_t count);
+inline void waitAll(std::vector<Request>& requests) { waitAll(requests.data(), requests.size()); }
 // Waits until one request is complete; returns its index (and its status). Invalid requests are
 // skipped; throws InvalidArgument when none is valid.
-std::size_t waitAny(std::span<Request> requests, Status* status = nullptr);
+std::size_t waitAny(Request* requests, std::size_t count, Status* status = nullptr);
+inline std::size_t waitAny(std::vector<Request>& requests, Status* status = nullptr) {
+  return waitAny(requests.data(), requests.size(), status);
+}
 
 // The earliest waiting message a receive (source, tag) would take, without taking it: probe waits
 // for one (bounded), iprobe looks once.
 Status probe(int source = kAnySource, int tag = kAnyTag, const Team& team = Team::world());
 std::optional<Status> iprobe(int source = kAnySource, int tag = kAnyTag, const Team& team = Team::world());
+
+// This PE's message counts since init, and what waits here unmatched now (eager data held for
+// receives not yet posted, bounded by AXON_P2P_UNEXPECTED).
+struct MessageStats {
+  std::uint64_t eagerSent = 0;       // messages sent with their data
+  std::uint64_t rendezvousSent = 0;  // messages announced, their data moved once matched
+  std::uint64_t received = 0;        // receives completed
+  std::uint64_t waitingMessages = 0; // unmatched here now
+  std::uint64_t waitingBytes = 0;    // eager data they hold
+  std::uint64_t waitingBytesPeak = 0;
+  std::uint64_t bound = 0;           // AXON_P2P_UNEXPECTED
+};
+MessageStats messageStats();
 
 // Which protocol and path a message of `bytes` from this PE to `dest` would take, for a buffer in
 // GPU memory or not: "eager through node shared memory", "rendezvous by CUDA IPC", ...

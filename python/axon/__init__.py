@@ -32,6 +32,10 @@ from .gpu import (  # noqa: F401
 from .memory import (  # noqa: F401
     empty, free, heap_stats, host_heap_stats, is_symmetric, peer_view, ptr, zeros,
 )
+from .p2p import (  # noqa: F401
+    ANY_SOURCE, ANY_TAG, MAX_TAG, Request, Status, explain_message, iprobe, irecv, isend, message_stats, probe,
+    recv, send, wait_all, wait_any,
+)
 from .onesided import (  # noqa: F401
     Cmp, SignalOp, atomic_add, atomic_compare_swap, atomic_fetch, atomic_fetch_add,
     atomic_fetch_and, atomic_fetch_or, atomic_fetch_xor, atomic_set, atomic_swap, barrier_all,

@@ -354,6 +354,8 @@ def as_buffer(obj, api: str, role: str, *, writable: bool = False, stream: int |
     if isinstance(obj, np.ndarray):
         if not obj.flags.c_contiguous:
             raise InvalidArgumentError(f"axon.{api}: {role} must be C-contiguous")
+        if writable and not obj.flags.writeable:
+            raise InvalidArgumentError(f"axon.{api}: {role} is read-only but the call writes into it")
         return Buffer(obj.__array_interface__["data"][0], obj.dtype, obj.size)
     cai = _cuda_array_interface(obj, api, role)
     if cai is None:

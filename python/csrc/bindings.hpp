@@ -12,5 +12,6 @@ void bindOnesided(nanobind::module_& m);
 void bindTeams(nanobind::module_& m);
 void bindGpu(nanobind::module_& m);
 void bindCollectives(nanobind::module_& m);
+void bindP2p(nanobind::module_& m);
 
 }  // namespace axon::py

@@ -9,4 +9,5 @@ NB_MODULE(_axon, m) {
   axon::py::bindTeams(m);
   axon::py::bindGpu(m);
   axon::py::bindCollectives(m);
+  axon::py::bindP2p(m);
 }

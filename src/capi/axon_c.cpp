@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -334,6 +335,90 @@ axon_status_t axon_device_coll_handle(axon_team_t t, void* out, size_t out_bytes
     }
     const axon::device::CollHandle h = axon::deviceCollHandle(teamOf(t));
     std::memcpy(out, &h, sizeof h);
+  });
+}
+
+}  // extern "C"
+
+// Two-sided messages. A request handle owns a heap copy of the C++ request until the call that
+// completes it.
+struct axon_request_s {
+  axon::Request request;
+};
+
+namespace {
+
+void fillStatus(axon_msg_status_t* out, const axon::Status& s) {
+  if (!out) return;
+  out->source = s.source;
+  out->tag = s.tag;
+  out->bytes = s.bytes;
+}
+
+axon_request_s* requireRequest(axon_request_t* req, const char* api) {
+  if (!req || !*req) {
+    throw axon::Error(axon::ErrorCode::InvalidArgument, std::string("axon: ") + api + ": the request is NULL (already completed?)");
+  }
+  return *req;
+}
+
+}  // namespace
+
+extern "C" {
+
+axon_status_t axon_send(const void* buf, size_t bytes, int dest, int tag, axon_team_t team) {
+  return guarded([&] { axon::send(buf, bytes, dest, tag, teamOf(team)); });
+}
+axon_status_t axon_recv(void* buf, size_t capacity, int source, int tag, axon_team_t team, axon_msg_status_t* status) {
+  return guarded([&] { fillStatus(status, axon::recv(buf, capacity, source, tag, teamOf(team))); });
+}
+axon_status_t axon_isend(const void* buf, size_t bytes, int dest, int tag, axon_team_t team, axon_request_t* req) {
+  return guarded([&] {
+    requireOut(req, "req");
+    *req = new axon_request_s{axon::isend(buf, bytes, dest, tag, teamOf(team))};
+  });
+}
+axon_status_t axon_irecv(void* buf, size_t capacity, int source, int tag, axon_team_t team, axon_request_t* req) {
+  return guarded([&] {
+    requireOut(req, "req");
+    *req = new axon_request_s{axon::irecv(buf, capacity, source, tag, teamOf(team))};
+  });
+}
+axon_status_t axon_wait(axon_request_t* req, axon_msg_status_t* status) {
+  return guarded([&] {
+    std::unique_ptr<axon_request_s> r(requireRequest(req, "axon_wait"));
+    *req = nullptr;
+    fillStatus(status, r->request.wait());
+  });
+}
+axon_status_t axon_test(axon_request_t* req, axon_msg_status_t* status) {
+  bool done = false;
+  axon_status_t rc = guarded([&] {
+    axon_request_s* r = requireRequest(req, "axon_test");
+    axon::Status s;
+    try {
+      done = r->request.test(&s);
+    } catch (...) {
+      delete r;  // it ended, with an error
+      *req = nullptr;
+      throw;
+    }
+    if (!done) return;
+    fillStatus(status, s);
+    delete r;
+    *req = nullptr;
+  });
+  return rc == AXON_SUCCESS && !done ? AXON_IN_PROGRESS : rc;
+}
+axon_status_t axon_probe(int source, int tag, axon_team_t team, axon_msg_status_t* status) {
+  return guarded([&] { fillStatus(status, axon::probe(source, tag, teamOf(team))); });
+}
+axon_status_t axon_iprobe(int source, int tag, axon_team_t team, int* found, axon_msg_status_t* status) {
+  return guarded([&] {
+    requireOut(found, "found");
+    auto s = axon::iprobe(source, tag, teamOf(team));
+    *found = s ? 1 : 0;
+    if (s) fillStatus(status, *s);
   });
 }
 

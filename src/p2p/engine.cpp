@@ -53,7 +53,10 @@ Engine::Context& Engine::context(const detail::TeamState& team) {
   c.matcher = std::make_unique<Matcher>(static_cast<int>(team.members.size()));
   auto early = std::move(c.early);
   c.early.clear();
-  for (auto& m : early) match(c, std::move(m));
+  for (auto& m : early) {
+    hold(*m, false);
+    match(c, std::move(m));
+  }
   return c;
 }
 
@@ -123,6 +126,7 @@ std::shared_ptr<Operation> Engine::irecv(const detail::TeamState& team, void* bu
     auto it = c.waiting.find(a->cookie);
     std::unique_ptr<Arrived> m = std::move(it->second);
     c.waiting.erase(it);
+    hold(*m, false);
     deliver(c, *m, op);
   } else {
     c.posted.emplace(op->id, op);
@@ -158,6 +162,7 @@ void Engine::arrived(std::unique_ptr<Arrived> m) {
   Context& c = contexts_[slot];
   if (!c.registered) {
     m->own();
+    hold(*m, true);
     c.early.push_back(std::move(m));
     return;
   }
@@ -183,7 +188,28 @@ void Engine::match(Context& c, std::unique_ptr<Arrived> m) {
     return;
   }
   m->own();
+  hold(*m, true);
   c.waiting.emplace(cookie, std::move(m));
+}
+
+void Engine::hold(const Arrived& m, bool held) {
+  const std::uint64_t bytes = m.eager ? m.header.bytes : 0;
+  if (held) {
+    ++stats_.waitingMessages;
+    stats_.waitingBytes += bytes;
+    stats_.waitingBytesPeak = std::max(stats_.waitingBytesPeak, stats_.waitingBytes);
+  } else {
+    --stats_.waitingMessages;
+    stats_.waitingBytes -= bytes;
+  }
+}
+
+MessageStats Engine::stats() {
+  std::lock_guard lock(mutex_);
+  progressLocked();
+  MessageStats s = stats_;
+  s.bound = rt_.env().p2pUnexpected;
+  return s;
 }
 
 void Engine::deliver(Context& c, Arrived& m, const std::shared_ptr<Operation>& recv) {
@@ -198,6 +224,7 @@ void Engine::deliver(Context& c, Arrived& m, const std::shared_ptr<Operation>& r
                    " (the message was dropped)");
     return;
   }
+  ++stats_.received;
   if (!m.eager) {
     m.channel->fetch(m, recv);
     return;
@@ -248,10 +275,14 @@ bool Engine::flush(int pe) {
       if (op.bytes <= ch.eagerMax() && credit_[pe] >= charge) {
         s.header.credit = charge;
         sent = ch.sendEager(pe, s.header, s.op);
-        if (sent) credit_[pe] -= charge;
+        if (sent) {
+          credit_[pe] -= charge;
+          ++stats_.eagerSent;
+        }
       } else {
         s.header.credit = 0;
         sent = ch.sendRendezvous(pe, s.header, s.op);
+        if (sent) ++stats_.rendezvousSent;
       }
     } catch (const Error& e) {
       op.fail(e.code(), me(rt_) + op.describe() + ": " + e.what());
@@ -348,6 +379,8 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(rt_.env().timeoutSec));
   const std::function<void()> check = [&] {
+    const int dead = rt_.findDeadPe();
+    if (dead >= 0) throw Error(ErrorCode::PeerDead, me(rt_) + api + " on team " + team.name + " gave up: " + rt_.deathOf(dead));
     if (Clock::now() < deadline) return;
     std::string waiting;
     {
@@ -428,7 +461,10 @@ void Engine::forgetLocked(int slot) {
         "team " + c.name + " was destroyed with " + std::to_string(c.waiting.size()) +
             " messages nobody received: " + c.matcher->describeUnexpected(8) + "; they are dropped");
   }
-  for (auto& [cookie, m] : c.waiting) release(*m);
+  for (auto& [cookie, m] : c.waiting) {
+    hold(*m, false);
+    release(*m);
+  }
   c = Context{};
 }
 

@@ -60,6 +60,8 @@ class Engine final : public ProgressClient, private Sink {
   // Protocol and path of a message (axon::explainMessage).
   std::string explain(const detail::TeamState& team, std::uint64_t bytes, int dest, bool onDevice);
 
+  MessageStats stats();
+
   // The team in `slot` was destroyed: its posted receives fail, its waiting messages are dropped
   // (and their senders released), and the slot may hold another team.
   void forgetTeam(int slot);
@@ -100,6 +102,8 @@ class Engine final : public ProgressClient, private Sink {
   // Gives back what a message held: its credit (eager), or its sender's wait (rendezvous).
   void release(Arrived& m);
   void owe(int pe, std::uint64_t credit);
+  // Counts a message that starts (held) or stops waiting unmatched.
+  void hold(const Arrived& m, bool held);
   // Sends what waits for `pe`, in order, while its channel has room.
   bool flush(int pe);
   Channel& channelTo(int pe);
@@ -117,6 +121,7 @@ class Engine final : public ProgressClient, private Sink {
   std::vector<std::uint64_t> owed_;      // [pe]: credit taken here, not yet returned to pe
   std::vector<std::deque<Queued>> queued_;  // [pe]: sends not yet handed to a channel
   std::vector<int> queuedPes_;           // PEs with sends queued
+  MessageStats stats_;  // counts; waiting* kept current as messages wait and are taken
   std::vector<std::shared_ptr<Operation>> live_;  // operations not yet ended (the engine's thread polls while any)
 };
 

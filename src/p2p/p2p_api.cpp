@@ -46,10 +46,11 @@ Request irecv(void* buf, std::size_t capacity, int source, int tag, const Team& 
   return Request(engine("irecv").irecv(detail::requireValidTeam(team, "irecv"), buf, capacity, source, tag, "irecv"));
 }
 
-void waitAll(std::span<Request> requests) {
+void waitAll(Request* requests, std::size_t count) {
   p2p::Engine& e = engine("wait_all");
   std::optional<Error> first;
-  for (Request& r : requests) {
+  for (std::size_t i = 0; i < count; ++i) {
+    Request& r = requests[i];
     if (!r.valid()) continue;
     try {
       e.wait(*r.operation());
@@ -60,10 +61,10 @@ void waitAll(std::span<Request> requests) {
   if (first) throw *first;
 }
 
-std::size_t waitAny(std::span<Request> requests, Status* status) {
+std::size_t waitAny(Request* requests, std::size_t count, Status* status) {
   p2p::Engine& e = engine("wait_any");
   std::vector<p2p::Operation*> ops;
-  for (Request& r : requests) ops.push_back(r.valid() ? r.operation().get() : nullptr);
+  for (std::size_t i = 0; i < count; ++i) ops.push_back(requests[i].valid() ? requests[i].operation().get() : nullptr);
   const std::size_t i = e.waitAny(ops);
   ops[i]->rethrow();
   if (status) *status = ops[i]->status;
@@ -77,6 +78,8 @@ Status probe(int source, int tag, const Team& team) {
 std::optional<Status> iprobe(int source, int tag, const Team& team) {
   return engine("iprobe").iprobe(detail::requireValidTeam(team, "iprobe"), source, tag, "iprobe");
 }
+
+MessageStats messageStats() { return engine("message_stats").stats(); }
 
 std::string explainMessage(std::size_t bytes, int dest, bool onDevice, const Team& team) {
   return engine("explain_message").explain(detail::requireValidTeam(team, "explain_message"), bytes, dest, onDevice);

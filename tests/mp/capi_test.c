@@ -42,6 +42,33 @@ int main(void) {
   int64_t total = 0;
   CHECK(axon_atomic_fetch_int64(counter, 0, &total) == AXON_SUCCESS && total == 2 * n);
 
+  /* Two-sided messages: a ring of a small and a large message, a truncated receive, probes. */
+  {
+    static double out[20000], in[20000];
+    for (i = 0; i < 20000; ++i) out[i] = me * 1e6 + i;
+    axon_request_t rq = NULL, sq = NULL;
+    axon_msg_status_t st;
+    CHECK(axon_irecv(in, sizeof in, left, 3, AXON_TEAM_WORLD, &rq) == AXON_SUCCESS && rq != NULL);
+    CHECK(axon_isend(out, sizeof out, right, 3, AXON_TEAM_WORLD, &sq) == AXON_SUCCESS);
+    CHECK(axon_wait(&rq, &st) == AXON_SUCCESS && rq == NULL);
+    CHECK(st.source == left && st.tag == 3 && st.bytes == sizeof out);
+    for (i = 0; i < 20000; ++i) CHECK(in[i] == left * 1e6 + i);
+    while (axon_test(&sq, NULL) == AXON_IN_PROGRESS) {
+    }
+    CHECK(sq == NULL);
+    CHECK(axon_wait(&sq, NULL) == AXON_ERR_INVALID_ARGUMENT);
+    CHECK(axon_send(out, 16, right, 4, AXON_TEAM_WORLD) == AXON_SUCCESS);
+    int found = 0;
+    CHECK(axon_probe(AXON_ANY_SOURCE, 4, AXON_TEAM_WORLD, &st) == AXON_SUCCESS && st.bytes == 16);
+    CHECK(axon_iprobe(left, 4, AXON_TEAM_WORLD, &found, &st) == AXON_SUCCESS && found == 1);
+    CHECK(axon_recv(in, 8, left, 4, AXON_TEAM_WORLD, &st) == AXON_ERR_TRUNCATED);
+    CHECK(strstr(axon_last_error(), "has 16 bytes but the receive buffer holds only 8") != NULL);
+    CHECK(axon_iprobe(left, 4, AXON_TEAM_WORLD, &found, &st) == AXON_SUCCESS && found == 0);
+    CHECK(axon_send(out, 8, n, 0, AXON_TEAM_WORLD) == AXON_ERR_INVALID_PE);
+    CHECK(axon_recv(in, 8, AXON_ANY_SOURCE, AXON_ANY_TAG, 999, &st) == AXON_ERR_INVALID_ARGUMENT);
+    CHECK(strcmp(axon_status_name(AXON_ERR_TRUNCATED), "Truncated") == 0);
+  }
+
   /* Bad input: a clear status and message, never a crash. */
   CHECK(axon_put(buf, src, sizeof src, n) == AXON_ERR_INVALID_PE);
   CHECK(strstr(axon_last_error(), "is outside the world") != NULL);

@@ -277,6 +277,41 @@ TEST(P2p, BadArgumentsAreRefusedClearly) {
   axon::barrierAll();
 }
 
+TEST(P2p, AFloodOfUnexpectedMessagesStaysWithinTheBound) {
+  // Every other PE sends PE 0 more small messages than its share of PE 0's bound before PE 0
+  // posts anything: past its share a sender announces instead of sending data, so what waits at
+  // PE 0 never passes the bound, and every message still arrives, in order.
+  const axon::MessageStats before = axon::messageStats();
+  const std::uint64_t share = before.bound / np();
+  const std::size_t bytes = 2048;
+  const int count = static_cast<int>(std::min<std::uint64_t>(2 * share / bytes + 10, 3000));
+  std::vector<std::vector<unsigned char>> out;
+  std::vector<axon::Request> sends;
+  if (me() != 0) {
+    for (int k = 0; k < count; ++k) {
+      out.push_back(message(me(), k, bytes));
+      sends.push_back(axon::isend(out.back().data(), bytes, 0, 4));
+    }
+  }
+  axon::barrierAll();
+  if (me() == 0) {
+    const axon::MessageStats s = axon::messageStats();
+    EXPECT_LE(s.waitingBytesPeak, s.bound);
+    std::vector<int> next(np(), 0);
+    std::vector<unsigned char> buf(bytes);
+    for (int n = 0; n < count * (np() - 1); ++n) {
+      const axon::Status st = axon::recv(buf.data(), bytes, axon::kAnySource, 4);
+      ASSERT_EQ(firstWrong(buf.data(), st.source, next[st.source]++, bytes), -1);
+    }
+    EXPECT_EQ(axon::messageStats().waitingMessages, 0u);
+  }
+  axon::waitAll(sends);
+  if (me() != 0 && static_cast<std::uint64_t>(count) * (bytes + 64) > share) {
+    EXPECT_GT(axon::messageStats().rendezvousSent, before.rendezvousSent) << "the share was passed, yet all went eagerly";
+  }
+  axon::barrierAll();
+}
+
 // Thousands of random messages (AXON_TEST_P2P_MESSAGES, default 10,000) in rounds: random pairs
 // (self-sends too), sizes up to 4 MiB, tags, and receives with every kind of wildcard. Every PE
 // draws the same plan from one seed, so each knows what it must receive; each message's bytes name
