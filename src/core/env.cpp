@@ -136,8 +136,8 @@ Env Env::fromVars(const EnvVars& vars) {
   env.p2pEager = kDefaultP2pEager;
   if (auto v = lookup(vars, "AXON_P2P_EAGER")) {
     env.p2pEager = parseByteSize(*v, "AXON_P2P_EAGER");
-    if (env.p2pEager < 64 || env.p2pEager > kMaxP2pEager) {
-      throw Error(ErrorCode::InvalidArgument, "AXON_P2P_EAGER='" + *v + "' must be from 64 bytes to 1M");
+    if (env.p2pEager < 256 || env.p2pEager > kMaxP2pEager) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_P2P_EAGER='" + *v + "' must be from 256 bytes to 1M");
     }
   }
   env.p2pUnexpected = kDefaultP2pUnexpected;

@@ -19,6 +19,7 @@
 #include "gpu/gpu_backend.hpp"
 #include "gpu/gpu_coll_workspace.hpp"
 #include "gpu/gpu_heap.hpp"
+#include "gpu/ipc_buffers.hpp"
 #include "gpu/nvml.hpp"
 #include "memory/peer_growth.hpp"
 #include "kernels/coll_kernels.hpp"
@@ -344,6 +345,16 @@ class CudaBackend final : public GpuBackend {
     return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
   }
 
+  bool exportBuffer(const void* p, IpcBuffer& out) override {
+    makeCurrent();
+    return ipcBuffers_.describe(p, out);
+  }
+
+  void* importBuffer(int pe, const IpcBuffer& b) override {
+    makeCurrent();
+    return ipcBuffers_.open(pe, b);
+  }
+
   std::size_t deviceBytesFrom(const void* p) const override {
     makeCurrent();
     CUdeviceptr base = 0;
@@ -607,6 +618,7 @@ class CudaBackend final : public GpuBackend {
   std::unique_ptr<DeviceProxy> deviceProxy_;
   unsigned long long timeoutNs_ = 0;
   device::Context context_{};
+  IpcBuffers ipcBuffers_{cu_, myPe_};  // closes its mappings while the context lives
 };
 
 }  // namespace

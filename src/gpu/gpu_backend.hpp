@@ -42,6 +42,13 @@ class GpuTeamWorkspace {
   virtual const device::CollError* error() const = 0;
 };
 
+// A plain device allocation as a node-local peer opens it by CUDA IPC (gpu/ipc_buffers.hpp).
+struct IpcBuffer {
+  unsigned char handle[64];    // CUipcMemHandle
+  std::uint64_t base = 0;      // the allocation's start in the exporter
+  std::uint64_t bufferId = 0;  // the driver's id of the allocation, never reused
+};
+
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
@@ -75,6 +82,11 @@ class GpuBackend {
   // it; 0 when there is none (host memory) or the driver's range may be only part of the buffer
   // (VMM mappings, pool memory).
   virtual std::size_t deviceBytesFrom(const void* p) const = 0;
+  // The allocation holding `p`, for a node-local peer to open by CUDA IPC; false for memory that
+  // legacy IPC cannot share (VMM mappings, pool memory, host memory).
+  virtual bool exportBuffer(const void* p, IpcBuffer& out) = 0;
+  // Where this process sees the base of PE `pe`'s exported allocation (opened once, cached).
+  virtual void* importBuffer(int pe, const IpcBuffer& b) = 0;
   // The GPU heap offset of [p, p + bytes) when every PE in `pes` has that range of its heap mapped
   // for this GPU's loads and stores; device::kCollNoOffset otherwise.
   virtual unsigned long long symmetricOffset(const void* p, std::size_t bytes,

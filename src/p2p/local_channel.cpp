@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "core/runtime.hpp"
 #include "core/team_state.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon::p2p {
 
@@ -24,7 +25,11 @@ struct Offer {
   std::uint64_t heapOffset = 0;  // when inHeap: the buffer's offset in that heap
   std::uint8_t onDevice = 0;
   std::uint8_t inHeap = 0;       // 0: no; 1 + HeapKind: in that symmetric heap
+  std::uint8_t hasIpc = 0;       // 1: `ipc` describes the device allocation holding it
+  IpcBuffer ipc{};
 };
+// An offer travels in one slot's payload: AXON_P2P_EAGER's minimum leaves room for it.
+static_assert(sizeof(Offer) <= 256);
 
 namespace {
 
@@ -166,6 +171,8 @@ bool LocalChannel::sendRendezvous(int pe, const Header& h, const std::shared_ptr
   if (HeapSpace* heap = rt_.heapContaining(send->buffer)) {
     o.inHeap = static_cast<std::uint8_t>(1 + static_cast<int>(heap->kind()));
     o.heapOffset = heap->offsetOf(send->buffer);
+  } else if (send->onDevice && pe != rt_.myPe() && rt_.gpu()->exportBuffer(send->buffer, o.ipc)) {
+    o.hasIpc = 1;
   }
   SlotHeader s = slotHeader(SlotKind::Rendezvous, h.bytes, h.sendId);
   s.context = h.context;
@@ -304,6 +311,11 @@ bool LocalChannel::copyDirect(int pe, const Offer& o, Operation& recv, std::uint
       return true;
     }
   }
+  if (o.hasIpc && rt_.gpu()) {
+    char* base = static_cast<char*>(rt_.gpu()->importBuffer(pe, o.ipc));
+    copy(recv.buffer, recv.onDevice, base + (o.address - o.ipc.base), true, bytes);
+    return true;
+  }
   const int local = localOf_[pe];
   if (srcOnDevice || recv.onDevice || !cmaWorks_[local] || rt_.pidOf(pe) <= 0 || rt_.pidOf(pe) != o.pid) return false;
   std::uint64_t done = 0;
@@ -365,7 +377,8 @@ std::string LocalChannel::describePath(int pe, std::uint64_t bytes, bool onDevic
   if (pe == rt_.myPe()) return "rendezvous: one copy within the process, once matched";
   std::string how = "rendezvous: once matched, the receiver copies the data once from the send buffer (";
   if (onDevice) {
-    how += "a buffer in the symmetric GPU heap, mapped by the receiver); other GPU buffers stream through the ring in " +
+    how += "CUDA IPC for a plain allocation such as cudaMalloc's, opened once and cached; the symmetric GPU heap as "
+           "mapped); other GPU buffers (VMM, pools) stream through the ring in " +
            std::to_string(layout_.pieces(bytes)) + " slots of up to " + std::to_string(layout_.payload) + " bytes";
   } else {
     how += cmaWorks_[localOf_[pe]] ? "host memory by CMA, process_vm_readv, or the symmetric heap)"

@@ -1,0 +1,81 @@
+#include "gpu/ipc_buffers.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "axon/error.hpp"
+#include "core/log.hpp"
+
+namespace axon::gpu {
+
+static_assert(sizeof(CUipcMemHandle) == sizeof(IpcBuffer::handle));
+
+IpcBuffers::~IpcBuffers() {
+  for (const Entry& e : open_) close(e);
+}
+
+bool IpcBuffers::describe(const void* p, IpcBuffer& out) const {
+  const auto at = reinterpret_cast<CUdeviceptr>(p);
+  unsigned long long legacy = 0;  // the driver writes a bool
+  if (cu_.cuPointerGetAttribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, at) != CUDA_SUCCESS ||
+      legacy == 0) {
+    return false;
+  }
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  unsigned long long id = 0;
+  CUipcMemHandle handle;
+  if (cu_.cuMemGetAddressRange(&base, &size, at) != CUDA_SUCCESS ||
+      cu_.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, at) != CUDA_SUCCESS ||
+      cu_.cuIpcGetMemHandle(&handle, base) != CUDA_SUCCESS) {
+    return false;
+  }
+  std::memcpy(out.handle, &handle, sizeof handle);
+  out.base = base;
+  out.bufferId = id;
+  return true;
+}
+
+void* IpcBuffers::open(int pe, const IpcBuffer& b) {
+  std::lock_guard lock(mutex_);
+  ++uses_;
+  for (Entry& e : open_) {
+    if (e.pe == pe && e.bufferId == b.bufferId) {
+      e.lastUse = uses_;
+      return reinterpret_cast<void*>(e.mapped);
+    }
+  }
+  // The same address under a new id: the old allocation was freed; its mapping goes.
+  auto stale = [&](const Entry& e) { return e.pe == pe && e.base == b.base; };
+  for (const Entry& e : open_) {
+    if (stale(e)) close(e);
+  }
+  std::erase_if(open_, stale);
+  if (open_.size() >= kMaxOpen) {
+    auto oldest = std::min_element(open_.begin(), open_.end(),
+                                   [](const Entry& x, const Entry& y) { return x.lastUse < y.lastUse; });
+    close(*oldest);
+    open_.erase(oldest);
+  }
+  CUipcMemHandle handle;
+  std::memcpy(&handle, b.handle, sizeof handle);
+  CUdeviceptr mapped = 0;
+  cuCheck(cu_.cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+          "PE " + std::to_string(myPe_) + ": cuIpcOpenMemHandle of PE " + std::to_string(pe) + "'s buffer");
+  open_.push_back(Entry{pe, b.bufferId, b.base, mapped, uses_});
+  return reinterpret_cast<void*>(mapped);
+}
+
+std::size_t IpcBuffers::openCount() {
+  std::lock_guard lock(mutex_);
+  return open_.size();
+}
+
+void IpcBuffers::close(const Entry& e) {
+  const CUresult r = cu_.cuIpcCloseMemHandle(e.mapped);
+  if (r != CUDA_SUCCESS) {
+    log(LogLevel::Warn, myPe_, "cuIpcCloseMemHandle of PE " + std::to_string(e.pe) + "'s buffer failed: " + cuResultText(r));
+  }
+}
+
+}  // namespace axon::gpu
