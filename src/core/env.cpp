@@ -141,7 +141,10 @@ Env Env::fromVars(const EnvVars& vars) {
     }
   }
   env.p2pUnexpected = kDefaultP2pUnexpected;
-  if (auto v = lookup(vars, "AXON_P2P_UNEXPECTED")) env.p2pUnexpected = parseByteSize(*v, "AXON_P2P_UNEXPECTED");
+  if (auto v = lookup(vars, "AXON_P2P_UNEXPECTED")) {
+    // 0 is meaningful here: no eager data may wait, every message is a rendezvous.
+    env.p2pUnexpected = *v == "0" ? 0 : parseByteSize(*v, "AXON_P2P_UNEXPECTED");
+  }
   env.collBuffer = kDefaultCollBuffer;
   if (auto v = lookup(vars, "AXON_COLL_BUFFER")) {
     env.collBuffer = parseByteSize(*v, "AXON_COLL_BUFFER");

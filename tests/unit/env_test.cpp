@@ -87,6 +87,19 @@ TEST(EnvHeapMax, RejectsBadValuesNamingTheVariable) {
   }
 }
 
+TEST(EnvP2p, EagerLimitAndUnexpectedBound) {
+  Env env = Env::fromVars({});
+  EXPECT_EQ(env.p2pEager, 8 * kKiB);
+  EXPECT_EQ(env.p2pUnexpected, 64 * kMiB);
+  EXPECT_EQ(envWith("AXON_P2P_EAGER", "1M").p2pEager, kMiB);
+  EXPECT_EQ(envWith("AXON_P2P_EAGER", "256").p2pEager, std::size_t{256});
+  EXPECT_TRUE(contains(envError("AXON_P2P_EAGER", "255"), "from 256 bytes to 1M"));
+  EXPECT_TRUE(contains(envError("AXON_P2P_EAGER", "2M"), "AXON_P2P_EAGER='2M'"));
+  EXPECT_EQ(envWith("AXON_P2P_UNEXPECTED", "0").p2pUnexpected, std::size_t{0});
+  EXPECT_EQ(envWith("AXON_P2P_UNEXPECTED", "1G").p2pUnexpected, kGiB);
+  EXPECT_TRUE(contains(envError("AXON_P2P_UNEXPECTED", "lots"), "AXON_P2P_UNEXPECTED='lots'"));
+}
+
 TEST(EnvHeapChunk, UsesTheSameSizeSyntax) {
   EXPECT_EQ(envWith("AXON_HEAP_CHUNK", "2M").heapChunk, 2 * kMiB);
   EXPECT_EQ(envWith("AXON_HEAP_CHUNK", "4096").heapChunk, std::size_t{4096});
