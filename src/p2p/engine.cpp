@@ -227,6 +227,7 @@ void Engine::deliver(Context& c, Arrived& m, const std::shared_ptr<Operation>& r
   ++stats_.received;
   if (!m.eager) {
     m.channel->fetch(m, recv);
+    owe(m.sourcePe, m.header.credit);  // charged eagerly but brought by rendezvous (UCX's choice)
     return;
   }
   try {
@@ -240,8 +241,8 @@ void Engine::deliver(Context& c, Arrived& m, const std::shared_ptr<Operation>& r
 }
 
 void Engine::release(Arrived& m) {
-  if (m.eager) owe(m.sourcePe, m.header.credit);
-  else m.channel->decline(m);
+  owe(m.sourcePe, m.header.credit);
+  if (!m.eager) m.channel->decline(m);
 }
 
 void Engine::owe(int pe, std::uint64_t credit) {
