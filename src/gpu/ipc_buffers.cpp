@@ -66,11 +66,6 @@ void* IpcBuffers::open(int pe, const IpcBuffer& b) {
   return reinterpret_cast<void*>(mapped);
 }
 
-std::size_t IpcBuffers::openCount() {
-  std::lock_guard lock(mutex_);
-  return open_.size();
-}
-
 void IpcBuffers::close(const Entry& e) {
   const CUresult r = cu_.cuIpcCloseMemHandle(e.mapped);
   if (r != CUDA_SUCCESS) {

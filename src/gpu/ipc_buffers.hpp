@@ -30,7 +30,6 @@ class IpcBuffers {
   bool describe(const void* p, IpcBuffer& out) const;
   // This process's view of the base of PE `pe`'s allocation `b`.
   void* open(int pe, const IpcBuffer& b);
-  std::size_t openCount();
 
  private:
   struct Entry {

@@ -138,14 +138,14 @@ bool LocalChannel::write(int local, const SlotHeader& h, const void* payload, st
 void LocalChannel::writeControl(int local, const SlotHeader& h) {
   // Behind earlier ones, or now if the ring has room.
   if (controls_[local].empty() && write(local, h, nullptr, 0, false)) return;
-  controls_[local].push_back(Control{h});
+  controls_[local].push_back(h);
 }
 
 bool LocalChannel::flushControls() {
   bool any = false;
   for (std::size_t local = 0; local < controls_.size(); ++local) {
     auto& q = controls_[local];
-    while (!q.empty() && write(static_cast<int>(local), q.front().header, nullptr, 0, false)) {
+    while (!q.empty() && write(static_cast<int>(local), q.front(), nullptr, 0, false)) {
       q.pop_front();
       any = true;
     }

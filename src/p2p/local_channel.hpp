@@ -61,10 +61,6 @@ class LocalChannel final : public Channel {
     std::uint64_t receive;  // the receiver's id for it
     std::uint64_t offset = 0;
   };
-  // A control slot that found no room, kept for the next poll.
-  struct Control {
-    SlotHeader header;
-  };
 
   // Writes one slot to node-local PE `local`'s ring for this PE: false when it is full.
   // `payloadOnDevice`: the payload is GPU memory (copied by the GPU backend).
@@ -97,7 +93,7 @@ class LocalChannel final : public Channel {
   std::vector<std::uint64_t> written_;   // [local]: slots written to its ring for this PE
   std::vector<std::uint64_t> consumed_;  // [local]: slots of its ring here consumed
   std::vector<bool> cmaWorks_;           // [local]: CMA reads from it were permitted (so far)
-  std::vector<std::deque<Control>> controls_;  // [local]
+  std::vector<std::deque<SlotHeader>> controls_;  // [local]: control slots that found no room yet
   std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> announced_;  // sends by id, awaiting an answer
   std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> filling_;    // receives by id, streamed
   std::deque<Stream> streams_;

@@ -31,17 +31,11 @@ def _ucx_available() -> bool:
 
 
 @pytest.fixture
-def world_of_one(monkeypatch):
-    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "AXON_STORE_ADDR"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AXON_RANK", "0")
-    monkeypatch.setenv("AXON_WORLD_SIZE", "1")
-    monkeypatch.setenv("AXON_TIMEOUT", "0.5")
-    monkeypatch.setenv("AXON_BACKEND", "host")
+def world_of_one(single_pe):
+    single_pe.setenv("AXON_TIMEOUT", "0.5")  # the timeout test waits it out
+    single_pe.setenv("AXON_BACKEND", "host")
     axon.init()
     yield
-    if axon.is_initialized():
-        axon.finalize()
 
 
 @pytest.mark.parametrize("count", [0, 3, 1024, 1025, 300_000])

@@ -78,32 +78,22 @@ UcxAmAtomics::UcxAmAtomics(UcxWorker& worker, const UcxRegistry& registry, Remot
       gpuAm_(worker.setup().nPes, false),
       unapplied_(new std::atomic<bool>[worker.setup().nPes]) {
   for (int pe = 0; pe < worker.setup().nPes; ++pe) unapplied_[pe].store(false, std::memory_order_relaxed);
-  setHandler(kAmAtomic, &UcxAmAtomics::onRequest);
-  setHandler(kAmAtomicReply, &UcxAmAtomics::onReply);
-  setHandler(kAmPutSignal, &UcxAmAtomics::onPutSignal);
-  setHandler(kAmGpuPut, &UcxAmAtomics::onGpuPut);
-  setHandler(kAmGpuGet, &UcxAmAtomics::onGpuGet);
-  setHandler(kAmGpuGetData, &UcxAmAtomics::onGpuGetData);
+  worker_.setAmHandler(kAmAtomic, &UcxAmAtomics::onRequest, this);
+  worker_.setAmHandler(kAmAtomicReply, &UcxAmAtomics::onReply, this);
+  worker_.setAmHandler(kAmPutSignal, &UcxAmAtomics::onPutSignal, this);
+  worker_.setAmHandler(kAmGpuPut, &UcxAmAtomics::onGpuPut, this);
+  worker_.setAmHandler(kAmGpuGet, &UcxAmAtomics::onGpuGet, this);
+  worker_.setAmHandler(kAmGpuGetData, &UcxAmAtomics::onGpuGetData, this);
 }
 
 UcxAmAtomics::~UcxAmAtomics() {
   // The worker outlives this object: no handler may find it gone.
-  setHandler(kAmAtomic, nullptr);
-  setHandler(kAmAtomicReply, nullptr);
-  setHandler(kAmPutSignal, nullptr);
-  setHandler(kAmGpuPut, nullptr);
-  setHandler(kAmGpuGet, nullptr);
-  setHandler(kAmGpuGetData, nullptr);
-}
-
-void UcxAmAtomics::setHandler(unsigned id, ucp_am_recv_callback_t cb) {
-  ucp_am_handler_param_t p{};
-  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  p.id = id;
-  p.cb = cb;
-  p.arg = this;
-  ucxCheck(worker_.api().ucp_worker_set_am_recv_handler(worker_.worker(), &p),
-           "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_set_am_recv_handler");
+  worker_.setAmHandler(kAmAtomic, nullptr, this);
+  worker_.setAmHandler(kAmAtomicReply, nullptr, this);
+  worker_.setAmHandler(kAmPutSignal, nullptr, this);
+  worker_.setAmHandler(kAmGpuPut, nullptr, this);
+  worker_.setAmHandler(kAmGpuGet, nullptr, this);
+  worker_.setAmHandler(kAmGpuGetData, nullptr, this);
 }
 
 void UcxAmAtomics::choosePaths() {

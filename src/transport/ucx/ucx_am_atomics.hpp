@@ -144,7 +144,6 @@ class UcxAmAtomics {
   // `data` (GPU memory when `dataOnDevice`), if any, goes as a rendezvous and must stay valid.
   void sendFromHandler(int pe, unsigned id, const void* message, std::size_t bytes, const void* data = nullptr,
                        std::size_t dataBytes = 0, bool dataOnDevice = false);
-  void setHandler(unsigned id, ucp_am_recv_callback_t cb);
   std::string describe(const char* what, const RemoteRef& ref) const;
 
   UcxWorker& worker_;

@@ -55,13 +55,13 @@ UcxMessages::UcxMessages(UcxWorker& worker, std::uint64_t eagerMax)
       sent_(static_cast<std::size_t>(worker.setup().nPes), 0),
       expected_(static_cast<std::size_t>(worker.setup().nPes), 0),
       early_(static_cast<std::size_t>(worker.setup().nPes)) {
-  setHandler(kAmMessage, &UcxMessages::onMessage);
-  setHandler(kAmMessageCredit, &UcxMessages::onCredit);
+  worker_.setAmHandler(kAmMessage, &UcxMessages::onMessage, this);
+  worker_.setAmHandler(kAmMessageCredit, &UcxMessages::onCredit, this);
 }
 
 UcxMessages::~UcxMessages() {
-  setHandler(kAmMessage, nullptr);
-  setHandler(kAmMessageCredit, nullptr);
+  worker_.setAmHandler(kAmMessage, nullptr, this);
+  worker_.setAmHandler(kAmMessageCredit, nullptr, this);
   // Rendezvous data never fetched goes back to UCX.
   const UcxApi& api = worker_.api();
   auto drop = [&](p2p::Arrived& m) {
@@ -71,16 +71,6 @@ UcxMessages::~UcxMessages() {
   for (auto& held : early_) {
     for (auto& [seq, m] : held) drop(*m);
   }
-}
-
-void UcxMessages::setHandler(unsigned id, ucp_am_recv_callback_t cb) {
-  ucp_am_handler_param_t p{};
-  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  p.id = id;
-  p.cb = cb;
-  p.arg = this;
-  ucxCheck(worker_.api().ucp_worker_set_am_recv_handler(worker_.worker(), &p),
-           "PE " + std::to_string(worker_.setup().myPe) + ": ucp_worker_set_am_recv_handler (messages)");
 }
 
 bool UcxMessages::sendEager(int pe, const p2p::Header& h, const std::shared_ptr<p2p::Operation>& op) {
@@ -217,7 +207,7 @@ void UcxMessages::fetch(p2p::Arrived& m, const std::shared_ptr<p2p::Operation>& 
   };
   const UcxApi& api = worker_.api();
   auto* l = new Landing{&api, recv, worker_.setup().myPe};
-  auto end = [](Landing& to, ucs_status_t status) {
+  static constexpr auto end = [](Landing& to, ucs_status_t status) {
     if (status == UCS_OK) to.recv->complete();
     else to.recv->fail(ErrorCode::Ucx, "PE " + std::to_string(to.myPe) + ": " + to.recv->describe() +
                                            ": receiving the data failed (" + statusText(status) + ")");
@@ -227,9 +217,7 @@ void UcxMessages::fetch(p2p::Arrived& m, const std::shared_ptr<p2p::Operation>& 
   p.memory_type = recv->onDevice ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
   p.cb.recv_am = [](void* request, ucs_status_t status, std::size_t, void* user) {
     auto* to = static_cast<Landing*>(user);
-    if (status == UCS_OK) to->recv->complete();
-    else to->recv->fail(ErrorCode::Ucx, "PE " + std::to_string(to->myPe) + ": " + to->recv->describe() +
-                                            ": receiving the data failed (" + statusText(status) + ")");
+    end(*to, status);
     to->api->ucp_request_free(request);
     delete to;
   };

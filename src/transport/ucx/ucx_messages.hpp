@@ -47,7 +47,6 @@ class UcxMessages final : public p2p::Channel {
                                 std::size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t onCredit(void* arg, const void* header, std::size_t headerLength, void* data,
                                std::size_t length, const ucp_am_recv_param_t* param);
-  void setHandler(unsigned id, ucp_am_recv_callback_t cb);
 
   UcxWorker& worker_;
   std::uint64_t eagerMax_;

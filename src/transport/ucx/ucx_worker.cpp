@@ -106,6 +106,16 @@ void UcxWorker::onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
   p->status.compare_exchange_strong(ok, status, std::memory_order_acq_rel);
 }
 
+void UcxWorker::setAmHandler(unsigned id, ucp_am_recv_callback_t cb, void* arg) {
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.cb = cb;
+  p.arg = arg;
+  ucxCheck(api_.ucp_worker_set_am_recv_handler(worker_, &p),
+           "PE " + std::to_string(setup_.myPe) + ": ucp_worker_set_am_recv_handler (id " + std::to_string(id) + ")");
+}
+
 std::string UcxWorker::describePe(int pe) const {
   const std::string& node = peers_[pe]->node;
   return "PE " + std::to_string(pe) + (node.empty() ? "" : " (node " + node + ")");

@@ -46,6 +46,8 @@ class UcxWorker final : public ProgressClient {
   const std::string& nodeName(int pe) const { return peers_[pe]->node; }
   // "PE 3 (node axon-node1)", for messages.
   std::string describePe(int pe) const;
+  // Registers `cb` (with `arg`) for active message `id` (ucx_am_ids.hpp); a null cb removes it.
+  void setAmHandler(unsigned id, ucp_am_recv_callback_t cb, void* arg);
 
   // Waits for `request` (the result of a *_nbx call to `pe`), progressing the worker, bounded by
   // AXON_TIMEOUT; `what` describes the operation for errors ("put of 8 bytes to PE 2 ..."). A
