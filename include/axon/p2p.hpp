@@ -30,7 +30,12 @@
 
 #include "axon/team.hpp"
 
+struct CUstream_st;
+
 namespace axon {
+
+// A cudaStream_t or CUstream (the same type); nullptr is the legacy default stream.
+using Stream = CUstream_st*;
 
 namespace p2p {
 struct Operation;
@@ -93,6 +98,30 @@ inline std::size_t waitAny(std::vector<Request>& requests, Status* status = null
 // for one (bounded), iprobe looks once.
 Status probe(int source = kAnySource, int tag = kAnyTag, const Team& team = Team::world());
 std::optional<Status> iprobe(int source = kAnySource, int tag = kAnyTag, const Team& team = Team::world());
+
+// ── Stream-ordered forms (GPU backend) ──────────────────────────────────────────────────────────
+// Like NCCL's send/recv: each is enqueued on `stream` and returns at once. The message starts
+// when the stream gets there, and the stream's later work waits until it has ended (the send
+// buffer may be reused, the receive buffer holds the data). They can be captured into a CUDA
+// graph; each replay sends and receives again.
+//
+// They pair by call order: this PE's k-th recvOnStream from `source` takes that PE's k-th
+// sendOnStream to this PE, whatever streams they run on. They never match send/recv (a context of
+// their own per team). A message longer than the receive fails it with Truncated. Buffers may be
+// any memory, as for send/recv.
+//
+// A send waits for its match once it is larger than the eager limit: two PEs that each send to
+// the other and then receive on one stream wait for each other until AXON_TIMEOUT. Put such
+// exchanges in a group: calls between groupStart() and groupEnd() are enqueued on their stream as
+// one step, all started together. A group's calls are on one stream; groups do not nest across
+// threads (each thread has its own).
+//
+// Failures (Timeout, PeerDead, Truncated) release the stream so that it never hangs, and are
+// thrown by this PE's next axon call on the GPU (naming the call).
+void sendOnStream(const void* buf, std::size_t bytes, int dest, Stream stream, const Team& team = Team::world());
+void recvOnStream(void* buf, std::size_t capacity, int source, Stream stream, const Team& team = Team::world());
+void groupStart();
+void groupEnd();
 
 // This PE's message counts since init, and what waits here unmatched now (eager data held for
 // receives not yet posted, bounded by AXON_P2P_UNEXPECTED).

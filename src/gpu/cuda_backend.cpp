@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <cstdint>
 #include <cstring>
@@ -208,21 +209,31 @@ class CudaBackend final : public GpuBackend {
   // up (seen on the H100: a stream put to another node, then a kernel launched for the first
   // time). axon loads its own kernels at start-up; the program's own need CUDA_MODULE_LOADING=EAGER
   // or one load each (cudaFuncGetAttributes) before such a wait. Said once per node.
+  // Stream-ordered messages make kernels wait for the host too, on one node as well: said at the
+  // first one, once per PE, when the start-up warning was not given.
   void warnIfKernelsLoadLazily(Runtime& rt) {
-    if (!deviceProxy_ && !stagedStream_) return;
+    if (!deviceProxy_ && !staged_ && !spansNodes()) return;
+    const auto& local = rt.nodeLocal();
+    if (std::find(local.begin(), local.end(), true) - local.begin() != myPe_) {
+      lazyWarned_ = true;  // another PE of this node says it
+      return;
+    }
+    warnOnceIfKernelsLoadLazily("PEs on other nodes, or the staged path");
+  }
+
+  void warnOnceIfKernelsLoadLazily(const std::string& why) {
+    if (lazyWarned_.exchange(true)) return;
     CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
     // A driver without the query (before CUDA 11.7) has no lazy loading.
     if (!cu_.cuModuleGetLoadingMode || cu_.cuModuleGetLoadingMode(&mode) != CUDA_SUCCESS ||
         mode != CU_MODULE_LAZY_LOADING) {
       return;
     }
-    const auto& local = rt.nodeLocal();
-    if (std::find(local.begin(), local.end(), true) - local.begin() != myPe_) return;
     log(LogLevel::Warn, myPe_,
         "CUDA loads kernels lazily (CUDA_MODULE_LOADING is not EAGER), and kernels here can wait for a host "
-        "thread (PEs on other nodes, or the staged path): a kernel launched for the first time while another "
-        "waits for one deadlocks both until AXON_TIMEOUT. Set CUDA_MODULE_LOADING=EAGER, or load each of your "
-        "kernels once (cudaFuncGetAttributes) before such a wait (docs/architecture.md, \"The device proxy\")");
+        "thread (" + why + "): a kernel launched for the first time while another waits for one deadlocks both "
+        "until AXON_TIMEOUT. Set CUDA_MODULE_LOADING=EAGER, or load each of your kernels once "
+        "(cudaFuncGetAttributes) before such a wait (docs/architecture.md, \"The device proxy\")");
   }
 
   // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
@@ -252,12 +263,13 @@ class CudaBackend final : public GpuBackend {
     auto votes = vote.finish(wire::wordBlob(missing ? 1 : 0));
     bool any = false;
     for (int p = 0; p < nPes_; ++p) any |= wire::readWordBlob(votes[p], vote.originOf(p)) != 0;
-    // Stream-ordered collectives across nodes run on the host, in stream order.
-    if (!any && spansNodes()) {
+    // Stream-ordered work the host does (collectives across nodes, two-sided messages) runs in
+    // stream order on the worker, which every PE has.
+    if (!any) {
       stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
       rt.progressEngine().add(stagedStream_.get());
+      return;
     }
-    if (!any) return;
     const std::size_t chunk = std::max<std::size_t>(64u << 10, rt.env().stageChunk / 4096 * 4096);
     const std::size_t perSender = staged::channelBytes(chunk);
     SymmetricHeap& host = rt.hostHeap();
@@ -421,6 +433,7 @@ class CudaBackend final : public GpuBackend {
   void synchronizeStream(void* stream) override {
     makeCurrent();
     cuCheck(cu_.cuStreamSynchronize(static_cast<CUstream>(stream)), "stream_synchronize");
+    raiseStreamError();  // what the host worker met on the way (a stream-ordered message's failure)
   }
 
   void copyLocalOnStream(void* dst, const void* src, std::size_t bytes, void* stream) override {
@@ -515,11 +528,14 @@ class CudaBackend final : public GpuBackend {
   void enqueueHostWork(void* stream, std::function<void()> work, std::string what) override {
     makeCurrent();
     raiseStreamError();
-    if (!stagedStream_) {
-      throw Error(ErrorCode::Internal, pe(myPe_) + ": " + what + ": no stream-ordered host worker (the job is on one node "
-                                                             "and every GPU heap is mapped)");
-    }
     stagedStream_->enqueue(static_cast<CUstream>(stream), std::move(work), std::move(what));
+  }
+
+  void enqueueHostOp(void* stream, std::function<HostCompletion()> start, std::string what) override {
+    makeCurrent();
+    raiseStreamError();
+    warnOnceIfKernelsLoadLazily(what);
+    stagedStream_->enqueueAsync(static_cast<CUstream>(stream), std::move(start), std::move(what));
   }
 
   void barrierOnStream(const device::Team& team, void* stream) override {
@@ -616,6 +632,7 @@ class CudaBackend final : public GpuBackend {
   std::unique_ptr<staged::StageProxy> proxy_;
   std::unique_ptr<staged::StagedStreamOps> stagedStream_;
   std::unique_ptr<DeviceProxy> deviceProxy_;
+  std::atomic<bool> lazyWarned_{false};  // the lazy-loading warning was given (or another PE gives it)
   unsigned long long timeoutNs_ = 0;
   device::Context context_{};
   IpcBuffers ipcBuffers_{cu_, myPe_};  // closes its mappings while the context lives

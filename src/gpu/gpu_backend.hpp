@@ -117,6 +117,12 @@ class GpuBackend {
   // until it returns (graph-capturable): how stream-ordered calls take host paths (collectives
   // across nodes). A failure is reported by the next call into the backend. `what` names it.
   virtual void enqueueHostWork(void* stream, std::function<void()> work, std::string what) = 0;
+  // The same for work that may end after it starts (stream-ordered messages): `start` runs when
+  // `stream` gets here and returns the check (true once ended; throws its failure) the host worker
+  // polls meanwhile, serving other streams' work; empty when it ended at once. The stream's later
+  // work waits until it has ended.
+  using HostCompletion = std::function<bool()>;
+  virtual void enqueueHostOp(void* stream, std::function<HostCompletion()> start, std::string what) = 0;
   // Collective over the team's members: their GPU collective workspaces, mapped here. nullptr,
   // with `whyNot` set, on every member alike when some member cannot map some other's memory.
   virtual std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,

@@ -38,14 +38,17 @@ Channel& Engine::channelTo(int pe) {
   return *network_;
 }
 
-Engine::Context& Engine::context(const detail::TeamState& team) {
-  if (team.slot < 0 || team.slot >= kContexts) {
+Engine::Context& Engine::context(const detail::TeamState& team, bool streamOrdered) {
+  if (team.slot < 0 || team.slot >= kTeamSlots) {
     throw Error(ErrorCode::Internal, me(rt_) + "team " + team.name + " has slot " + std::to_string(team.slot));
   }
-  Context& c = contexts_[team.slot];
+  const int index = team.slot + (streamOrdered ? kTeamSlots : 0);
+  Context& c = contexts_[index];
   if (c.registered && c.members == team.members) return c;
-  if (c.registered) forgetLocked(team.slot);  // another team held the slot (destroyed elsewhere)
+  if (c.registered) forgetLocked(index);  // another team held the slot (destroyed elsewhere)
   c.registered = true;
+  c.nextSend.assign(team.members.size(), 0);
+  c.nextRecv.assign(team.members.size(), 0);
   c.name = team.name;
   c.members = team.members;
   c.indexOf.assign(static_cast<std::size_t>(rt_.nPes()), -1);
@@ -61,7 +64,7 @@ Engine::Context& Engine::context(const detail::TeamState& team) {
 }
 
 std::shared_ptr<Operation> Engine::isend(const detail::TeamState& team, const void* buf, std::uint64_t bytes,
-                                         int dest, int tag, const char* api) {
+                                         int dest, int tag, const char* api, bool streamOrdered) {
   const int n = static_cast<int>(team.members.size());
   if (dest < 0 || dest >= n) {
     throw Error(ErrorCode::InvalidPe, me(rt_) + api + ": dest " + std::to_string(dest) + " is outside team " +
@@ -80,22 +83,23 @@ std::shared_ptr<Operation> Engine::isend(const detail::TeamState& team, const vo
   op->peer = dest;
   op->peerPe = team.members[dest];
   op->tag = tag;
-  op->context = team.slot;
+  op->context = team.slot + (streamOrdered ? kTeamSlots : 0);
+  op->streamOrdered = streamOrdered;
   op->teamName = team.name;
   op->status = Status{dest, tag, bytes};
   std::lock_guard lock(mutex_);
-  context(team);
+  context(team, streamOrdered);
   op->id = nextId_++;
   const int pe = op->peerPe;
   if (queued_[pe].empty()) queuedPes_.push_back(pe);
-  queued_[pe].push_back(Queued{op, Header{team.slot, tag, bytes, op->id, 0}});
+  queued_[pe].push_back(Queued{op, Header{op->context, tag, bytes, op->id, 0}});
   live_.push_back(op);
   flush(pe);
   return op;
 }
 
 std::shared_ptr<Operation> Engine::irecv(const detail::TeamState& team, void* buf, std::uint64_t capacity,
-                                         int source, int tag, const char* api) {
+                                         int source, int tag, const char* api, bool streamOrdered) {
   const int n = static_cast<int>(team.members.size());
   if (source != kAnySource && (source < 0 || source >= n)) {
     throw Error(ErrorCode::InvalidPe, me(rt_) + api + ": source " + std::to_string(source) + " is outside team " +
@@ -114,10 +118,11 @@ std::shared_ptr<Operation> Engine::irecv(const detail::TeamState& team, void* bu
   op->peer = source;
   op->peerPe = source == kAnySource ? -1 : team.members[source];
   op->tag = tag;
-  op->context = team.slot;
+  op->context = team.slot + (streamOrdered ? kTeamSlots : 0);
+  op->streamOrdered = streamOrdered;
   op->teamName = team.name;
   std::lock_guard lock(mutex_);
-  Context& c = context(team);
+  Context& c = context(team, streamOrdered);
   op->id = nextId_++;
   // Take in what has arrived, so that the receive matches the earliest message already here.
   progressLocked();
@@ -149,6 +154,26 @@ std::optional<Status> Engine::iprobe(const detail::TeamState& team, int source, 
   auto e = c.matcher->probe(source, tag);
   if (!e) return std::nullopt;
   return Status{e->source, e->tag, e->bytes};
+}
+
+int Engine::streamCallNumber(const detail::TeamState& team, int peer, bool send) {
+  std::lock_guard lock(mutex_);
+  Context& c = context(team, true);
+  std::uint32_t& next = send ? c.nextSend[peer] : c.nextRecv[peer];
+  const int number = static_cast<int>(next);
+  next = next == static_cast<std::uint32_t>(kMaxTag) ? 0 : next + 1;
+  return number;
+}
+
+bool Engine::ended(Operation& op, Clock::time_point deadline) {
+  if (op.done()) {
+    op.rethrow();
+    return true;
+  }
+  const int dead = rt_.findDeadPe();
+  if (dead >= 0) throw Error(ErrorCode::PeerDead, me(rt_) + op.describe() + " gave up: " + rt_.deathOf(dead));
+  if (Clock::now() >= deadline) throw Error(ErrorCode::Timeout, timeoutMessage(op));
+  return false;
 }
 
 void Engine::arrived(std::unique_ptr<Arrived> m) {
@@ -410,20 +435,28 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
 std::string Engine::timeoutMessage(const Operation& op) {
   std::string text = me(rt_) + op.describe() + " timed out after " + secondsText(rt_.env().timeoutSec) + " (AXON_TIMEOUT)";
   std::lock_guard lock(mutex_);
+  // Stream-ordered calls pair by call number: a peer that never makes its matching call, or
+  // makes it behind work on its stream that waits for this PE, leaves both waiting.
+  const std::string streamHint =
+      op.streamOrdered ? std::string("; stream-ordered calls pair with the peer's calls in order: check that it "
+                                     "makes the matching call, and put sends and receives that must run at once "
+                                     "(an exchange) in one group (group_start/group_end)")
+                       : std::string();
   if (op.kind == Operation::Kind::Recv) {
     const Context& c = contexts_[op.context];
     text += ": no message matched it; messages waiting unmatched on this team: " +
             (c.matcher ? c.matcher->describeUnexpected(8) : std::string("none"));
-    return text;
+    return text + streamHint;
   }
   const auto& q = queued_[op.peerPe];
   const bool queued = std::any_of(q.begin(), q.end(), [&](const Queued& s) { return s.op.get() == &op; });
   if (queued) {
     return text + ": it could not be handed over yet (PE " + std::to_string(op.peerPe) +
-           " is not taking messages in: is it inside a long computation without calling axon?)";
+           " is not taking messages in: is it inside a long computation without calling axon?)" + streamHint;
   }
   return text + ": PE " + std::to_string(op.peerPe) +
-         " has not posted a receive that matches it (a message this large waits at the sender until matched)";
+         " has not posted a receive that matches it (a message this large waits at the sender until matched)" +
+         streamHint;
 }
 
 std::string Engine::explain(const detail::TeamState& team, std::uint64_t bytes, int dest, bool onDevice) {
@@ -448,6 +481,7 @@ void Engine::forgetTeam(int slot) {
   std::lock_guard lock(mutex_);
   progressLocked();
   forgetLocked(slot);
+  forgetLocked(slot + kTeamSlots);
 }
 
 void Engine::forgetLocked(int slot) {

@@ -9,11 +9,17 @@
 // (rendezvous): their data waits in the send buffer until matched. So the receiver's memory is
 // bounded and a full receiver slows its senders down without refusing anything.
 //
+// Stream-ordered messages (send_on_stream / recv_on_stream, p2p/stream_messages.cpp) match in a
+// context of their own per team, apart from the program's send/recv: the tag is the call's
+// number among the pair's stream-ordered calls, given when the program makes the call, so that
+// they match in call order whatever order the streams run them in.
+//
 // Thread safety: every entry point takes the engine's lock; channels are called with it held and
 // complete operations from any thread (UCX callbacks) through the operation alone.
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -43,11 +49,21 @@ class Engine final : public ProgressClient, private Sink {
   Engine(Runtime& rt, std::unique_ptr<LocalChannel> local, Channel* network);
   ~Engine() override;
 
-  // Arguments are checked here (InvalidPe, InvalidArgument naming `api`).
+  // Team slots; context slot + kTeamSlots holds the team's stream-ordered messages.
+  static constexpr int kTeamSlots = 64;
+
+  // Arguments are checked here (InvalidPe, InvalidArgument naming `api`). streamOrdered: in the
+  // team's stream-ordered context (`tag` from streamCallNumber).
   std::shared_ptr<Operation> isend(const detail::TeamState& team, const void* buf, std::uint64_t bytes, int dest,
-                                   int tag, const char* api);
+                                   int tag, const char* api, bool streamOrdered = false);
   std::shared_ptr<Operation> irecv(const detail::TeamState& team, void* buf, std::uint64_t capacity, int source,
-                                   int tag, const char* api);
+                                   int tag, const char* api, bool streamOrdered = false);
+  // The number of this PE's next stream-ordered send to (or receive from) team member `peer`,
+  // wrapping within [0, kMaxTag]: the tag that pairs it with the peer's call of the same number.
+  int streamCallNumber(const detail::TeamState& team, int peer, bool send);
+  // Whether `op` has ended (throws its failure); throws PeerDead when a PE died and Timeout past
+  // `deadline`: the check a stream's host worker polls.
+  bool ended(Operation& op, std::chrono::steady_clock::time_point deadline);
   std::optional<Status> iprobe(const detail::TeamState& team, int source, int tag, const char* api);
   // Waits until `op` has ended (bounded by AXON_TIMEOUT, PeerDead when a PE died) and throws its
   // failure.
@@ -81,12 +97,14 @@ class Engine final : public ProgressClient, private Sink {
     std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> posted;  // by cookie
     std::unordered_map<std::uint64_t, std::unique_ptr<Arrived>> waiting;   // unexpected, by cookie
     std::deque<std::unique_ptr<Arrived>> early;
+    // Stream-ordered context: the next call numbers, by team index.
+    std::vector<std::uint32_t> nextSend, nextRecv;
   };
   struct Queued {
     std::shared_ptr<Operation> op;
     Header header;
   };
-  static constexpr int kContexts = 64;  // team slots
+  static constexpr int kContexts = 2 * kTeamSlots;
   // Bytes of credit a message costs beyond its data: its slot header (so that empty messages
   // count too).
   static constexpr std::uint64_t kMessageCharge = 64;
@@ -94,7 +112,7 @@ class Engine final : public ProgressClient, private Sink {
   void arrived(std::unique_ptr<Arrived> message) override;
   void credited(int pe, std::uint64_t bytes) override;
 
-  Context& context(const detail::TeamState& team);
+  Context& context(const detail::TeamState& team, bool streamOrdered = false);
   void forgetLocked(int slot);
   void match(Context& c, std::unique_ptr<Arrived> m);
   // Delivers a matched message into `recv`.

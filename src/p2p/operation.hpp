@@ -27,7 +27,8 @@ struct Operation {
   int peer = 0;
   int peerPe = -1;
   int tag = 0;  // recv: or kAnyTag
-  int context = 0;       // the team's slot
+  int context = 0;       // the matching context: the team's slot (stream-ordered: + Engine::kTeamSlots)
+  bool streamOrdered = false;  // send_on_stream / recv_on_stream (the tag is the call's number)
   std::string teamName;  // for messages
   std::uint64_t id = 0;  // unique on this PE
 

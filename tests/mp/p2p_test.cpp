@@ -8,33 +8,18 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <random>
-#include <set>
 #include <string>
 #include <vector>
+
+#include "p2p_random_messages.hpp"
 
 namespace {
 
 int me() { return axon::myPe(); }
 int np() { return axon::nPes(); }
 
-// The byte at `i` of message `id` from `source`: every message distinct, every byte checked.
-unsigned char pattern(int source, std::uint64_t id, std::size_t i) {
-  return static_cast<unsigned char>((source * 131 + id * 31 + i * 7 + (i >> 8)) & 0xff);
-}
-std::vector<unsigned char> message(int source, std::uint64_t id, std::size_t bytes) {
-  std::vector<unsigned char> v(bytes);
-  for (std::size_t i = 0; i < bytes; ++i) v[i] = pattern(source, id, i);
-  return v;
-}
-// The first byte that differs, or -1.
-long firstWrong(const unsigned char* got, int source, std::uint64_t id, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; ++i) {
-    if (got[i] != pattern(source, id, i)) return static_cast<long>(i);
-  }
-  return -1;
-}
+using axon::test::firstWrong;
+using axon::test::message;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -316,103 +301,20 @@ TEST(P2p, AFloodOfUnexpectedMessagesStaysWithinTheBound) {
 // (self-sends too), sizes up to 4 MiB, tags, and receives with every kind of wildcard. Every PE
 // draws the same plan from one seed, so each knows what it must receive; each message's bytes name
 // it, so a receive checks it got a whole, unique, correctly ordered message.
+// Host buffers, each of its own size.
+struct HostBuffers {
+  std::vector<unsigned char> make(std::size_t bytes, std::uint64_t) { return std::vector<unsigned char>(bytes); }
+  void* data(std::vector<unsigned char>& b) { return b.data(); }
+  void write(std::vector<unsigned char>& b, const std::vector<unsigned char>& v) { b = v; }
+  std::vector<unsigned char> read(std::vector<unsigned char>& b, std::size_t bytes) {
+    return std::vector<unsigned char>(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(bytes));
+  }
+};
+
 TEST(P2p, RandomMessagesEachVerified) {
   const char* env = std::getenv("AXON_TEST_P2P_MESSAGES");
-  const int total = env ? std::atoi(env) : 10000;
-  const int perRound = 250;
-  struct Planned {
-    int source, dest, tag;
-    std::size_t bytes;
-  };
-  std::mt19937_64 rng(20261124);
-  auto size = [&] {
-    const unsigned r = rng() % 100;
-    if (r < 80) return static_cast<std::size_t>(rng() % 16385);
-    if (r < 98) return static_cast<std::size_t>(rng() % 262145);
-    return static_cast<std::size_t>(rng() % (4u << 20) + 1);
-  };
-  int checked = 0;
-  for (int first = 0; first < total; first += perRound) {
-    const int count = std::min(perRound, total - first);
-    // Tags 0-3 are received by exact receives, (source, ANY_TAG) and (ANY_SOURCE, ANY_TAG);
-    // tags 4-7 by exact receives and (ANY_SOURCE, tag). Posted in that order (phase), every
-    // receive finds a message whatever order they arrive in: a wildcard can never take the
-    // message another receive needed (the counts per source and tag always add up).
-    std::vector<Planned> plan;
-    for (int k = 0; k < count; ++k) {
-      plan.push_back(Planned{static_cast<int>(rng() % np()), static_cast<int>(rng() % np()),
-                             static_cast<int>(rng() % 8), size()});
-    }
-    // Each message's bytes are its own pattern (message()), which names it.
-    std::vector<std::vector<unsigned char>> out;
-    std::vector<axon::Request> sends;
-    for (int k = 0; k < count; ++k) {
-      if (plan[k].source != me()) continue;
-      out.push_back(message(me(), first + k, plan[k].bytes));
-      sends.push_back(axon::isend(out.back().data(), plan[k].bytes, plan[k].dest, plan[k].tag));
-    }
-    std::vector<int> mine;
-    for (int k = 0; k < count; ++k) {
-      if (plan[k].dest == me()) mine.push_back(k);
-    }
-    struct Posted {
-      int phase, source, tag;
-      std::vector<unsigned char> buf;
-      axon::Request req;
-    };
-    std::vector<Posted> posted;
-    for (int k : mine) {
-      const unsigned kind = static_cast<unsigned>(first + k) % 3;
-      int phase, source = plan[k].source, tag = plan[k].tag;
-      if (plan[k].tag >= 4) {
-        phase = kind == 0 ? 0 : 1;
-        if (phase == 1) source = axon::kAnySource;
-      } else {
-        phase = 2 + static_cast<int>(kind);
-        if (phase >= 3) tag = axon::kAnyTag;
-        if (phase == 4) source = axon::kAnySource;
-      }
-      // Room for the largest message it could take.
-      std::size_t room = 0;
-      for (int j : mine) {
-        if ((source == axon::kAnySource || source == plan[j].source) && (tag == axon::kAnyTag || tag == plan[j].tag)) {
-          room = std::max(room, plan[j].bytes);
-        }
-      }
-      posted.push_back(Posted{phase, source, tag, std::vector<unsigned char>(room), {}});
-    }
-    std::stable_sort(posted.begin(), posted.end(), [](const Posted& a, const Posted& b) { return a.phase < b.phase; });
-    for (auto& p : posted) p.req = axon::irecv(p.buf.data(), p.buf.size(), p.source, p.tag);
-    std::set<int> got;
-    std::map<std::pair<int, int>, int> lastOf;  // (source, tag) -> last message number taken
-    for (auto& p : posted) {
-      const axon::Status st = p.req.wait();
-      // Identify the message by (source, tag, size, bytes); numbers grow within a (source, tag).
-      int which = -1;
-      for (int k : mine) {
-        if (got.count(k) || plan[k].source != st.source || plan[k].tag != st.tag || plan[k].bytes != st.bytes) continue;
-        if (firstWrong(p.buf.data(), st.source, first + k, st.bytes) == -1) {
-          which = k;
-          break;
-        }
-      }
-      ASSERT_GE(which, 0) << "PE " << me() << " received " << st.bytes << " B from " << st.source << " tag " << st.tag
-                          << " matching no planned message";
-      got.insert(which);
-      auto& last = lastOf[{st.source, st.tag}];
-      // Among messages of one (source, tag) with distinct contents, each receive takes the oldest:
-      // the number must exceed the previous one taken. Equal-size empty messages are alike, so
-      // only their count is checked.
-      if (st.bytes > 0) {
-        ASSERT_GT(which + 1, last) << "message " << first + which << " overtook an earlier one of its pair and tag";
-      }
-      last = std::max(last, which + 1);
-      ++checked;
-    }
-    ASSERT_EQ(got.size(), mine.size());
-    axon::waitAll(sends);
-    axon::barrierAll();
-  }
+  HostBuffers buffers;
+  const int checked = axon::test::runRandomMessages(buffers, env ? std::atoi(env) : 10000, 20261124);
   if (me() == 0) std::printf("[ p2p ] %d messages received and checked on PE 0\n", checked);
 }
 

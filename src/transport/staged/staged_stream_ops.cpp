@@ -48,6 +48,17 @@ StagedStreamOps::~StagedStreamOps() {
   gpu::LibraryCudaCalls calls(cu_, ctx_);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  // Work under way is not waited for (what it waits on is going too): its streams are released.
+  for (UnderWay& u : underWay_) {
+    Request* r = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (u.number < requests_.size()) r = requests_[u.number];
+    }
+    recordFailure(r, ErrorCode::NotInitialized, "not finished: finalize came first");
+    finishTicket(u.ticket, u.number, r);
+  }
+  underWay_.clear();
   while (true) {
     if (serveNext(head_)) {
       ++head_;
@@ -80,6 +91,16 @@ void StagedStreamOps::releaseResources() {
 }
 
 void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::string what) {
+  enqueueAsync(
+      stream,
+      [work = std::move(work)]() -> Completion {
+        work();
+        return {};
+      },
+      std::move(what));
+}
+
+void StagedStreamOps::enqueueAsync(CUstream stream, std::function<Completion()> start, std::string what) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   gpu::cuCheck(cu_.cuStreamIsCapturing(stream, &capture), what + ": cuStreamIsCapturing");
   const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -93,7 +114,7 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
       number = freeNumbers_.back();
       freeNumbers_.pop_back();
     }
-    requests_[number] = new Request{std::move(work), std::move(what), captured};
+    requests_[number] = new Request{std::move(start), std::move(what), captured};
     if (captured) ++capturedCount_;
     else ++runOnceInFlight_;
   }
@@ -102,7 +123,11 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wakeFd_, &one, sizeof(one));
   try {
-    kernels::stagedStreamOp(stream, ring_, reinterpret_cast<std::uint64_t*>(tickets_), number, timeoutNs_, myPe_);
+    // The kernel gives up well after the host work's own bounded waits would have: the host's
+    // error, which names the operation, releases the stream first; the kernel's trap is the last
+    // resort for a worker that stopped.
+    const unsigned long long kernelTimeoutNs = timeoutNs_ ? 2 * timeoutNs_ + 10'000'000'000ull : 0;
+    kernels::stagedStreamOp(stream, ring_, reinterpret_cast<std::uint64_t*>(tickets_), number, kernelTimeoutNs, myPe_);
   } catch (...) {
     // Not launched (the launch's own status): nothing will post it.
     std::lock_guard lock(mutex_);
@@ -187,6 +212,13 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
   const std::uint64_t slot = head % kStreamOpRingSlots;
   StreamOpRing::Entry& entry = ring_->entries[slot];
   if (atomicWord(entry.ticket).load(std::memory_order_acquire) != head + 1) return false;
+  // The slot's previous ticket must have ended before this one is read (its done word only grows).
+  if (head >= kStreamOpRingSlots) {
+    const std::uint64_t previous = head - kStreamOpRingSlots;
+    for (const UnderWay& u : underWay_) {
+      if (u.ticket == previous) return false;
+    }
+  }
   const std::uint64_t number = atomicWord(entry.request).load(std::memory_order_relaxed);
   atomicWord(ring_->taken).store(head + 1, std::memory_order_release);  // the slot may be reused
   Request* r = nullptr;
@@ -194,34 +226,77 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
     std::lock_guard lock(mutex_);
     if (number < requests_.size()) r = requests_[number];
   }
-  // The stream must not hang on a failure: it is released below either way, and the failure is
+  // The stream must not hang on a failure: it is released either way, and the failure is
   // reported at the next host call (and in the log now).
-  auto fail = [&](ErrorCode code, const std::string& why) {
-    std::lock_guard lock(mutex_);
-    const std::string msg = (r ? r->what : std::string("stream-ordered staged operation")) + " failed: " + why;
-    if (!error_) error_.emplace(code, msg);
-    log(LogLevel::Error, myPe_, msg);
-  };
+  Completion completion;
   if (!r) {
-    fail(ErrorCode::Internal, "the GPU posted request " + std::to_string(number) + ", which this PE does not hold");
+    recordFailure(r, ErrorCode::Internal, "the GPU posted request " + std::to_string(number) + ", which this PE does not hold");
   } else if (shuttingDown_) {
-    fail(ErrorCode::NotInitialized, "not run: it reached the GPU after finalize");
+    recordFailure(r, ErrorCode::NotInitialized, "not run: it reached the GPU after finalize");
   } else {
     try {
-      r->work();
+      completion = r->start();
+      if (completion && completion()) completion = nullptr;
     } catch (const Error& e) {
-      fail(e.code(), e.what());
+      recordFailure(r, e.code(), e.what());
+      completion = nullptr;
     } catch (const std::exception& e) {
-      fail(ErrorCode::Internal, e.what());
+      recordFailure(r, ErrorCode::Internal, e.what());
+      completion = nullptr;
     }
   }
-  atomicWord(ring_->done[slot]).store(head + 1, std::memory_order_release);
+  if (completion) {
+    underWay_.push_back(UnderWay{head, number, std::move(completion)});
+  } else {
+    finishTicket(head, number, r);
+  }
+  return true;
+}
+
+bool StagedStreamOps::pollUnderWay() {
+  bool any = false;
+  for (std::size_t i = 0; i < underWay_.size();) {
+    UnderWay& u = underWay_[i];
+    bool ended = false;
+    Request* r = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (u.number < requests_.size()) r = requests_[u.number];
+    }
+    try {
+      ended = u.completion();
+    } catch (const Error& e) {
+      recordFailure(r, e.code(), e.what());
+      ended = true;
+    } catch (const std::exception& e) {
+      recordFailure(r, ErrorCode::Internal, e.what());
+      ended = true;
+    }
+    if (!ended) {
+      ++i;
+      continue;
+    }
+    finishTicket(u.ticket, u.number, r);
+    underWay_.erase(underWay_.begin() + static_cast<std::ptrdiff_t>(i));
+    any = true;
+  }
+  return any;
+}
+
+void StagedStreamOps::recordFailure(Request* r, ErrorCode code, const std::string& why) {
+  std::lock_guard lock(mutex_);
+  const std::string msg = (r ? r->what : std::string("stream-ordered host operation")) + " failed: " + why;
+  if (!error_) error_.emplace(code, msg);
+  log(LogLevel::Error, myPe_, msg);
+}
+
+void StagedStreamOps::finishTicket(std::uint64_t ticket, std::uint64_t number, Request* r) {
+  atomicWord(ring_->done[ticket % kStreamOpRingSlots]).store(ticket + 1, std::memory_order_release);
   if (r && !r->captured) {
     // Run once: nothing posts it again.
     std::lock_guard lock(mutex_);
     forget(number);
   }
-  return true;
 }
 
 bool StagedStreamOps::progress() {
@@ -229,11 +304,17 @@ bool StagedStreamOps::progress() {
     gpu::adoptLibraryThread(cu_, ctx_);  // the engine's thread
     threadReady_ = true;
   }
+  bool any = !underWay_.empty() && pollUnderWay();
   if (serveNext(head_)) {
     ++head_;
+    any = true;
+  }
+  // Work under way keeps the engine polling (the pacer's hint), without spinning on it forever.
+  if (any) {
     pacer_.markWork();
     return true;
   }
+  if (!underWay_.empty()) return false;
   std::lock_guard lock(mutex_);
   reclaimReleased();
   return false;

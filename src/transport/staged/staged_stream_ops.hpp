@@ -17,6 +17,12 @@
 // request lives until CUDA releases the graph that holds it (a user object on that graph, whose
 // destructor runs once the graph and every executable graph made from it are destroyed and
 // their launches complete), or until this object goes.
+//
+// Work may also end later than it starts (enqueueAsync: stream-ordered messages). The worker then
+// serves the next requests, of any stream, while it polls the ones under way, so that a message
+// waiting for its match on one stream does not hold up the others. A ring slot is reused only
+// once the request that held it has ended (the kernel of a later ticket waits for `done` of its
+// own ticket, and that word must only grow).
 #pragma once
 
 #include <atomic>
@@ -49,6 +55,11 @@ class StagedStreamOps final : public ProgressClient {
   // Enqueues `work` (run on the worker thread, with this PE's context current) on `stream`.
   // `what` names it in error reports.
   void enqueue(CUstream stream, std::function<void()> work, std::string what);
+  // The check the worker polls for work under way: true once it has ended; throws its failure.
+  using Completion = std::function<bool()>;
+  // Enqueues work that starts when the stream gets here and ends when the Completion `start`
+  // returns says so (an empty one: ended already); the stream's later work waits until then.
+  void enqueueAsync(CUstream stream, std::function<Completion()> start, std::string what);
 
   // The first error a worker met since the last call (then cleared), or nullopt. The stream was
   // released so that it cannot hang; the host API reports the error at its next call.
@@ -56,7 +67,7 @@ class StagedStreamOps final : public ProgressClient {
 
  private:
   struct Request {
-    std::function<void()> work;
+    std::function<Completion()> start;
     std::string what;
     bool captured;  // part of a graph: kept, as the graph may run it again
   };
@@ -79,9 +90,22 @@ class StagedStreamOps final : public ProgressClient {
   void forget(std::uint64_t number);
   // Frees the captured requests whose graphs are gone. Called with mutex_ held.
   void reclaimReleased();
-  // Runs the request the ticket at `head` names, then marks the ticket done. False if the GPU has
-  // not posted that ticket yet.
+  // A request started and not yet ended, by its ticket.
+  struct UnderWay {
+    std::uint64_t ticket;
+    std::uint64_t number;
+    Completion completion;
+  };
+  // Starts the request the ticket at `head` names; marks the ticket done if it has ended, else
+  // keeps it under way. False if the GPU has not posted that ticket yet, or its slot's previous
+  // ticket is still under way.
   bool serveNext(std::uint64_t head);
+  // Polls the requests under way; returns whether any ended.
+  bool pollUnderWay();
+  // Marks `ticket` done (its stream goes on) and forgets a run-once request.
+  void finishTicket(std::uint64_t ticket, std::uint64_t number, Request* r);
+  // Records a failure of request `r` (reported at the next host call and logged now).
+  void recordFailure(Request* r, ErrorCode code, const std::string& why);
   void releaseResources();
 
   const gpu::DriverApi& cu_;
@@ -94,6 +118,7 @@ class StagedStreamOps final : public ProgressClient {
   std::mutex mutex_;
   int wakeFd_ = -1;                   // eventfd written by enqueue: the engine sleeps on it when idle
   std::uint64_t head_ = 0;            // the next ticket to serve (the engine's thread alone)
+  std::vector<UnderWay> underWay_;    // started, not yet ended (the engine's thread alone)
   bool threadReady_ = false;          // the engine's thread has the context and relaxed capture mode
   bool shuttingDown_ = false;         // set by the destructor: posted ops are released, not run
   PollPacer pacer_;
