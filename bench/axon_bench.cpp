@@ -19,6 +19,9 @@
 //   atomic_lat      one blocking 64-bit fetch_add at a time (8 bytes: -m is ignored); each answer
 //                   is checked (the count of adds before it)
 //
+// The two-sided tests (p2p-latency, p2p-bw, p2p-bibw, p2p-pingping: send/recv) are in
+// p2p_bench.cpp, the collectives in coll_bench.cpp.
+//
 // -i counts messages for the latency tests and windows for the windowed ones (as OSU does);
 // without -i/-x the OSU defaults apply (above 8 KiB: fewer iterations). Before the first size,
 // PE 0 and PE 1 ping-pong for --settle-ms (default 200) milliseconds, see settle().
@@ -52,6 +55,7 @@
 
 #include "bench_cli.hpp"
 #include "coll_bench.hpp"
+#include "p2p_bench.hpp"
 #include "p2p_conventions.hpp"
 
 namespace {
@@ -678,6 +682,7 @@ int run(Options opt) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && axon::bench::isCollectiveTest(argv[1])) return axon::bench::runCollectiveBench(argc, argv);
+  if (argc > 1 && axon::bench::isP2pTest(argv[1])) return axon::bench::runP2pBench(argc, argv);
   Options opt;
   try {
     opt = parse(argc, argv);

@@ -135,6 +135,9 @@ axon_status_t axon_put_signal_on_stream(void* dest, const void* src, size_t byte
 axon_status_t axon_signal_op_on_stream(uint64_t* sig, uint64_t value, axon_signal_op_t op, int pe, void* stream);
 axon_status_t axon_signal_wait_until_on_stream(uint64_t* sig, axon_cmp_t cmp, uint64_t value, void* stream);
 axon_status_t axon_quiet_on_stream(void* stream);
+/* Waits for the stream's work, then returns what a stream-ordered call served by the host met on
+ * the way (a stream-ordered message's AXON_ERR_TRUNCATED, AXON_ERR_TIMEOUT, ...). */
+axon_status_t axon_stream_synchronize(void* stream);
 axon_status_t axon_barrier_on_stream(axon_team_t team, void* stream);
 axon_status_t axon_barrier_all_on_stream(void* stream);
 
@@ -178,6 +181,14 @@ axon_status_t axon_test(axon_request_t* req, axon_msg_status_t* status);
 axon_status_t axon_probe(int source, int tag, axon_team_t team, axon_msg_status_t* status);
 /* *found is 1 and *status set when a matching message waits, else 0. */
 axon_status_t axon_iprobe(int source, int tag, axon_team_t team, int* found, axon_msg_status_t* status);
+/* Stream-ordered forms (GPU backend; axon::sendOnStream): enqueued on `stream` (a cudaStream_t),
+ * paired with the peer's calls in call order, never with axon_send/axon_recv. A failure is
+ * returned by the next call that synchronizes with the stream (axon_stream_synchronize). Calls
+ * between axon_group_start and axon_group_end start together (an exchange). */
+axon_status_t axon_send_on_stream(const void* buf, size_t bytes, int dest, axon_team_t team, void* stream);
+axon_status_t axon_recv_on_stream(void* buf, size_t capacity, int source, axon_team_t team, void* stream);
+axon_status_t axon_group_start(void);
+axon_status_t axon_group_end(void);
 
 /* The handle kernels pass to the device-callable collectives (axon::device::CollHandle of
  * axon/device/coll_types.hpp, a trivially copyable struct), copied as bytes so that this header

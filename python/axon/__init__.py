@@ -33,8 +33,8 @@ from .memory import (  # noqa: F401
     empty, free, heap_stats, host_heap_stats, is_symmetric, peer_view, ptr, zeros,
 )
 from .p2p import (  # noqa: F401
-    ANY_SOURCE, ANY_TAG, MAX_TAG, Request, Status, explain_message, iprobe, irecv, isend, message_stats, probe,
-    recv, send, wait_all, wait_any,
+    ANY_SOURCE, ANY_TAG, MAX_TAG, Request, Status, explain_message, group, group_end, group_start, iprobe, irecv,
+    isend, message_stats, probe, recv, recv_on_stream, send, send_on_stream, wait_all, wait_any,
 )
 from .onesided import (  # noqa: F401
     Cmp, SignalOp, atomic_add, atomic_compare_swap, atomic_fetch, atomic_fetch_add,
@@ -42,7 +42,7 @@ from .onesided import (  # noqa: F401
     barrier_all_on_stream, barrier_on_stream, fence, g, get, get_nbi, get_on_stream, p, put,
     put_nbi, put_on_stream, put_signal, put_signal_on_stream, quiet, quiet_on_stream,
     signal_fetch, signal_op, signal_op_on_stream, signal_wait_until, signal_wait_until_on_stream,
-    sync_all,
+    stream_synchronize, sync_all,
 )
 
 _axon.set_error_classes(_BY_CODE)

@@ -264,6 +264,12 @@ def quiet_on_stream(stream=None) -> None:
     _axon.quiet_on_stream(_stream_handle(stream, "quiet_on_stream"))
 
 
+def stream_synchronize(stream=None) -> None:
+    """Waits until `stream` has done its work, then raises what a stream-ordered call that the
+    host served on the way met (a stream-ordered message's TruncatedError, TimeoutError, ...)."""
+    _axon.stream_synchronize(_stream_handle(stream, "stream_synchronize"))
+
+
 def barrier_on_stream(team, stream=None) -> None:
     """A barrier over `team` on the GPU: work enqueued on `stream` after it starts once every
     member reached it (and quiet held on each). One stream barrier per team in flight at a time."""

@@ -15,16 +15,25 @@ longer than the receive buffer raises TruncatedError naming both sizes. Every wa
 AXON_TIMEOUT (TimeoutError names what the receive waited for and what waits unmatched), and a
 dead peer raises PeerDeadError. Blocking calls do not wait for your CUDA streams: synchronize the
 stream that produced a device buffer first (a CUDA array's interface stream is synchronized).
+
+On the GPU backend, send_on_stream and recv_on_stream are enqueued on a CUDA stream, like NCCL's
+send/recv: they pair with the peer's calls in call order (never with send/recv), the stream's
+later work waits for them, and they can be captured into a CUDA graph. Put an exchange (each PE
+sends to the other and receives) in ``with axon.group():`` so that both directions start
+together. A failure (TruncatedError, TimeoutError, PeerDeadError) releases the stream and is
+raised by the next ``axon.stream_synchronize(stream)``.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from dataclasses import dataclass
 
 from . import _axon
 from .collectives import _team
 from .errors import InvalidArgumentError
-from .gpu import as_buffer
+from .gpu import _stream_handle, as_buffer
 
 ANY_SOURCE = _axon.ANY_SOURCE
 ANY_TAG = _axon.ANY_TAG
@@ -146,6 +155,43 @@ def wait_any(requests) -> tuple[int, Status]:
     requests[i]._status = _status(t)
     requests[i]._buf = None
     return i, requests[i]._status
+
+
+def send_on_stream(buf, dest: int, stream=None, team=None) -> None:
+    """On `stream` (None: the legacy default stream, an int handle, a torch or CuPy stream): sends
+    the whole of `buf` to member `dest`; the stream's later work waits until `buf` may be reused."""
+    h = _stream_handle(stream, "send_on_stream")
+    b = as_buffer(buf, "send_on_stream", "buf", stream=h)
+    _axon.send_on_stream(b.addr, b.nbytes, int(dest), _team(team), h)
+
+
+def recv_on_stream(buf, source: int, stream=None, team=None) -> None:
+    """On `stream`: receives the message of `source`'s matching send_on_stream (the calls pair in
+    order) into `buf`; the stream's later work sees the data. `source` names a member (no
+    wildcard)."""
+    h = _stream_handle(stream, "recv_on_stream")
+    b = as_buffer(buf, "recv_on_stream", "buf", writable=True, stream=h)
+    _axon.recv_on_stream(b.addr, b.nbytes, int(source), _team(team), h)
+
+
+def group_start() -> None:
+    """Opens a group (on this thread): the stream-ordered calls until group_end start together."""
+    _axon.group_start()
+
+
+def group_end() -> None:
+    """Closes the group: its calls (all on one stream) are enqueued as one step."""
+    _axon.group_end()
+
+
+@contextmanager
+def group():
+    """``with axon.group():`` around stream-ordered sends and receives that must run at once."""
+    group_start()
+    try:
+        yield
+    finally:
+        group_end()
 
 
 def probe(source: int = ANY_SOURCE, tag: int = ANY_TAG, team=None) -> Status:

@@ -161,6 +161,8 @@ void bindGpu(nb::module_& m) {
   m.def(
       "quiet_on_stream", [](std::uintptr_t stream) { quietOnStream(streamOf(stream)); }, arg("stream"), release);
   m.def(
+      "stream_synchronize", [](std::uintptr_t stream) { streamSynchronize(streamOf(stream)); }, arg("stream"), release);
+  m.def(
       "barrier_on_stream", [](const Team& team, std::uintptr_t stream) { barrierOnStream(team, streamOf(stream)); },
       arg("team"), arg("stream"), release);
   m.def(

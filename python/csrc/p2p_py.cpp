@@ -52,6 +52,15 @@ void bindP2p(nb::module_& m) {
         const std::size_t i = waitAny(copies.data(), copies.size(), &s);
         return std::make_tuple(i, tupleOf(s));
       }, release);
+  // Stream-ordered forms: `stream` is a CUstream handle as an int (0: the legacy default stream).
+  m.def("send_on_stream", [](std::uintptr_t buf, std::size_t n, int dest, const Team& t, std::uintptr_t stream) {
+        sendOnStream(ptrOf(buf), n, dest, reinterpret_cast<Stream>(stream), t);
+      }, release);
+  m.def("recv_on_stream", [](std::uintptr_t buf, std::size_t n, int source, const Team& t, std::uintptr_t stream) {
+        recvOnStream(ptrOf(buf), n, source, reinterpret_cast<Stream>(stream), t);
+      }, release);
+  m.def("group_start", [] { groupStart(); });
+  m.def("group_end", [] { groupEnd(); }, release);
   m.def("probe", [](int source, int tag, const Team& t) { return tupleOf(probe(source, tag, t)); }, release);
   m.def("iprobe", [](int source, int tag, const Team& t) -> std::optional<StatusTuple> {
         auto s = iprobe(source, tag, t);

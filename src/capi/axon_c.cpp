@@ -278,6 +278,9 @@ axon_status_t axon_signal_wait_until_on_stream(uint64_t* sig, axon_cmp_t cmp, ui
 axon_status_t axon_quiet_on_stream(void* stream) {
   return guarded([&] { axon::quietOnStream(static_cast<axon::Stream>(stream)); });
 }
+axon_status_t axon_stream_synchronize(void* stream) {
+  return guarded([&] { axon::streamSynchronize(static_cast<axon::Stream>(stream)); });
+}
 axon_status_t axon_barrier_on_stream(axon_team_t t, void* stream) {
   return guarded([&] { axon::barrierOnStream(teamOf(t), static_cast<axon::Stream>(stream)); });
 }
@@ -420,6 +423,18 @@ axon_status_t axon_iprobe(int source, int tag, axon_team_t team, int* found, axo
     *found = s ? 1 : 0;
     if (s) fillStatus(status, *s);
   });
+}
+axon_status_t axon_send_on_stream(const void* buf, size_t bytes, int dest, axon_team_t team, void* stream) {
+  return guarded([&] { axon::sendOnStream(buf, bytes, dest, static_cast<axon::Stream>(stream), teamOf(team)); });
+}
+axon_status_t axon_recv_on_stream(void* buf, size_t capacity, int source, axon_team_t team, void* stream) {
+  return guarded([&] { axon::recvOnStream(buf, capacity, source, static_cast<axon::Stream>(stream), teamOf(team)); });
+}
+axon_status_t axon_group_start(void) {
+  return guarded([] { axon::groupStart(); });
+}
+axon_status_t axon_group_end(void) {
+  return guarded([] { axon::groupEnd(); });
 }
 
 }  // extern "C"

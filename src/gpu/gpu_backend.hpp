@@ -85,7 +85,8 @@ class GpuBackend {
   // The allocation holding `p`, for a node-local peer to open by CUDA IPC; false for memory that
   // legacy IPC cannot share (VMM mappings, pool memory, host memory).
   virtual bool exportBuffer(const void* p, IpcBuffer& out) = 0;
-  // Where this process sees the base of PE `pe`'s exported allocation (opened once, cached).
+  // Where this process sees the base of PE `pe`'s exported allocation (opened once, cached), or
+  // nullptr where CUDA will not map it here (then the data moves another way).
   virtual void* importBuffer(int pe, const IpcBuffer& b) = 0;
   // The GPU heap offset of [p, p + bytes) when every PE in `pes` has that range of its heap mapped
   // for this GPU's loads and stores; device::kCollNoOffset otherwise.

@@ -60,8 +60,23 @@ void* IpcBuffers::open(int pe, const IpcBuffer& b) {
   CUipcMemHandle handle;
   std::memcpy(&handle, b.handle, sizeof handle);
   CUdeviceptr mapped = 0;
-  cuCheck(cu_.cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-          "PE " + std::to_string(myPe_) + ": cuIpcOpenMemHandle of PE " + std::to_string(pe) + "'s buffer");
+  CUresult r = cu_.cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  if (r == CUDA_ERROR_ALREADY_MAPPED) {
+    // A mapping still open here covers part of this allocation: PE `pe` freed an allocation we
+    // hold and made this one in its place at another base (seen on the H100 with many small
+    // cudaMalloc buffers). The cache's mappings of that PE are dropped and the open tried again.
+    std::erase_if(open_, [&](const Entry& e) {
+      if (e.pe == pe) close(e);
+      return e.pe == pe;
+    });
+    r = cu_.cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  }
+  if (r == CUDA_ERROR_ALREADY_MAPPED) {
+    log(LogLevel::Debug, myPe_, "cuIpcOpenMemHandle of PE " + std::to_string(pe) + "'s buffer: " + cuResultText(r) +
+                                    "; its data moves through the message ring instead");
+    return nullptr;
+  }
+  cuCheck(r, "PE " + std::to_string(myPe_) + ": cuIpcOpenMemHandle of PE " + std::to_string(pe) + "'s buffer");
   open_.push_back(Entry{pe, b.bufferId, b.base, mapped, uses_});
   return reinterpret_cast<void*>(mapped);
 }

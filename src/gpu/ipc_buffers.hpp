@@ -28,7 +28,8 @@ class IpcBuffers {
 
   // False for memory legacy IPC cannot share (VMM mappings, pool memory, host memory).
   bool describe(const void* p, IpcBuffer& out) const;
-  // This process's view of the base of PE `pe`'s allocation `b`.
+  // This process's view of the base of PE `pe`'s allocation `b`, or nullptr where CUDA will not
+  // map it here (the caller moves the data another way).
   void* open(int pe, const IpcBuffer& b);
 
  private:

@@ -171,7 +171,10 @@ bool LocalChannel::sendRendezvous(int pe, const Header& h, const std::shared_ptr
   if (HeapSpace* heap = rt_.heapContaining(send->buffer)) {
     o.inHeap = static_cast<std::uint8_t>(1 + static_cast<int>(heap->kind()));
     o.heapOffset = heap->offsetOf(send->buffer);
-  } else if (send->onDevice && pe != rt_.myPe() && rt_.gpu()->exportBuffer(send->buffer, o.ipc)) {
+  } else if (send->onDevice && !send->streamOrdered && pe != rt_.myPe() && rt_.gpu()->exportBuffer(send->buffer, o.ipc)) {
+    // Not for stream-ordered messages: opening the mapping (cuIpcOpenMemHandle) waits for the
+    // GPU to go idle, and a stream waiting for this message keeps it busy until AXON_TIMEOUT
+    // (seen on the H100). They stream through the ring instead.
     o.hasIpc = 1;
   }
   SlotHeader s = slotHeader(SlotKind::Rendezvous, h.bytes, h.sendId);
@@ -312,9 +315,11 @@ bool LocalChannel::copyDirect(int pe, const Offer& o, Operation& recv, std::uint
     }
   }
   if (o.hasIpc && rt_.gpu()) {
-    char* base = static_cast<char*>(rt_.gpu()->importBuffer(pe, o.ipc));
-    copy(recv.buffer, recv.onDevice, base + (o.address - o.ipc.base), true, bytes);
-    return true;
+    // nullptr: CUDA will not map it here; the data streams through the ring below.
+    if (char* base = static_cast<char*>(rt_.gpu()->importBuffer(pe, o.ipc))) {
+      copy(recv.buffer, recv.onDevice, base + (o.address - o.ipc.base), true, bytes);
+      return true;
+    }
   }
   const int local = localOf_[pe];
   if (srcOnDevice || recv.onDevice || !cmaWorks_[local] || rt_.pidOf(pe) <= 0 || rt_.pidOf(pe) != o.pid) return false;

@@ -83,13 +83,15 @@ def test_size_label():
     (["allreduce", "--op", "mean"], "--op 'mean' is not one of sum, prod, min, max"),
     (["broadcast", "--root", "2"], "--root 2 is not one of the 2 PEs"),
     (["allgather", "-d", "H", "D"], "a collective's buffers are all in one place"),
-    (["latency", "--via-host"], "--via-host is an option of pingping only"),
+    (["latency", "--via-host"], "--via-host is an option of pingping and p2p-pingping only"),
+    (["p2p-bw", "--via-host"], "--via-host is an option of pingping and p2p-pingping only"),
+    (["p2p-pingping", "--via-host", "-d", "H", "H"], "--via-host stages GPU data through the host: it takes -d D D"),
     (["pingping", "--via-host", "-d", "H", "H"], "--via-host stages GPU data through the host: it takes -d D D"),
     (["latency", "--emulate-nodes", "3"], "--pes 2 does not divide over --emulate-nodes 3"),
     (["latency", "--emulate-nodes", "0"], "--emulate-nodes must be an integer >= 1"),
     (["latency", "--pes", "4", "--emulate-nodes", "2", "--compare"],
      "--pes must equal --emulate-nodes (got --pes 4, --emulate-nodes 2)"),
-    (["latency", "--emulate-nodes", "2", "--compare", "-d", "D", "D"], "runs ucx_perftest on host buffers: -d H H"),
+    (["latency", "--emulate-nodes", "2", "--compare", "-d", "D", "D"], "runs ucx_perftest and Open MPI on host buffers: -d H H"),
     ([], "the following arguments are required: TEST"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
@@ -199,7 +201,7 @@ def test_compare_notes_without_and_with_gpu():
     notes = bench.compare_notes(peers, have_gpu=True, ran=frozenset({"NCCL"}))
     assert notes[0]["status"] == "run" and "/x/libnccl.so.2" in notes[0]["note"]
     detected = bench.detect_peers()
-    assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM", "ucx_perftest"]
+    assert [p["peer"] for p in detected] == ["NCCL", "PyTorch NCCL", "NVSHMEM", "ucx_perftest", "Open MPI"]
     nvshmem = detected[2]
     assert ("unavailable" in nvshmem) == (nvshmem["found"] and nvshmem["runner"] is None)
 
@@ -275,7 +277,7 @@ def test_real_run_json_round_trip(test, tmp_path, capsys):
     assert config["placement"] == "H H" and config["backend"] == "host" and config["pes"] == 2
     assert config["validate"] is True and config["iters"] == 20 and config["warmup"] == 2
     assert config["settle_ms"] == 200
-    assert config["limit_name"] == "memcpy between the same mappings"
+    assert config["limit_name"].startswith("memcpy between")
     assert config["sizes"] == SHORT_SIZES
     assert doc["machine"]["hostname"] and doc["machine"]["cpus"] >= 1
     assert [r["size"] for r in doc["results"]] == SHORT_SIZES
@@ -326,7 +328,9 @@ def test_compare_skips_every_peer_without_gpu(tmp_path, capsys):
                    for line in captured.out.splitlines()), captured.out
     assert "# --compare: peers on this machine" in captured.out
     doc = json.loads(out.read_text())
-    assert [c["status"] for c in doc["compare"]] == ["skipped"] * 3 + ["not_run"]  # ucx_perftest: across nodes
+    # ucx_perftest: across nodes; Open MPI: the two-sided tests only (or not installed)
+    assert [c["status"] for c in doc["compare"]][:4] == ["skipped"] * 3 + ["not_run"]
+    assert doc["compare"][4]["peer"] == "Open MPI" and doc["compare"][4]["status"] in ("skipped", "not_run")
     assert "# ucx_perftest: not run, it is compared across emulated nodes only (--emulate-nodes)" in captured.out
 
 
@@ -347,7 +351,7 @@ def test_peers_selects_the_compare_peers(tmp_path, capsys):
     for peer in ("PyTorch NCCL", "NVSHMEM"):
         assert any(x.startswith(f"# {peer}: not run, not in --peers (") for x in lines), captured.out
     doc = json.loads(out.read_text())
-    assert [c["status"] for c in doc["compare"]] == ["skipped", "not_run", "not_run", "not_run"]
+    assert [c["status"] for c in doc["compare"]] == ["skipped", "not_run", "not_run", "not_run", "not_run"]
     assert bench.parse_peers("ucx_perftest") == frozenset({"ucx_perftest"})
 
 

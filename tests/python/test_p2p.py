@@ -111,3 +111,18 @@ def test_receive_from_a_dead_peer_raises_peer_dead():
     assert "recv from source 1, tag 0, of up to 32 B on team world gave up: PE 1 (pid" in res.stdout, out
     seconds = float(res.stdout.split("caught PeerDeadError after ")[1].split(" s")[0])
     assert seconds < 1.5, out
+
+
+def test_stream_ordered_messages_need_the_gpu_backend(world_of_one):
+    import numpy as np
+
+    buf = np.zeros(4, np.uint8)
+    with pytest.raises(axon.UnsupportedError, match="send_on_stream: stream-ordered messages need the GPU backend"):
+        axon.send_on_stream(buf, 0)
+    with pytest.raises(axon.UnsupportedError, match="recv_on_stream"):
+        axon.recv_on_stream(buf, 0)
+    # A group of nothing is fine; a group_end without a group_start is not.
+    with axon.group():
+        pass
+    with pytest.raises(axon.InvalidArgumentError, match="group_end without a group_start"):
+        axon.group_end()

@@ -1,19 +1,25 @@
-"""Open MPI over UCX as a comparison peer across emulated nodes: an mpi4py ping-pong (OSU
-conventions) between two emulated nodes, for the latency axon's ``latency`` test measures there.
+"""Open MPI as a comparison peer of the two-sided tests: mpi4py programs with OSU's patterns
+(``p2p-latency``, ``p2p-bw``, ``p2p-bibw``, ``p2p-pingping``) on host (NumPy) buffers, two ranks on
+this node or one on each of two emulated nodes.
 
-Run as root, where Open MPI's ``mpirun`` and mpi4py are installed::
+Run as root, where Open MPI's ``mpirun`` and mpi4py are installed (``axon bench --compare`` runs
+it right after axon's driver)::
 
-    python -m axon.tools.mpi_peer --sizes 8,64,512 [-i ITERS] [-x WARMUP] [--mca KEY VALUE ...]
+    python -m axon.tools.mpi_peer p2p-latency --sizes 8,64,512 [--nodes 1|2] [--pml ucx,ob1]
+        [-i ITERS] [-x WARMUP] [--mca KEY VALUE ...]
 
-It makes two emulated nodes (``emulated_nodes.py``, as ``axon run --emulate-nodes 2`` does), runs
-``mpirun`` inside node 0 with one rank per node, and starts node 1's Open MPI daemon through a
-launch agent that enters node 1's namespaces instead of ssh (``plm_rsh_agent``). Open MPI runs with
-``--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any`` (its UCX point-to-point layer,
-over TCP between the nodes) unless ``--mca`` says otherwise. Each result is the one-way latency,
-round trip / 2, of blocking Send/Recv of host (NumPy) buffers, as osu_latency measures it; mpi4py
-adds its own call overhead (about a microsecond per call), which a C program would not pay.
+``--pml ucx`` is Open MPI over UCX (``--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices
+any``); ``--pml ob1`` its own layer (the shared-memory BTL on one node, TCP between nodes). Each
+runs under its own mpirun; results carry ``impl`` "openmpi-ucx" or "openmpi-ob1". Across nodes it
+makes two emulated nodes (``emulated_nodes.py``, as ``axon run --emulate-nodes 2`` does), runs
+``mpirun`` inside node 0 and starts node 1's Open MPI daemon through a launch agent that enters
+node 1's namespaces instead of ssh (``plm_rsh_agent``).
 
-Output: one JSON object per line (``result`` with ``impl`` "openmpi-ucx", or ``error``).
+Times follow axon's driver: latency is the one-way time (round trip / 2); bw and bibw the time
+per message of windows of 64 (bibw: both directions summed); pingping the time per exchange.
+mpi4py adds its own call overhead (about a microsecond per call), which a C program would not pay.
+
+Output: one JSON object per line (``peer``, ``result`` or ``error``).
 """
 
 from __future__ import annotations
@@ -75,49 +81,126 @@ def loaded_library(stem: str) -> str:
     return ""
 
 
-def pingpong(sizes: list[int], iters: int | None, warmup: int | None) -> None:
-    """The MPI program (rank 0 reports): blocking Send/Recv ping-pong, one way = round trip / 2."""
+#: The tests, as axon bench names them ("latency" is the one-sided comparison's name for the
+#: same ping-pong).
+TESTS = ("p2p-latency", "p2p-bw", "p2p-bibw", "p2p-pingping", "latency")
+WINDOW = 64  # osu_bw's window
+
+#: Open MPI's point-to-point layers: UCX's, and its own (ob1, with the shared-memory BTL on one
+#: node and TCP between nodes).
+PMLS = {"ucx": UCX_PML, "ob1": (("pml", "ob1"),)}
+
+
+def default_iters(test: str, size: int) -> tuple[int, int]:
+    """OSU's defaults, capped as axon's driver caps them (about 4 GiB per size and direction)."""
+    windowed = test in ("p2p-bw", "p2p-bibw")
+    big = size > 8192
+    iters = (20 if big else 100) if windowed else (1000 if big else 10000)
+    warmup = (2 if big else 10) if windowed else (10 if big else 100)
+    cap = int(4 * 2**30 / max(size * (WINDOW if windowed else 1), 1))
+    iters = max(2 if windowed else 10, min(iters, cap))
+    return iters, min(warmup, max(1, iters // 10))
+
+
+def rank_program(test: str, sizes: list[int], iters: int | None, warmup: int | None, impl: str,
+                 validate: bool) -> int:
+    """The MPI program (rank 0 reports), OSU's patterns on Send/Recv/Isend/Irecv."""
     import numpy as np
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    peer = 1 - rank
     if rank == 0:
-        emit({"type": "peer", "impl": "openmpi-ucx", "library": MPI.Get_library_version().strip().split("\n")[0],
+        emit({"type": "peer", "impl": impl, "version": MPI.Get_library_version().strip().split("\n")[0],
+              "library": MPI.Get_library_version().strip().split("\n")[0],
               "pml": os.environ.get("OMPI_MCA_pml", ""), "libucp": loaded_library("libucp")})
+    wrong_total = 0
     for size in sizes:
-        big = size > 8192
-        n = iters if iters else (1000 if big else 10000)
-        w = warmup if warmup is not None else (10 if big else 100)
-        buf = np.zeros(max(size, 1), np.uint8)
-        view = [buf[:size], MPI.BYTE]
+        n, w = default_iters(test, size)
+        n, w = iters or n, warmup if warmup is not None else w
+        send = ((np.arange(max(size, 1), dtype=np.int64) * 131 + size + rank * 17) % 251).astype(np.uint8)
+        recv = np.zeros(max(size, 1), np.uint8)
+        ack = np.zeros(1, np.uint8)
+        sv, rv = [send[:size], MPI.BYTE], [recv[:size], MPI.BYTE]
         comm.Barrier()
         start = 0.0
         for i in range(w + n):
             if i == w:
                 start = MPI.Wtime()
-            if rank == 0:
-                comm.Send(view, 1, 1)
-                comm.Recv(view, 1, 1)
+            if test in ("p2p-latency", "latency"):
+                if rank == 0:
+                    comm.Send(sv, 1, 1)
+                    comm.Recv(rv, 1, 1)
+                else:
+                    comm.Recv(rv, 0, 1)
+                    comm.Send(sv, 0, 1)
+            elif test == "p2p-pingping":
+                MPI.Request.Waitall([comm.Irecv(rv, peer, 1), comm.Isend(sv, peer, 1)])
             else:
-                comm.Recv(view, 0, 1)
-                comm.Send(view, 0, 1)
-        elapsed = MPI.Wtime() - start
+                both = test == "p2p-bibw"
+                reqs = []
+                if both or rank == 1:
+                    reqs += [comm.Irecv(rv, peer, 1) for _ in range(WINDOW)]
+                if both or rank == 0:
+                    reqs += [comm.Isend(sv, peer, 1) for _ in range(WINDOW)]
+                MPI.Request.Waitall(reqs)
+                if not both:
+                    if rank == 0:
+                        comm.Recv([ack, MPI.BYTE], 1, 2)
+                    else:
+                        comm.Send([ack, MPI.BYTE], 0, 2)
+        mine = MPI.Wtime() - start
+        elapsed = comm.allreduce(mine, op=MPI.MAX)
+        received = test != "p2p-bw" or rank == 1
+        wrong = 0
+        if validate and received and size:
+            want = ((np.arange(size, dtype=np.int64) * 131 + size + peer * 17) % 251).astype(np.uint8)
+            wrong = int((recv[:size] != want).sum())
+        wrong = comm.allreduce(wrong)
+        wrong_total += wrong
         if rank == 0:
-            one_way_us = elapsed / n / 2 * 1e6
-            emit({"type": "result", "impl": "openmpi-ucx", "test": "latency", "size": size,
-                  "time_us": one_way_us, "bw_gbs": size / one_way_us / 1e3, "iterations": n})
+            if test in ("p2p-latency", "latency"):
+                us = elapsed / n / 2 * 1e6
+                bw = size / us / 1e3
+            elif test == "p2p-pingping":
+                us = elapsed / n * 1e6
+                bw = size / us / 1e3
+            else:
+                us = elapsed / (n * WINDOW) * 1e6
+                bw = size / us / 1e3 * (2 if test == "p2p-bibw" else 1)
+            emit({"type": "result", "impl": impl, "test": test, "size": size, "iters": n, "warmup": w,
+                  "time_us": us, "bw_gbs": bw, "wrong": wrong if validate else None})
+    return 0 if wrong_total == 0 else 1
+
+
+def local_mpirun_command(mpirun: str, program: list[str], mca: list[tuple[str, str]]) -> list[str]:
+    """mpirun with two ranks on this node."""
+    cmd = [mpirun, "--allow-run-as-root", "-np", "2", "--bind-to", "none"]
+    for key, value in mca:
+        cmd += ["--mca", key, value]
+    for name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
+        if name in os.environ:
+            cmd += ["-x", name]
+    return cmd + program
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m axon.tools.mpi_peer", description=__doc__.split("\n\n")[0])
+    p.add_argument("test", nargs="?", default="p2p-latency", choices=TESTS)
     p.add_argument("--sizes", required=True, help="comma-separated message sizes in bytes")
     p.add_argument("-i", "--iters", type=int, default=None)
     p.add_argument("-x", "--warmup", type=int, default=None)
+    p.add_argument("--nodes", type=int, choices=(1, 2), default=2,
+                   help="1: both ranks on this node; 2: one rank on each of two emulated nodes")
+    p.add_argument("--pml", default=None,
+                   help="comma-separated point-to-point layers to run, of ucx and ob1 (default: ucx "
+                        "across nodes, both on one node)")
     p.add_argument("--mca", nargs=2, action="append", metavar=("KEY", "VALUE"), default=None,
-                   help="Open MPI MCA settings (default: the UCX PML, any transport and device)")
+                   help="Open MPI MCA settings instead of --pml's")
+    p.add_argument("--no-validate", dest="validate", action="store_false")
     p.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
-    p.add_argument("--rank-program", action="store_true", help=argparse.SUPPRESS)  # run under mpirun
+    p.add_argument("--rank-program", default=None, help=argparse.SUPPRESS)  # run under mpirun: the impl
     args = p.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -125,29 +208,45 @@ def main(argv: list[str] | None = None) -> int:
         emit({"type": "error", "usage": True, "message": f"--sizes: not a list of integers: {args.sizes!r}"})
         return 2
     if args.rank_program:
-        pingpong(sizes, args.iters, args.warmup)
-        return 0
+        return rank_program(args.test, sizes, args.iters, args.warmup, args.rank_program, args.validate)
     if not shutil.which(args.mpirun):
         emit({"type": "error", "message": f"{args.mpirun} not found: install Open MPI (Debian: openmpi-bin)"})
         return 1
-    mca = [tuple(kv) for kv in args.mca] if args.mca else list(UCX_PML)
-    program = [sys.executable, "-m", "axon.tools.mpi_peer", "--rank-program", "--sizes", args.sizes]
-    if args.iters:
-        program += ["-i", str(args.iters)]
-    if args.warmup is not None:
-        program += ["-x", str(args.warmup)]
-    try:
-        with EmulatedNodes(2) as nodes, tempfile.TemporaryDirectory(prefix="axon-mpi-") as tmp:
-            hosts = [f"axon-node{k}" for k in range(2)]
-            agent = os.path.join(tmp, "enter-node")
-            with open(agent, "w") as f:
-                f.write(agent_script({h: nodes.enter_command(k) for k, h in enumerate(hosts)}))
-            os.chmod(agent, stat.S_IRWXU)
-            cmd = nodes.enter_command(0) + mpirun_command(args.mpirun, agent, hosts, program, mca)
-            return subprocess.run(cmd).returncode
-    except EmulationError as e:
-        emit({"type": "error", "message": str(e)})
-        return 1
+    if args.mca:
+        runs = [("openmpi", [tuple(kv) for kv in args.mca])]
+    else:
+        names = (args.pml or ("ucx" if args.nodes == 2 else "ucx,ob1")).split(",")
+        unknown = [n for n in names if n not in PMLS]
+        if unknown:
+            emit({"type": "error", "usage": True, "message": f"--pml takes ucx and ob1; got {args.pml!r}"})
+            return 2
+        runs = [(f"openmpi-{n}", list(PMLS[n])) for n in names]
+    status = 0
+    for impl, mca in runs:
+        program = [sys.executable, "-m", "axon.tools.mpi_peer", args.test, "--rank-program", impl,
+                   "--sizes", args.sizes]
+        if args.iters:
+            program += ["-i", str(args.iters)]
+        if args.warmup is not None:
+            program += ["-x", str(args.warmup)]
+        if not args.validate:
+            program.append("--no-validate")
+        if args.nodes == 1:
+            status = subprocess.run(local_mpirun_command(args.mpirun, program, mca)).returncode or status
+            continue
+        try:
+            with EmulatedNodes(2) as nodes, tempfile.TemporaryDirectory(prefix="axon-mpi-") as tmp:
+                hosts = [f"axon-node{k}" for k in range(2)]
+                agent = os.path.join(tmp, "enter-node")
+                with open(agent, "w") as f:
+                    f.write(agent_script({h: nodes.enter_command(k) for k, h in enumerate(hosts)}))
+                os.chmod(agent, stat.S_IRWXU)
+                cmd = nodes.enter_command(0) + mpirun_command(args.mpirun, agent, hosts, program, mca)
+                status = subprocess.run(cmd).returncode or status
+        except EmulationError as e:
+            emit({"type": "error", "message": str(e)})
+            return 1
+    return status
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ Implementations (the ``impl`` of each result line):
   them: ``all_reduce``, ``broadcast`` and ``reduce`` exist only in place (their out-of-place side is
   null); ``all_gather_into_tensor``, ``reduce_scatter_tensor`` and ``all_to_all_single`` both ways
   (in place = the input is this PE's slice of the output, as axon's convention). Point to point:
-  ``latency`` is a send/recv ping-pong between PE 0 and PE 1 (one way = round trip / 2),
-  ``pingping`` a ``batch_isend_irecv`` exchange (time per exchange, bytes sent by one PE / time).
+  ``latency`` and ``p2p-latency`` are a send/recv ping-pong between PE 0 and PE 1 (one way = round
+  trip / 2), ``pingping`` and ``p2p-pingping`` a ``batch_isend_irecv`` exchange (time per
+  exchange, bytes sent by one PE / time); ``p2p-bw`` a ``batch_isend_irecv`` of 64 isends (PE 0)
+  and 64 irecvs (PE 1) then a one-byte ack, ``p2p-bibw`` both directions in one batch (time per
+  message; bibw sums both directions).
 * ``pytorch-symm-mem`` (allreduce, sum): ``torch.ops.symm_mem.one_shot_all_reduce_out`` out of
   place and ``two_shot_all_reduce_`` in place, on buffers from ``symm_mem.empty``. Multicast stays
   off (``TORCH_SYMM_MEM_DISABLE_MULTICAST=1``), as in every axon measurement.
@@ -39,7 +42,8 @@ import time
 from typing import Any, Callable
 
 COLLECTIVES = ("allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "alltoall")
-POINT_TO_POINT = ("latency", "pingping")
+POINT_TO_POINT = ("latency", "pingping", "p2p-latency", "p2p-bw", "p2p-bibw", "p2p-pingping")
+WINDOW = 64  # osu_bw's window (the p2p-bw and p2p-bibw tests)
 TESTS = COLLECTIVES + POINT_TO_POINT
 
 _BUS_FACTOR: dict[str, Callable[[int], float]] = {
@@ -243,10 +247,26 @@ class Peer:
 
         send.copy_(pattern(me).to(torch.uint8))
 
+        ack = torch.zeros(1, dtype=torch.uint8, device=self.device)
+
         def call() -> None:
             if peer is None:
                 return
-            if test == "pingping":
+            if test in ("p2p-bw", "p2p-bibw"):
+                both = test == "p2p-bibw"
+                ops = []
+                if both or me == 1:
+                    ops += [dist.P2POp(dist.irecv, recv, peer) for _ in range(WINDOW)]
+                if both or me == 0:
+                    ops += [dist.P2POp(dist.isend, send, peer) for _ in range(WINDOW)]
+                for r in dist.batch_isend_irecv(ops):
+                    r.wait()
+                if not both:
+                    if me == 0:
+                        dist.recv(ack, 1)
+                    else:
+                        dist.send(ack, 0)
+            elif test in ("pingping", "p2p-pingping"):
                 for r in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, peer),
                                                  dist.P2POp(dist.irecv, recv, peer)]):
                     r.wait()
@@ -259,11 +279,13 @@ class Peer:
 
         us = self.timed(call, iters, warmup)
         wrong = 0
-        if self.args.validate and peer is not None:
+        if self.args.validate and peer is not None and (test != "p2p-bw" or me == 1):
             wrong = int((recv.cpu().to(torch.int64) != pattern(peer)).sum().item())
         wrong = self.total(wrong)
-        if test == "latency":
+        if test in ("latency", "p2p-latency"):
             us /= 2  # one way, as osu_latency
+        if test in ("p2p-bw", "p2p-bibw"):
+            us /= WINDOW  # per message
         return us, wrong
 
 
@@ -278,6 +300,12 @@ def default_iters(test: str, size: int) -> tuple[int, int]:
     """coll_bench's defaults for the collectives, OSU's for the point-to-point tests."""
     if test in COLLECTIVES:
         return (200, 20) if size <= 65536 else (20, 5)
+    if test in ("p2p-bw", "p2p-bibw"):  # windows, capped as axon's driver caps them
+        iters = min(100 if size <= 8192 else 20, max(2, int(4 * 2**30 / max(size * WINDOW, 1))))
+        return iters, min(10 if size <= 8192 else 2, max(1, iters // 10))
+    if test.startswith("p2p-"):
+        iters = min(10000 if size <= 8192 else 1000, max(10, int(4 * 2**30 / max(size, 1))))
+        return iters, min(100 if size <= 8192 else 10, max(1, iters // 10))
     return (10000, 100) if size <= 8192 else (1000, 10)
 
 
@@ -301,8 +329,9 @@ def run(args: argparse.Namespace) -> int:
             us, wrong = peer.point_to_point(args.test, size, iters, warmup)
             wrong_total += wrong or 0
             if me == 0:
+                bw = size / (us * 1e3) * (2 if args.test == "p2p-bibw" else 1)
                 emit({"type": "result", "impl": "pytorch-nccl", "test": args.test, "size": size,
-                      "iters": iters, "warmup": warmup, "time_us": us, "bw_gbs": size / (us * 1e3),
+                      "iters": iters, "warmup": warmup, "time_us": us, "bw_gbs": bw,
                       "wrong": wrong if args.validate else None})
             continue
         printed = max(peer.shape(args.test, size)[1:]) * peer.elem

@@ -36,7 +36,18 @@ TESTS: dict[str, TestSpec] = {
                                (("time_us", "Round trip (us)"),)),
     "atomic_lat": TestSpec("latency", "blocking 64-bit fetch_add, one at a time (8 bytes, whatever -m says)",
                            (_LAT,)),
+    "p2p-latency": TestSpec("latency", "send/recv ping-pong, ONE-WAY latency = round trip / 2 (osu_latency)",
+                            (_LAT,)),
+    "p2p-bw": TestSpec("bandwidth", "windows of 64 isend/irecv, a 4-byte ack per window (osu_bw)", (_BW,)),
+    "p2p-bibw": TestSpec("bandwidth", "both PEs run the p2p-bw pattern at once; sum of both (osu_bibw)",
+                         (("bw_gbs", "Bi-Bandwidth (GB/s)"),)),
+    "p2p-pingping": TestSpec("bandwidth", "both PEs isend and irecv at once; time per exchange, "
+                                          "bandwidth = bytes sent by ONE PE / time",
+                             (("time_us", "Time (us)"), _BW)),
 }
+
+#: The two-sided tests (send/recv).
+P2P_TESTS = frozenset(t for t in TESTS if t.startswith("p2p-"))
 
 #: The collectives, measured on every PE with nccl-tests conventions (size, count, type, redop,
 #: root, time, algbw, busbw, #wrong; out of place, then in place).

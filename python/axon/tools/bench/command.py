@@ -79,9 +79,13 @@ def run_bench(args: argparse.Namespace) -> int:
         p = peers.get(name)
         if not (p and p["found"] and not p.get("unavailable") and not p.get("deselected") and req.test in tests):
             continue
-        # GPU peers on one node's GPU buffers; network peers across emulated nodes, on host buffers.
+        # GPU peers on one node's GPU buffers; network peers across emulated nodes, on host
+        # buffers; host-buffer peers (Open MPI) on host buffers, on one node or across nodes.
         if p.get("network"):
             if not req.emulate_nodes or gpu_buffers:
+                continue
+        elif p.get("host_buffers"):
+            if (outcome.header or {}).get("placement") != "H H":
                 continue
         elif req.emulate_nodes or not (have_gpu and gpu_buffers):
             continue
@@ -144,7 +148,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def add_subcommand(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds ``bench`` to the ``axon`` command line (handler: :func:`run_bench`)."""
-    parser = subparsers.add_parser("bench", help="OSU-style benchmarks of the one-sided API, nccl-tests-style of the collectives")
+    parser = subparsers.add_parser("bench", help="OSU-style benchmarks of the one-sided and two-sided APIs, nccl-tests-style of the collectives")
     _configure(parser)
     return parser
 

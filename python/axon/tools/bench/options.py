@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="untimed iterations first; default as OSU: 100 (10), above 8 KiB 10 (2)")
     parser.add_argument("-d", "--placement", nargs=2, metavar=("LOCAL", "REMOTE"),
                         help="buffers: D (GPU memory) or H (host memory) for the local source and "
-                             "the remote destination; default D D with a GPU, else H H")
+                             "the remote destination (p2p-*: PE 0's and PE 1's buffers); default D D "
+                             "with a GPU, else H H")
     parser.add_argument("--no-validate", action="store_true", help="do not check the data received")
     parser.add_argument("--pes", metavar="N",
                         help="PEs to start (default 2; in the one-sided tests PEs past 1 only join the barriers, "

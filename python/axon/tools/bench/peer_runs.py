@@ -1,6 +1,6 @@
 """Running the comparison peers that are programs of their own (PyTorch, NVSHMEM; ucx_perftest
-across emulated nodes) after axon's run, on the same PEs and sizes, and adding their rows to
-axon's outcome."""
+across emulated nodes; Open MPI on host buffers) after axon's run, on the same PEs and sizes, and
+adding their rows to axon's outcome."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import socket
 import sys
 
 from .errors import BenchError
-from .peers import NVSHMEM_TESTS, TORCH_TESTS, UCX_PERFTEST_TESTS
+from .peers import MPI_TESTS, NVSHMEM_TESTS, TORCH_TESTS, UCX_PERFTEST_TESTS
 from .request import Request
 from .results import Outcome, by_impl
 from .runner import launcher_command, run_launched
 
 #: The peers run as programs of their own, in this order, and the tests each is run on.
-PROGRAM_PEERS = (("PyTorch NCCL", TORCH_TESTS), ("NVSHMEM", NVSHMEM_TESTS), ("ucx_perftest", UCX_PERFTEST_TESTS))
+PROGRAM_PEERS = (("PyTorch NCCL", TORCH_TESTS), ("NVSHMEM", NVSHMEM_TESTS), ("ucx_perftest", UCX_PERFTEST_TESTS),
+                 ("Open MPI", MPI_TESTS))
 
 
 def _peer_args(req: Request, sizes: list[int], *options: str) -> list[str]:
@@ -46,6 +47,13 @@ def ucx_perftest_command(req: Request, sizes: list[int], peer: dict) -> list[str
                                 *req.iteration_args()], emulate_nodes=2)
 
 
+def mpi_peer_command(req: Request, sizes: list[int]) -> list[str]:
+    """axon.tools.mpi_peer on the request's nodes (its own mpirun; not through axon's launcher)."""
+    cmd = [sys.executable, "-m", "axon.tools.mpi_peer", req.test, "--sizes", ",".join(str(s) for s in sizes),
+           "--nodes", "2" if req.emulate_nodes else "1", *req.iteration_args()]
+    return cmd + ([] if req.validate else ["--no-validate"])
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -57,6 +65,8 @@ def peer_command(name: str, peer: dict, req: Request, sizes: list[int]) -> list[
         return nvshmem_peer_command(req, sizes, peer["runner"])
     if name == "ucx_perftest":
         return ucx_perftest_command(req, sizes, peer)
+    if name == "Open MPI":
+        return mpi_peer_command(req, sizes)
     return torch_peer_command(req, sizes, _free_port())
 
 

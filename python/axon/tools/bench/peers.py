@@ -1,6 +1,6 @@
 """--compare: which comparison peers this machine has (NCCL, PyTorch, NVSHMEM on one node's GPUs;
-ucx_perftest across emulated nodes), which tests each is compared on, and the note that says
-whether each ran, and why not."""
+ucx_perftest across emulated nodes; Open MPI on host buffers, on one node or across emulated
+nodes), which tests each is compared on, and the note that says whether each ran, and why not."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import importlib.util
 from pathlib import Path
 
 from ..ucx_perftest_peer import PERFTEST_TESTS
-from .catalog import COLLECTIVES
+from .catalog import COLLECTIVES, P2P_TESTS
 from .programs import find_tool
 
 #: --peers names, as typed, and the peers they select.
-PEER_NAMES = {"nccl": "NCCL", "pytorch": "PyTorch NCCL", "nvshmem": "NVSHMEM", "ucx_perftest": "ucx_perftest"}
+PEER_NAMES = {"nccl": "NCCL", "pytorch": "PyTorch NCCL", "nvshmem": "NVSHMEM", "ucx_perftest": "ucx_perftest",
+              "openmpi": "Open MPI"}
 
 #: The program that drives NVSHMEM (bench/nvshmem_peer.cu), built where NVSHMEM's headers and
 #: device library are found at build time.
@@ -56,6 +57,19 @@ def _ucx_perftest() -> dict:
     return peer
 
 
+def _open_mpi() -> dict:
+    """Open MPI's mpirun with mpi4py (a peer of the two-sided tests on host buffers, "host_buffers")."""
+    import shutil
+
+    mpirun = shutil.which("mpirun")
+    mpi4py = _find_spec("mpi4py")
+    peer = {"peer": "Open MPI", "found": bool(mpirun and mpi4py), "where": mpirun, "what": "mpirun and mpi4py",
+            "host_buffers": True}
+    if mpirun and not mpi4py:
+        peer["unavailable"] = "mpi4py is not installed (pip install mpi4py)"
+    return peer
+
+
 def detect_peers() -> list[dict]:
     """Which comparison peers this machine has: [{peer, found, where, what}], nothing loaded.
     A peer that is found but cannot be driven carries "unavailable": why."""
@@ -73,6 +87,7 @@ def detect_peers() -> list[dict]:
          "runner": str(nvshmem_peer) if nvshmem_peer else None},
     ]
     peers.append(_ucx_perftest())
+    peers.append(_open_mpi())
     if nvshmem and not nvshmem_peer:
         peers[2]["unavailable"] = (f"axon was built without {NVSHMEM_PEER} (it needs NVSHMEM's headers and "
                                    "libnvshmem_device.a at build time: set NVSHMEM_HOME or install "
@@ -85,7 +100,7 @@ def detect_peers() -> list[dict]:
 #: collective but the rooted reduce (it has none).
 PEER_SCOPE = {
     "NCCL": (frozenset(COLLECTIVES), "in the same program on the same buffers"),
-    "PyTorch NCCL": (frozenset(COLLECTIVES) | {"latency", "pingping"},
+    "PyTorch NCCL": (frozenset(COLLECTIVES) | {"latency", "pingping"} | P2P_TESTS,
                      "right after axon, through torch.distributed on the same GPUs and sizes"),
     "NVSHMEM": ((frozenset(COLLECTIVES) - {"reduce"}) | {"latency", "put_signal_rtt", "pingping", "bw", "bibw"},
                 "right after axon, through its stream-ordered host API on its own symmetric heap, on the "
@@ -94,7 +109,10 @@ PEER_SCOPE = {
 PEER_SCOPE["ucx_perftest"] = (frozenset(PERFTEST_TESTS),
                                "right after axon, between the same two emulated nodes, over the UCX axon loads")
 TORCH_TESTS = PEER_SCOPE["PyTorch NCCL"][0]
+PEER_SCOPE["Open MPI"] = (P2P_TESTS, "right after axon, through mpi4py on host buffers between the same nodes, "
+                                     "over UCX (pml ucx) and over its own layer (pml ob1)")
 UCX_PERFTEST_TESTS = PEER_SCOPE["ucx_perftest"][0]
+MPI_TESTS = PEER_SCOPE["Open MPI"][0]
 NVSHMEM_TESTS = PEER_SCOPE["NVSHMEM"][0]
 
 
@@ -113,9 +131,9 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
             status, note = "not_run", f"{p['peer']}: not run, not in --peers ({state})"
         elif p.get("network") and not nodes:
             status, note = "not_run", f"{p['peer']}: not run, it is compared across emulated nodes only (--emulate-nodes)"
-        elif nodes and not p.get("network"):
+        elif nodes and not p.get("network") and not p.get("host_buffers"):
             status, note = "not_run", f"{p['peer']}: not run, it is compared on one node (without --emulate-nodes)"
-        elif not have_gpu and not p.get("network"):
+        elif not have_gpu and not p.get("network") and not p.get("host_buffers"):
             status, note = "skipped", f"{p['peer']}: skipped, needs GPUs ({state})"
         elif not p["found"]:
             status, note = "skipped", f"{p['peer']}: skipped ({state})"
@@ -127,9 +145,9 @@ def compare_notes(peers: list[dict], have_gpu: bool, ran: frozenset[str] = froze
         elif test is not None and test not in tests:
             status, note = "not_run", (f"{p['peer']}: not run, it is compared on "
                                        f"{', '.join(sorted(tests))} only ({state})")
-        elif not gpu_buffers and not p.get("network"):
+        elif not gpu_buffers and not p.get("network") and not p.get("host_buffers"):
             status, note = "not_run", f"{p['peer']}: not run, it is compared on GPU buffers (-d D D) only"
-        elif gpu_buffers and p.get("network"):
+        elif gpu_buffers and (p.get("network") or p.get("host_buffers")):
             status, note = "not_run", f"{p['peer']}: not run, it is compared on host buffers (-d H H) only"
         else:
             status, note = "not_run", f"{p['peer']}: not run ({state} at {p['where']})"

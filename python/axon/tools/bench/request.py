@@ -120,8 +120,8 @@ def validate(args: argparse.Namespace) -> Request:
         if root >= pes:
             raise UsageError(f"--root {root} is not one of the {pes} PEs (--pes)")
     via_host = bool(getattr(args, "via_host", False))
-    if via_host and test != "pingping":
-        raise UsageError("--via-host is an option of pingping only")
+    if via_host and test not in ("pingping", "p2p-pingping"):
+        raise UsageError("--via-host is an option of pingping and p2p-pingping only")
     if via_host and placement not in (None, ("D", "D")):
         raise UsageError("--via-host stages GPU data through the host: it takes -d D D")
     nodes = _count(getattr(args, "emulate_nodes", None), "--emulate-nodes", 1)
@@ -133,7 +133,7 @@ def validate(args: argparse.Namespace) -> Request:
             raise UsageError(f"--compare across emulated nodes measures PE 0 and PE 1 on two nodes: --pes "
                              f"must equal --emulate-nodes (got --pes {pes}, --emulate-nodes {nodes})")
         if placement is not None and "D" in placement:
-            raise UsageError("--compare across emulated nodes runs ucx_perftest on host buffers: -d H H")
+            raise UsageError("--compare across emulated nodes runs ucx_perftest and Open MPI on host buffers: -d H H")
     return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
                    root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes)
 

@@ -98,7 +98,8 @@ def table_lines(test: str, header: dict | None, results: list[dict],
     lines.append(
         f"# {h.get('pes', '?')} PEs (PE 0 and PE 1 measure), {backend} backend"
         + (f" ({why})" if backend == "host" and why else "")
-        + f", placement {h.get('placement', '?')} (local source, remote destination"
+        + f", placement {h.get('placement', '?')} "
+        + ("(PE 0's buffers, PE 1's" if test.startswith("p2p-") else "(local source, remote destination")
         + ("; staged through host memory by hand" if h.get("via_host") else "") + "), "
         + f"validation {'on' if h.get('validate', True) else 'off'}")
     lines.append("# times in microseconds; GB/s = 1e9 bytes per second"
