@@ -119,6 +119,11 @@ int main(void) {
   CHECK(axon_put_on_stream(buf, src, sizeof src, right, NULL) == AXON_ERR_UNSUPPORTED);
   CHECK(axon_signal_wait_until_on_stream(sig, AXON_CMP_GE, 1, NULL) == AXON_ERR_UNSUPPORTED);
   CHECK(axon_barrier_all_on_stream(NULL) == AXON_ERR_UNSUPPORTED);
+  CHECK(axon_send_on_stream(src, sizeof src, right, AXON_TEAM_WORLD, NULL) == AXON_ERR_UNSUPPORTED);
+  CHECK(axon_recv_on_stream(buf, sizeof src, right, AXON_TEAM_WORLD, NULL) == AXON_ERR_UNSUPPORTED);
+  CHECK(axon_stream_synchronize(NULL) == AXON_ERR_UNSUPPORTED);
+  CHECK(axon_group_start() == AXON_SUCCESS && axon_group_end() == AXON_SUCCESS);
+  CHECK(axon_group_end() == AXON_ERR_INVALID_ARGUMENT);
   /* Host symmetric memory: allocated like axon_malloc, on every PE. */
   double* hbuf = NULL;
   CHECK(axon_malloc_host(16 * sizeof(double), (void**)&hbuf) == AXON_SUCCESS && hbuf != NULL);
