@@ -193,17 +193,22 @@ long countWrong(Ctx& c, std::size_t bytes, long iter, int sender) {
 
 constexpr int kDataTag = 1, kAckTag = 2;
 
+// At the last iteration (validation on), writes its pattern into the send buffer; returns the
+// seconds that took, which the timing leaves out.
+double fillLast(Ctx& c, std::size_t bytes, long i, long last) {
+  if (i != last || !c.opt.validate) return 0;
+  const auto f0 = Clock::now();
+  fill(c, c.send, bytes, i, c.me);
+  return seconds(f0, Clock::now());
+}
+
 // Each returns this PE's timed seconds (the fill of the last message excluded).
 double runLatency(Ctx& c, std::size_t bytes, long iters, long warmup) {
   double excluded = 0;
   auto t0 = Clock::now();
   for (long i = 0; i < warmup + iters; ++i) {
     if (i == warmup) t0 = Clock::now();
-    if (i == warmup + iters - 1 && c.opt.validate) {
-      auto f0 = Clock::now();
-      fill(c, c.send, bytes, i, c.me);
-      excluded += seconds(f0, Clock::now());
-    }
+    excluded += fillLast(c, bytes, i, warmup + iters - 1);
     if (c.me == 0) {
       axon::send(c.send, bytes, 1, kDataTag);
       axon::recv(c.recv, bytes, 1, kDataTag);
@@ -223,11 +228,7 @@ double runWindows(Ctx& c, std::size_t bytes, long iters, long warmup, bool both)
   auto t0 = Clock::now();
   for (long w = 0; w < warmup + iters; ++w) {
     if (w == warmup) t0 = Clock::now();
-    if (sends && w == warmup + iters - 1 && c.opt.validate) {
-      auto f0 = Clock::now();
-      fill(c, c.send, bytes, w, c.me);
-      excluded += seconds(f0, Clock::now());
-    }
+    if (sends) excluded += fillLast(c, bytes, w, warmup + iters - 1);
     reqs.clear();
     if (receives) {
       for (int k = 0; k < kWindow; ++k) reqs.push_back(axon::irecv(c.recv, bytes, c.peer, kDataTag));
@@ -248,11 +249,7 @@ double runPingPing(Ctx& c, std::size_t bytes, long iters, long warmup) {
   auto t0 = Clock::now();
   for (long i = 0; i < warmup + iters; ++i) {
     if (i == warmup) t0 = Clock::now();
-    if (i == warmup + iters - 1 && c.opt.validate) {
-      auto f0 = Clock::now();
-      fill(c, c.send, bytes, i, c.me);
-      excluded += seconds(f0, Clock::now());
-    }
+    excluded += fillLast(c, bytes, i, warmup + iters - 1);
     if (c.opt.viaHost) {
       // By hand: GPU -> pinned host (a get from this PE's own GPU heap is a plain copy), the
       // exchange between host buffers, then host -> GPU.

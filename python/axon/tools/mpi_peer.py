@@ -54,6 +54,11 @@ def agent_script(enter: dict[str, list[str]]) -> str:
             "\n  *) echo \"mpi_peer agent: unknown node $host\" >&2; exit 1 ;;\nesac\n")
 
 
+def forwarded_environment() -> list[str]:
+    """mpirun's -x options that hand the ranks this process's paths."""
+    return [arg for name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH") if name in os.environ for arg in ("-x", name)]
+
+
 def mpirun_command(mpirun: str, agent: str, hosts: list[str], program: list[str],
                    mca: list[tuple[str, str]]) -> list[str]:
     """mpirun with one rank on each of ``hosts``, launched through ``agent``."""
@@ -61,9 +66,7 @@ def mpirun_command(mpirun: str, agent: str, hosts: list[str], program: list[str]
            "--map-by", "node", "--bind-to", "none", "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", agent]
     for key, value in mca:
         cmd += ["--mca", key, value]
-    for name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
-        if name in os.environ:
-            cmd += ["-x", name]
+    cmd += forwarded_environment()
     return cmd + program
 
 
@@ -179,9 +182,7 @@ def local_mpirun_command(mpirun: str, program: list[str], mca: list[tuple[str, s
     cmd = [mpirun, "--allow-run-as-root", "-np", "2", "--bind-to", "none"]
     for key, value in mca:
         cmd += ["--mca", key, value]
-    for name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
-        if name in os.environ:
-            cmd += ["-x", name]
+    cmd += forwarded_environment()
     return cmd + program
 
 

@@ -50,11 +50,7 @@ StagedStreamOps::~StagedStreamOps() {
   const auto start = Clock::now();
   // Work under way is not waited for (what it waits on is going too): its streams are released.
   for (UnderWay& u : underWay_) {
-    Request* r = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (u.number < requests_.size()) r = requests_[u.number];
-    }
+    Request* r = requestOf(u.number);
     recordFailure(r, ErrorCode::NotInitialized, "not finished: finalize came first");
     finishTicket(u.ticket, u.number, r);
   }
@@ -221,11 +217,7 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
   }
   const std::uint64_t number = atomicWord(entry.request).load(std::memory_order_relaxed);
   atomicWord(ring_->taken).store(head + 1, std::memory_order_release);  // the slot may be reused
-  Request* r = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    if (number < requests_.size()) r = requests_[number];
-  }
+  Request* r = requestOf(number);
   // The stream must not hang on a failure: it is released either way, and the failure is
   // reported at the next host call (and in the log now).
   Completion completion;
@@ -258,11 +250,7 @@ bool StagedStreamOps::pollUnderWay() {
   for (std::size_t i = 0; i < underWay_.size();) {
     UnderWay& u = underWay_[i];
     bool ended = false;
-    Request* r = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (u.number < requests_.size()) r = requests_[u.number];
-    }
+    Request* r = requestOf(u.number);
     try {
       ended = u.completion();
     } catch (const Error& e) {
@@ -281,6 +269,11 @@ bool StagedStreamOps::pollUnderWay() {
     any = true;
   }
   return any;
+}
+
+StagedStreamOps::Request* StagedStreamOps::requestOf(std::uint64_t number) {
+  std::lock_guard lock(mutex_);
+  return number < requests_.size() ? requests_[number] : nullptr;
 }
 
 void StagedStreamOps::recordFailure(Request* r, ErrorCode code, const std::string& why) {

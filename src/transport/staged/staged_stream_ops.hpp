@@ -104,6 +104,8 @@ class StagedStreamOps final : public ProgressClient {
   bool pollUnderWay();
   // Marks `ticket` done (its stream goes on) and forgets a run-once request.
   void finishTicket(std::uint64_t ticket, std::uint64_t number, Request* r);
+  // Request `number`, or nullptr where none is held.
+  Request* requestOf(std::uint64_t number);
   // Records a failure of request `r` (reported at the next host call and logged now).
   void recordFailure(Request* r, ErrorCode code, const std::string& why);
   void releaseResources();
