@@ -27,7 +27,11 @@ typedef enum {
   AXON_ERR_INTERNAL = -13,
   AXON_ERR_CUDA = -14,
   AXON_ERR_UCX = -15,
-  AXON_ERR_TRUNCATED = -16
+  AXON_ERR_TRUNCATED = -16,
+  AXON_ERR_SPACE_FULL = -17,
+  AXON_ERR_EVICTED = -18,
+  AXON_ERR_INCOMPLETE = -19,
+  AXON_ERR_SERVER_LOST = -20
 } axon_status_t;
 
 typedef enum { AXON_SIGNAL_SET = 0, AXON_SIGNAL_ADD = 1 } axon_signal_op_t;

@@ -24,6 +24,10 @@ enum class ErrorCode : int {
   Cuda = -14,               // a CUDA driver call failed (the message names the call and the error)
   Ucx = -15,                // a UCX call failed (the message names the call, the PE and the status)
   Truncated = -16,          // a message longer than the receive buffer (the message names both sizes)
+  SpaceFull = -17,          // a staging server's memory is full (policy reject, or block past the timeout)
+  Evicted = -18,            // a staging-space version was dropped (evicted, or past keep_versions)
+  Incomplete = -19,         // a staging-space box was not fully written within the timeout (names the missing boxes)
+  ServerLost = -20,         // a staging server died, shut down or cannot be reached (names the server)
 };
 
 // The name of a code, e.g. "Timeout".

@@ -74,10 +74,30 @@ class TruncatedError(Error, ValueError):
     code = -16
 
 
+class FullError(Error, RuntimeError):
+    """A staging server's memory is full: policy reject, or block past the put's timeout."""
+    code = -17
+
+
+class EvictedError(Error, LookupError):
+    """The staging-space version asked for was dropped (evicted, or past keep_versions)."""
+    code = -18
+
+
+class IncompleteError(Error, builtins.TimeoutError):
+    """A box was not fully written within the timeout; the message lists the missing boxes."""
+    code = -19
+
+
+class ServerLostError(Error, ConnectionError):
+    """A staging server died, shut down or cannot be reached; the message names it."""
+    code = -20
+
+
 ALL = [
     InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
     AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
     CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
-    CudaError, UcxError, TruncatedError,
+    CudaError, UcxError, TruncatedError, FullError, EvictedError, IncompleteError, ServerLostError,
 ]
 BY_CODE = {cls.code: cls for cls in ALL}

@@ -26,6 +26,9 @@ constexpr std::size_t kDefaultCollBuffer = 256 * kKiB;
 constexpr std::size_t kDefaultP2pEager = 8 * kKiB;
 constexpr std::size_t kMaxP2pEager = 1024 * kKiB;
 constexpr std::size_t kDefaultP2pUnexpected = 64 * kKiB * kKiB;
+// Staging-space puts: small nonblocking ones are gathered into 64 KiB batches (one message each).
+constexpr std::size_t kDefaultSpaceBatch = 64 * kKiB;
+constexpr std::size_t kMaxSpaceBatch = 1024 * kKiB;
 constexpr std::size_t kMinCollBuffer = 4 * kKiB;
 // Measured on 4 H200s (docs/performance.md): 64 channels of 128 KiB rounds gave the two-shot
 // allreduce 257 GB/s of bus bandwidth at 256 MiB, against 223 with 32 x 64 KiB and 153 with
@@ -133,6 +136,15 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_GPU_HEAP_CHUNK")) env.gpuHeapChunk = parseByteSize(*v, "AXON_GPU_HEAP_CHUNK");
   env.stageChunk = kDefaultStageChunk;
   if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
+  if (auto v = lookup(vars, "AXON_SPACE_ADDR")) env.spaceAddr = *v;
+  if (auto v = lookup(vars, "AXON_SPACE_FILE")) env.spaceFile = *v;
+  env.spaceBatch = kDefaultSpaceBatch;
+  if (auto v = lookup(vars, "AXON_SPACE_BATCH")) {
+    env.spaceBatch = *v == "0" ? 0 : parseByteSize(*v, "AXON_SPACE_BATCH");
+    if (env.spaceBatch > kMaxSpaceBatch) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_SPACE_BATCH='" + *v + "' must be at most 1M (0 turns batching off)");
+    }
+  }
   env.p2pEager = kDefaultP2pEager;
   if (auto v = lookup(vars, "AXON_P2P_EAGER")) {
     env.p2pEager = parseByteSize(*v, "AXON_P2P_EAGER");

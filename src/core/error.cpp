@@ -22,6 +22,10 @@ const char* errorCodeName(ErrorCode code) noexcept {
     case ErrorCode::Cuda: return "Cuda";
     case ErrorCode::Ucx: return "Ucx";
     case ErrorCode::Truncated: return "Truncated";
+    case ErrorCode::SpaceFull: return "SpaceFull";
+    case ErrorCode::Evicted: return "Evicted";
+    case ErrorCode::Incomplete: return "Incomplete";
+    case ErrorCode::ServerLost: return "ServerLost";
   }
   return "Unknown";
 }

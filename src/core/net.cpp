@@ -5,6 +5,9 @@
 #include <unistd.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,7 +20,7 @@ namespace axon::net {
 HostPort parseHostPort(const std::string& text, const std::string& origin) {
   auto bad = [&] {
     return Error(ErrorCode::InvalidArgument,
-                 "store address '" + text + "' (" + origin + ") is not host:port");
+                 "address '" + text + "' (" + origin + ") is not host:port");
   };
   auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) throw bad();
@@ -73,6 +76,23 @@ void setNonBlocking(int fd, bool on) {
   int flags = ::fcntl(fd, F_GETFL, 0);
   ::fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK));
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+std::string primaryAddress() {
+  ifaddrs* list = nullptr;
+  std::string found = "127.0.0.1";
+  if (::getifaddrs(&list) != 0) return found;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    char text[INET_ADDRSTRLEN];
+    if (::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text)) {
+      found = text;
+      break;
+    }
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 }  // namespace axon::net

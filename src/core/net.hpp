@@ -25,6 +25,10 @@ SendResult sendAll(int fd, const void* data, std::size_t n, std::chrono::steady_
 // at a known address (another program may take it in between: use it at once).
 int freeLoopbackPort();
 
+// The address other hosts reach this one at: the first up, non-loopback IPv4 interface's, else
+// 127.0.0.1 (a machine with loopback only). For servers bound to every interface.
+std::string primaryAddress();
+
 // Sets O_NONBLOCK / FD_CLOEXEC.
 void setNonBlocking(int fd, bool on);
 

@@ -1,4 +1,5 @@
 #include "core/runtime.hpp"
+#include "core/host_identity.hpp"
 
 #include <unistd.h>
 
@@ -27,22 +28,6 @@ namespace {
 std::unique_ptr<Runtime> g_runtime;
 bool g_wasFinalized = false;
 std::mutex g_lifecycle;
-
-std::string hostName() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  return host;
-}
-
-// Processes with the same host name and boot id share /dev/shm and can map each other's heaps;
-// AXON_NODE names the node instead.
-std::string hostIdentity(const Env& env) {
-  if (!env.node.empty()) return "node:" + env.node;
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  return hostName() + "/" + boot;
-}
 
 // The file that names this process's PID namespace ("pid:[4026531836]"). PEs in another
 // namespace (a container, `unshare --pid`) see other pids, so their pids say nothing here.
@@ -120,7 +105,7 @@ void Runtime::startMessages() {
 }
 
 void Runtime::exchangePeers() {
-  PeerCard me{hostIdentity(env_), env_.node.empty() ? hostName() : env_.node, pidNamespace(), ::getpid(),
+  PeerCard me{hostIdentity(env_.node), env_.node.empty() ? hostName() : env_.node, pidNamespace(), ::getpid(),
               heap_->localName(), heap_->mapped()};
   SetupStep join(*boot_, "init", boot_->worldRanks(), "joining the job");
   auto cards = join.finish(me.encode());

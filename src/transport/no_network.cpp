@@ -1,6 +1,7 @@
 // A build without UCX: one node only.
 #include "axon/error.hpp"
 #include "transport/network_transport.hpp"
+#include "transport/rpc.hpp"
 
 namespace axon {
 
@@ -19,4 +20,13 @@ std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup
                   "UCX: set UCX_HOME, install libucx-dev, or pip install libucx-cu13, and rebuild)");
 }
 
+namespace rpc {
+
+std::unique_ptr<Node> makeNode(const std::string& role) {
+  throw Error(ErrorCode::Unsupported, role + ": the staging space runs over UCX, and this build of axon has none "
+                                             "(CMake found no UCX: set UCX_HOME, install libucx-dev, or pip install "
+                                             "libucx-cu13, and rebuild)");
+}
+
+}  // namespace rpc
 }  // namespace axon

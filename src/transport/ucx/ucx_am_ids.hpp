@@ -14,5 +14,7 @@ constexpr unsigned kAmGpuGetData = 6;
 // ucx_messages.hpp
 constexpr unsigned kAmMessage = 7;
 constexpr unsigned kAmMessageCredit = 8;
+// ucx_rpc.cpp (the staging space's own workers)
+constexpr unsigned kAmRpc = 9;
 
 }  // namespace axon::ucx

@@ -1,0 +1,204 @@
+// The staging-space client's GPU work: the driver (loaded at run time), a stream of its own, a pool
+// of device staging buffers, servers' arenas pinned chunk by chunk, and the fused reassembly
+// kernel (kernels/space_kernels.cu).
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "gpu/driver.hpp"
+#include "space/arena.hpp"
+#include "space/gpu_side.hpp"
+
+namespace axon::space {
+namespace {
+
+using gpu::cuCheck;
+
+class CudaSide;
+
+class PooledStaging final : public DeviceStaging {
+ public:
+  PooledStaging(CudaSide& owner, CUdeviceptr p, std::size_t bytes) : owner_(owner), p_(p), bytes_(bytes) {}
+  ~PooledStaging() override;
+  unsigned char* data() const override { return reinterpret_cast<unsigned char*>(p_); }
+
+ private:
+  CudaSide& owner_;
+  CUdeviceptr p_;
+  std::size_t bytes_;
+};
+
+class CudaSide final : public GpuSide {
+ public:
+  explicit CudaSide(const gpu::DriverApi& cu) : cu_(cu) {}
+
+  ~CudaSide() override {
+    if (!ctx_) return;
+    cu_.cuCtxSetCurrent(ctx_);
+    for (auto& [bytes, p] : free_) cu_.cuMemFree(p);
+    for (CUdeviceptr t : tables_) cu_.cuMemFree(t);
+    for (void* chunk : pinned_) cu_.cuMemHostUnregister(chunk);
+    if (stream_) cu_.cuStreamDestroy(stream_);
+  }
+
+  bool isDevice(const void* p) override {
+    CUmemorytype type{};
+    if (cu_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p)) !=
+            CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_DEVICE) {
+      return false;
+    }
+    std::lock_guard lock(mu_);
+    if (!ctx_) {
+      CUcontext ctx = nullptr;
+      cuCheck(cu_.cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, reinterpret_cast<CUdeviceptr>(p)),
+              "staging space: the context of a device pointer");
+      ctx_ = ctx;
+      cu_.cuCtxSetCurrent(ctx_);
+      cuCheck(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "staging space: cuStreamCreate");
+    }
+    return true;
+  }
+
+  void addHostRange(void* base, std::size_t bytes) override {
+    std::lock_guard lock(mu_);
+    ranges_[static_cast<char*>(base)] = bytes;
+  }
+
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::lock_guard lock(mu_);
+    enter();
+    enqueue(dst, src, bytes);
+    cuCheck(cu_.cuStreamSynchronize(stream_), "staging space: a copy between host and GPU memory");
+  }
+
+  void copyAll(const std::vector<Span>& spans) override {
+    std::lock_guard lock(mu_);
+    enter();
+    for (const Span& s : spans) enqueue(s.dst, s.src, s.bytes);
+    cuCheck(cu_.cuStreamSynchronize(stream_), "staging space: copies of fragments into device staging");
+  }
+
+  std::unique_ptr<DeviceStaging> staging(std::size_t bytes) override {
+    std::lock_guard lock(mu_);
+    enter();
+    auto it = free_.lower_bound(bytes);
+    if (it != free_.end()) {
+      auto out = std::make_unique<PooledStaging>(*this, it->second, it->first);
+      free_.erase(it);
+      return out;
+    }
+    CUdeviceptr p = 0;
+    cuCheck(cu_.cuMemAlloc(&p, bytes), "staging space: device staging of " + std::to_string(bytes) + " bytes");
+    return std::make_unique<PooledStaging>(*this, p, bytes);
+  }
+
+  void giveBack(CUdeviceptr p, std::size_t bytes) {
+    std::lock_guard lock(mu_);
+    free_.emplace(bytes, p);
+    // Keep the pool small: the largest few buffers.
+    while (free_.size() > 4) {
+      cu_.cuMemFree(free_.begin()->second);
+      free_.erase(free_.begin());
+    }
+  }
+
+  void reassemble(std::vector<kernels::RegionCopy> copies) override {
+    std::lock_guard lock(mu_);
+    enter();
+    const std::int64_t runs = kernels::numberRuns(copies.data(), static_cast<int>(copies.size()));
+    std::int64_t maxRun = 0;
+    for (const auto& c : copies) maxRun = std::max(maxRun, c.region.extent[c.region.ndim - 1]);
+    const std::size_t tableBytes = copies.size() * sizeof(kernels::RegionCopy);
+    if (tableBytes > tableCapacity_) {
+      if (table_) tables_.push_back(table_);  // freed at the end: a launch may still read it
+      cuCheck(cu_.cuMemAlloc(&table_, tableBytes), "staging space: the reassembly table");
+      tableCapacity_ = tableBytes;
+    }
+    cuCheck(cu_.cuMemcpyAsync(table_, reinterpret_cast<CUdeviceptr>(copies.data()), tableBytes, stream_),
+            "staging space: uploading the reassembly table");
+    kernels::fusedRegionCopy(stream_, reinterpret_cast<const kernels::RegionCopy*>(table_),
+                             static_cast<int>(copies.size()), runs, maxRun);
+    cuCheck(cu_.cuStreamSynchronize(stream_), "staging space: the reassembly kernel");
+  }
+
+ private:
+  void enter() {
+    if (!ctx_) {
+      throw Error(ErrorCode::Internal, "staging space: GPU work before any device pointer was seen");
+    }
+    cu_.cuCtxSetCurrent(ctx_);
+  }
+
+  // Enqueues one copy, pinning (once) and splitting at the arena chunks its host side touches.
+  void enqueue(void* dst, const void* src, std::size_t bytes) {
+    const char* hostSide = static_cast<const char*>(isDeviceUnlocked(dst) ? src : dst);
+    std::size_t done = 0;
+    while (done < bytes) {
+      std::size_t piece = bytes - done;
+      if (auto chunk = arenaChunk(hostSide + done)) {
+        pin(chunk->first, chunk->second);
+        piece = std::min<std::size_t>(piece, chunk->first + chunk->second - (hostSide + done));
+      }
+      cuCheck(cu_.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(static_cast<char*>(dst) + done),
+                                reinterpret_cast<CUdeviceptr>(static_cast<const char*>(src) + done), piece, stream_),
+              "staging space: cuMemcpyAsync of " + std::to_string(piece) + " bytes");
+      done += piece;
+    }
+  }
+
+  bool isDeviceUnlocked(const void* p) const {
+    CUmemorytype type{};
+    return cu_.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p)) ==
+               CUDA_SUCCESS &&
+           type == CU_MEMORYTYPE_DEVICE;
+  }
+
+  // The arena chunk holding host address p: (start, length), if p lies in an arena.
+  std::optional<std::pair<char*, std::size_t>> arenaChunk(const char* p) const {
+    auto it = ranges_.upper_bound(const_cast<char*>(p));
+    if (it == ranges_.begin()) return std::nullopt;
+    --it;
+    char* base = it->first;
+    if (p >= base + it->second) return std::nullopt;
+    const std::uint64_t k = static_cast<std::uint64_t>(p - base) / kArenaChunk;
+    char* start = base + k * kArenaChunk;
+    const std::size_t len = std::min<std::uint64_t>(kArenaChunk, it->second - k * kArenaChunk);
+    return std::make_pair(start, len);
+  }
+
+  void pin(char* start, std::size_t len) {
+    if (pinned_.count(start)) return;
+    cuCheck(cu_.cuMemHostRegister(start, len, CU_MEMHOSTREGISTER_PORTABLE),
+            "staging space: pinning " + std::to_string(len) + " bytes of a server's mapped memory");
+    pinned_.insert(start);
+  }
+
+  const gpu::DriverApi& cu_;
+  std::mutex mu_;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::multimap<std::size_t, CUdeviceptr> free_;  // pooled staging by size
+  CUdeviceptr table_ = 0;
+  std::size_t tableCapacity_ = 0;
+  std::vector<CUdeviceptr> tables_;
+  std::map<char*, std::size_t> ranges_;  // arenas mapped here
+  std::set<char*> pinned_;               // arena chunks registered with the driver
+};
+
+PooledStaging::~PooledStaging() { owner_.giveBack(p_, bytes_); }
+
+}  // namespace
+
+std::unique_ptr<GpuSide> makeGpuSide(std::string& whyNot) {
+  const gpu::DriverApi* cu = gpu::driver();
+  if (!cu) {
+    whyNot = gpu::driverUnavailableReason();
+    return nullptr;
+  }
+  return std::make_unique<CudaSide>(*cu);
+}
+
+}  // namespace axon::space

@@ -1,0 +1,67 @@
+// The staging space's messages between clients and servers (carried by rpc::Node over UCX).
+// Every header starts [u32 magic][u16 version][u16 op][u64 request id], so that a peer of another
+// build is told so in words. Requests with id 0 expect no reply. Replies are op Reply with
+// [i32 status][str message] after the request id, then the fields of the request's answer.
+//
+// Requests and their answers:
+//   Hello     [str build][str node][u32 pid]           -> [u32 index][u32 servers][u64 epoch]
+//             [str node][str arena][u64 capacity][u32 n][str address]...   (the space's servers)
+//   Join      [str address]                             -> [u32 index]  (a server joining the seed)
+//   Define    [var]                                     -> -
+//   Describe  [str name]                                -> [var]
+//   Put       [str name][i64 version][box][u64 timeout ms] + the piece's bytes  -> -
+//   PutBatch  [u32 n]([str name][i64 version][box][u64 bytes])... [u64 timeout ms] + the bytes
+//             back to back -> [u32 stored]  (stops at the first failure, which the reply carries)
+//   Reserve   [str name][i64 version][box][u64 timeout ms] -> [u64 reservation][u64 offset]
+//   Commit    [u64 reservation]                         -> -
+//   Query     [str name][i64 version][u32 n][box]...[u64 wait ms]
+//             -> [u64 lease][u32 n]([box piece][u64 offset][u64 range start][u64 range bytes])...;
+//             status Incomplete carries [u32 n][box]... (what is missing). The lease pins the
+//             fragments until Fetch has sent them or Done says the client copied them.
+//   Fetch     [u64 lease] -> each fragment as a Data message [u64 fetch id][u32 fragment] + its
+//             bytes, then the reply once all are sent (the lease ends)
+//   Done      [u64 lease]   (no reply: the client copied the fragments from the mapped arena)
+//   WaitVersion [str name][i64 at least][u64 wait ms]   -> [u32 n][i64 version]...
+//   Release   [str name][i64 version]                   -> -
+//   Stats                                               -> [stats fields]
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bootstrap/wire.hpp"
+#include "space/box.hpp"
+#include "space/store.hpp"
+
+namespace axon::space::protocol {
+
+constexpr std::uint32_t kMagic = 0x50584178u;  // "xAXP"
+constexpr std::uint16_t kVersion = 1;
+
+enum class Op : std::uint16_t {
+  Hello = 1, Join, Define, Describe, Put, PutBatch, Reserve, Commit, Query, Fetch, Done, WaitVersion, Release, Stats,
+  Reply = 100, Data,
+};
+const char* opName(Op op);
+
+struct Head {
+  Op op{};
+  std::uint64_t id = 0;
+};
+
+// Starts a message.
+wire::ByteWriter begin(Op op, std::uint64_t id);
+// Starts a reply: status 0 for success, else an ErrorCode value, with its message.
+wire::ByteWriter beginReply(std::uint64_t id, int status = 0, const std::string& message = {});
+// Reads the head; throws wire::Malformed naming what is wrong (another build, not ours).
+Head readHead(wire::ByteReader& r);
+
+void writeBox(wire::ByteWriter& w, const Box& b);
+Box readBox(wire::ByteReader& r);  // refuses ndim outside 1..kMaxDims
+void writeVariable(wire::ByteWriter& w, const Variable& v);
+Variable readVariable(wire::ByteReader& r);
+void writeStats(wire::ByteWriter& w, const StoreStats& s);
+StoreStats readStats(wire::ByteReader& r);
+
+}  // namespace axon::space::protocol

@@ -1,0 +1,57 @@
+// A staging server: its own process (`axon space serve`, tools/axon_space_server.cpp) or a thread
+// inside a program (the demo, tests). One thread serves everything: UCX's progress, the store's
+// rules, and the deadlines of waiting puts, gets and version waits, so the store needs no locks.
+// Bytes move without that thread copying them: UCX lands a put in the arena and sends a get's
+// fragments from it; clients on this node copy in and out of the mapped arena themselves.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "space/store.hpp"
+
+namespace axon::space {
+
+struct ServerOptions {
+  std::string listen = "0.0.0.0:0";  // --listen HOST:PORT (port 0: any free one)
+  std::uint64_t memBytes = 1ull << 30;  // --mem
+  Policy policy = Policy::Block;     // --policy
+  std::string contactFile;           // --contact-file: written atomically, removed at exit
+  int servers = 1;                   // --servers: how many servers form the space (on the first)
+  std::string join;                  // --join ADDR: another server of the space (the first one)
+  double timeoutSec = 300;           // joining, and the drain at shutdown
+};
+
+class Server {
+ public:
+  // Listens (and joins the space) before returning; throws when it cannot.
+  explicit Server(const ServerOptions& options);
+  ~Server();  // stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // "10.0.0.2:4711": what clients connect to (AXON_SPACE_ADDR).
+  const std::string& address() const;
+  std::uint64_t epoch() const;
+  int index() const;  // in the space (0: the first server)
+  // Serves on a thread of its own until stop().
+  void start();
+  // Serves on the calling thread until stop() (from another thread or a signal handler's flag).
+  void run();
+  // Stops taking requests, lets transfers under way finish for up to drainSec, fails what is
+  // left (clients get ServerLost), then returns. Safe to call twice and from any thread.
+  void stop(double drainSec = 5.0);
+  // Asks run() to stop and returns at once: only sets a flag, so a signal handler may call it.
+  void requestStop();
+  StoreStats stats() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace axon::space

@@ -1,0 +1,385 @@
+#include "space/store.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "axon/error.hpp"
+#include "space/placement.hpp"
+
+namespace axon::space {
+namespace {
+
+std::string quoted(const std::string& name) { return "'" + name + "'"; }
+
+std::string versionText(const std::string& name, std::int64_t version) {
+  return quoted(name) + " version " + std::to_string(version);
+}
+
+}  // namespace
+
+const char* policyName(Policy p) {
+  switch (p) {
+    case Policy::Block: return "block";
+    case Policy::Reject: return "reject";
+    case Policy::Evict: return "evict";
+  }
+  return "?";
+}
+
+Policy parsePolicy(const std::string& text) {
+  if (text == "block") return Policy::Block;
+  if (text == "reject") return Policy::Reject;
+  if (text == "evict") return Policy::Evict;
+  throw Error(ErrorCode::InvalidArgument, "policy '" + text + "' is not one of block, reject, evict");
+}
+
+void checkName(const std::string& name) {
+  if (name.empty()) throw Error(ErrorCode::InvalidArgument, "a variable name must not be empty");
+  if (name.size() > kMaxNameBytes) {
+    throw Error(ErrorCode::InvalidArgument, "variable name '" + name.substr(0, 32) + "...' is " +
+                                                std::to_string(name.size()) + " bytes long; at most " +
+                                                std::to_string(kMaxNameBytes) + " are allowed");
+  }
+}
+
+void checkDefinition(const Variable& v) {
+  checkName(v.name);
+  if (v.shape.ndim < 1 || v.shape.ndim > kMaxDims) {
+    throw Error(ErrorCode::InvalidArgument, "variable " + quoted(v.name) + ": " + std::to_string(v.shape.ndim) +
+                                                " dimensions; 1 to " + std::to_string(kMaxDims) + " are allowed");
+  }
+  for (int d = 0; d < v.shape.ndim; ++d) {
+    if (v.shape.lo[d] != 0 || v.shape.hi[d] <= 0) {
+      throw Error(ErrorCode::InvalidArgument, "variable " + quoted(v.name) + ": dimension " + std::to_string(d) +
+                                                  " has extent " + std::to_string(v.shape.hi[d]) + "; it must be positive");
+    }
+  }
+  byteSize(v.shape, dataTypeSize(v.dtype));  // throws on overflow
+  if (v.keepVersions < 1) {
+    throw Error(ErrorCode::InvalidArgument, "variable " + quoted(v.name) + ": keep_versions is " +
+                                                std::to_string(v.keepVersions) + "; at least 1 is needed");
+  }
+}
+
+Store::Store(std::uint64_t capacity, Policy policy, int serverIndex, int servers)
+    : policy_(policy), serverIndex_(serverIndex), servers_(servers), alloc_(capacity) {}
+
+void Store::define(const Variable& v) {
+  checkDefinition(v);
+  auto it = vars_.find(v.name);
+  if (it != vars_.end()) {
+    const Variable& old = it->second.def;
+    if (old.shape != v.shape || old.dtype != v.dtype || old.keepVersions != v.keepVersions) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "variable " + quoted(v.name) + " is already defined differently: shape " + describe(old.shape) +
+                      ", " + dataTypeName(old.dtype) + ", keep_versions " + std::to_string(old.keepVersions) +
+                      " (now asked: shape " + describe(v.shape) + ", " + dataTypeName(v.dtype) + ", keep_versions " +
+                      std::to_string(v.keepVersions) + ")");
+    }
+    return;
+  }
+  VarState s;
+  s.def = v;
+  s.ownedVolume = Placement(v.shape, servers_).ownedVolume(serverIndex_);
+  vars_.emplace(v.name, std::move(s));
+}
+
+Store::VarState& Store::state(const std::string& name, const char* what) {
+  return const_cast<VarState&>(static_cast<const Store*>(this)->state(name, what));
+}
+
+const Store::VarState& Store::state(const std::string& name, const char* what) const {
+  checkName(name);
+  auto it = vars_.find(name);
+  if (it == vars_.end()) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(what) + ": variable " + quoted(name) + " is not defined (call define first)");
+  }
+  return it->second;
+}
+
+const Variable& Store::variable(const std::string& name) const { return state(name, "lookup").def; }
+
+bool Store::dropped(const std::string& name, std::int64_t version) const {
+  auto it = vars_.find(name);
+  if (it == vars_.end()) return false;
+  return version < it->second.droppedBelow || it->second.dropped.count(version) > 0;
+}
+
+std::optional<std::uint64_t> Store::allocate(std::uint64_t bytes) {
+  auto at = alloc_.allocate(bytes, kPieceAlignment);
+  if (at) highWater_ = std::max<std::uint64_t>(highWater_, alloc_.bytesInUse());
+  return at;
+}
+
+std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::string& name, std::int64_t version,
+                                                 const Box& box, std::uint64_t bytes) {
+  VarState& v = state(name, "put");
+  const std::string what = "put of " + versionText(name, version) + " box " + describe(box);
+  checkBoxInShape(box, v.def.shape, what);
+  const std::uint64_t need = static_cast<std::uint64_t>(byteSize(box, dataTypeSize(v.def.dtype)));
+  if (need != bytes) {
+    throw Error(ErrorCode::InvalidArgument, what + ": " + std::to_string(bytes) + " bytes were sent; the box of " +
+                                                dataTypeName(v.def.dtype) + " needs " + std::to_string(need));
+  }
+  const Placement placement(v.def.shape, servers_);
+  for (const auto& [server, part] : placement.split(box)) {
+    if (server != serverIndex_) {
+      throw Error(ErrorCode::InvalidArgument, what + ": rows " + std::to_string(part.lo[0]) + ".." +
+                                                  std::to_string(part.hi[0]) + " belong to server " +
+                                                  std::to_string(server) + ", not this one (" +
+                                                  std::to_string(serverIndex_) + ")");
+    }
+  }
+  if (dropped(name, version)) {
+    throw Error(ErrorCode::Evicted, what + ": that version was already dropped on this server (keep_versions " +
+                                        std::to_string(v.def.keepVersions) + ", or evicted for memory)");
+  }
+  auto vit = v.versions.find(version);
+  if (vit != v.versions.end()) {
+    for (const auto& [off, p] : vit->second.pieces) {
+      if (overlaps(p.box, box)) {
+        throw Error(ErrorCode::InvalidArgument, what + " overlaps the " +
+                                                    std::string(p.committed ? "stored" : "in-flight") + " piece " +
+                                                    describe(p.box) + " of the same version");
+      }
+    }
+  }
+  if (bytes > alloc_.capacity()) {
+    ++counters_.putsRejectedFull;
+    throw Error(ErrorCode::SpaceFull, what + ": the piece of " + std::to_string(bytes) +
+                                          " bytes is larger than the server's whole memory (" +
+                                          std::to_string(alloc_.capacity()) + " bytes, --mem)");
+  }
+  // A new version first makes room under keep_versions.
+  if (vit == v.versions.end()) trim(v, version);
+  auto at = allocate(bytes);
+  while (!at && policy_ == Policy::Evict && evictOldest(name, version)) at = allocate(bytes);
+  if (!at) {
+    if (policy_ == Policy::Block) return std::nullopt;
+    ++counters_.putsRejectedFull;
+    throw Error(ErrorCode::SpaceFull,
+                what + ": the server's memory is full (" + std::to_string(alloc_.bytesInUse()) + " of " +
+                    std::to_string(alloc_.capacity()) + " bytes in use, policy " + policyName(policy_) +
+                    (policy_ == Policy::Evict ? ", and every older version is held by a reader" : "") + ")");
+  }
+  Version& ver = v.versions[version];
+  if (ver.order == 0) {
+    ver.number = version;
+    ver.order = ++order_;
+  }
+  Piece p;
+  p.box = box;
+  p.offset = *at;
+  p.bytes = bytes;
+  p.reservation = ++lastId_;
+  ver.pieces[*at] = p;
+  ver.bytes += bytes;
+  reservations_[p.reservation] = ReservationRef{name, version, *at, writer};
+  return Reservation{p.reservation, *at, bytes};
+}
+
+void Store::commit(std::uint64_t reservation) {
+  auto it = reservations_.find(reservation);
+  if (it == reservations_.end()) {
+    throw Error(ErrorCode::InvalidArgument, "commit of reservation " + std::to_string(reservation) +
+                                                ", which does not exist (aborted, or committed already)");
+  }
+  const ReservationRef r = it->second;
+  reservations_.erase(it);
+  VarState& v = vars_.at(r.name);
+  Version& ver = v.versions.at(r.version);
+  Piece& p = ver.pieces.at(r.offset);
+  p.committed = true;
+  ver.committedVolume += volume(p.box);
+  ++counters_.putsCommitted;
+  counters_.bytesPut += p.bytes;
+  ++generation_;
+}
+
+void Store::abort(std::uint64_t reservation) {
+  auto it = reservations_.find(reservation);
+  if (it == reservations_.end()) return;
+  const ReservationRef r = it->second;
+  reservations_.erase(it);
+  VarState& v = vars_.at(r.name);
+  auto vit = v.versions.find(r.version);
+  if (vit == v.versions.end()) return;
+  Version& ver = vit->second;
+  auto pit = ver.pieces.find(r.offset);
+  if (pit == ver.pieces.end()) return;
+  ver.bytes -= pit->second.bytes;
+  alloc_.release(pit->first);
+  ver.pieces.erase(pit);
+  ++counters_.putsAborted;
+  if (ver.pieces.empty() && !ver.pinned()) v.versions.erase(vit);
+  ++generation_;
+}
+
+ClientId Store::reservationOwner(std::uint64_t reservation) const {
+  auto it = reservations_.find(reservation);
+  return it == reservations_.end() ? 0 : it->second.writer;
+}
+
+Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes) const {
+  const VarState& v = state(name, "get");
+  for (const Box& b : boxes) checkBoxInShape(b, v.def.shape, "get of " + versionText(name, version));
+  if (dropped(name, version)) {
+    throw Error(ErrorCode::Evicted,
+                "get of " + versionText(name, version) + ": that version was dropped (keep_versions " +
+                    std::to_string(v.def.keepVersions) + ", or evicted for memory); the newest kept is " +
+                    (v.versions.empty() ? std::string("none") : std::to_string(v.versions.rbegin()->first)));
+  }
+  ++counters_.lookups;
+  Lookup out;
+  auto vit = v.versions.find(version);
+  const std::size_t elem = dataTypeSize(v.def.dtype);
+  for (const Box& b : boxes) {
+    std::vector<Box> covered;
+    if (vit != v.versions.end()) {
+      for (const auto& [off, p] : vit->second.pieces) {
+        if (!p.committed) continue;
+        auto overlap = intersect(p.box, b);
+        if (!overlap) continue;
+        covered.push_back(*overlap);
+        // The bytes of the piece between the overlap's first and last element.
+        const Extents strides = rowMajorByteStrides(p.box, elem);
+        std::int64_t first = 0, last = 0;
+        for (int d = 0; d < p.box.ndim; ++d) {
+          first += (overlap->lo[d] - p.box.lo[d]) * strides[d];
+          last += (overlap->hi[d] - 1 - p.box.lo[d]) * strides[d];
+        }
+        out.fragments.push_back(Fragment{p.box, off, static_cast<std::uint64_t>(first),
+                                         static_cast<std::uint64_t>(last - first) + elem});
+      }
+    }
+    for (Box& m : subtract(b, covered)) out.missing.push_back(m);
+  }
+  return out;
+}
+
+std::uint64_t Store::lease(ClientId reader, const std::string& name, std::int64_t version, std::uint64_t bytes) {
+  VarState& v = state(name, "get");
+  Version& ver = v.versions.at(version);
+  ver.holders.insert(reader);
+  ++ver.leases;
+  counters_.bytesServed += bytes;
+  const std::uint64_t id = ++lastId_;
+  leases_[id] = LeaseRef{name, version, reader};
+  return id;
+}
+
+void Store::endLease(std::uint64_t lease) {
+  auto it = leases_.find(lease);
+  if (it == leases_.end()) return;
+  const LeaseRef l = it->second;
+  leases_.erase(it);
+  VarState& v = vars_.at(l.name);
+  auto vit = v.versions.find(l.version);
+  if (vit == v.versions.end()) return;
+  --vit->second.leases;
+  trim(v, INT64_MIN);
+}
+
+void Store::release(ClientId reader, const std::string& name, std::int64_t version) {
+  VarState& v = state(name, "release");
+  auto vit = v.versions.find(version);
+  if (vit == v.versions.end()) return;
+  vit->second.holders.erase(reader);
+  trim(v, INT64_MIN);
+}
+
+void Store::dropClient(ClientId client) {
+  std::vector<std::uint64_t> mine;
+  for (const auto& [id, r] : reservations_) {
+    if (r.writer == client) mine.push_back(id);
+  }
+  for (std::uint64_t id : mine) abort(id);
+  std::vector<std::uint64_t> leases;
+  for (const auto& [id, l] : leases_) {
+    if (l.reader == client) leases.push_back(id);
+  }
+  for (std::uint64_t id : leases) endLease(id);
+  for (auto& [name, v] : vars_) {
+    for (auto& [n, ver] : v.versions) ver.holders.erase(client);
+    trim(v, INT64_MIN);
+  }
+}
+
+void Store::trim(VarState& v, std::int64_t keep) {
+  // Versions beyond keep_versions, counting the one about to be written (keep), oldest first.
+  std::size_t count = v.versions.size() + (keep != INT64_MIN && !v.versions.count(keep) ? 1 : 0);
+  for (auto it = v.versions.begin(); it != v.versions.end() && count > static_cast<std::size_t>(v.def.keepVersions);) {
+    auto next = std::next(it);
+    const bool newer = keep != INT64_MIN && it->first > keep;
+    if (!it->second.pinned() && !newer && it->first != keep && !hasReservations(it->second)) {
+      dropVersion(v, it->first, false);
+      --count;
+    }
+    it = next;
+  }
+}
+
+bool Store::hasReservations(const Version& ver) {
+  for (const auto& [off, p] : ver.pieces) {
+    if (!p.committed) return true;
+  }
+  return false;
+}
+
+bool Store::evictOldest(const std::string& keepName, std::int64_t keep) {
+  VarState* best = nullptr;
+  std::int64_t bestVersion = 0;
+  std::uint64_t bestOrder = UINT64_MAX;
+  for (auto& [name, v] : vars_) {
+    for (auto& [n, ver] : v.versions) {
+      if (ver.pinned() || hasReservations(ver) || (name == keepName && n == keep)) continue;
+      if (ver.order < bestOrder) {
+        best = &v;
+        bestVersion = n;
+        bestOrder = ver.order;
+      }
+    }
+  }
+  if (!best) return false;
+  dropVersion(*best, bestVersion, true);
+  return true;
+}
+
+void Store::dropVersion(VarState& v, std::int64_t number, bool evicted) {
+  auto it = v.versions.find(number);
+  if (it == v.versions.end()) return;
+  for (const auto& [off, p] : it->second.pieces) alloc_.release(off);
+  v.versions.erase(it);
+  v.dropped.insert(number);
+  while (v.dropped.size() > kRememberDropped) {
+    v.droppedBelow = std::max(v.droppedBelow, *v.dropped.begin() + 1);
+    v.dropped.erase(v.dropped.begin());
+  }
+  ++(evicted ? counters_.versionsEvicted : counters_.versionsDropped);
+  ++generation_;
+}
+
+std::vector<std::int64_t> Store::completeVersions(const std::string& name, std::int64_t atLeast) const {
+  const VarState& v = state(name, "wait_version");
+  std::vector<std::int64_t> out;
+  for (auto it = v.versions.lower_bound(atLeast); it != v.versions.end(); ++it) {
+    if (it->second.committedVolume == v.ownedVolume) out.push_back(it->first);
+  }
+  return out;
+}
+
+StoreStats Store::stats() const {
+  StoreStats s = counters_;
+  s.capacity = alloc_.capacity();
+  s.bytesInUse = alloc_.bytesInUse();
+  s.highWater = highWater_;
+  s.variables = vars_.size();
+  for (const auto& [name, v] : vars_) {
+    s.versions += v.versions.size();
+    for (const auto& [n, ver] : v.versions) s.pieces += ver.pieces.size();
+  }
+  return s;
+}
+
+}  // namespace axon::space

@@ -1,0 +1,174 @@
+// What one staging server holds: variables, their versions, the pieces of each version (boxes at
+// offsets of the server's arena), readers' holds and the memory bound with its policy. Offsets
+// only, no memory and no network, so that every rule is tested on the host
+// (tests/unit/space_store_test.cpp); space/server.cpp moves the bytes.
+//
+// Rules:
+// - A piece becomes visible when committed; a reservation that is aborted (its writer died, its
+//   data never came) frees its memory and was never seen.
+// - Pieces of one version never overlap (reserved ones included): an overlapping put is refused.
+// - A reader's get holds its version until release() or the reader's end; held versions and
+//   versions with data in flight (leases) are never dropped.
+// - Beyond keep_versions the oldest versions are dropped (unless held). When memory is short:
+//   reject refuses, block makes the caller wait (reserve() gives nullopt), evict drops the oldest
+//   unheld versions of any variable first. A version dropped is remembered, so that a get of it
+//   says Evicted rather than waiting for data that will never come.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "axon/collectives.hpp"
+#include "memory/symmetric_allocator.hpp"
+#include "space/box.hpp"
+
+namespace axon::space {
+
+enum class Policy { Block, Reject, Evict };
+const char* policyName(Policy p);
+Policy parsePolicy(const std::string& text);  // throws InvalidArgument
+
+constexpr std::size_t kMaxNameBytes = 255;
+constexpr std::size_t kPieceAlignment = 256;  // arena offsets: aligned for wide GPU loads
+
+using ClientId = std::uint64_t;
+
+struct Variable {
+  std::string name;
+  Box shape;  // [0, shape)
+  DataType dtype = DataType::Float64;
+  int keepVersions = 2;
+};
+
+// Checks a name (non-empty, at most kMaxNameBytes) and a definition; throws InvalidArgument.
+void checkName(const std::string& name);
+void checkDefinition(const Variable& v);
+
+struct Fragment {
+  Box piece;                  // the stored piece's box
+  std::uint64_t offset = 0;   // where the piece starts in the arena
+  std::uint64_t rangeStart = 0;  // the bytes of the piece the asked box needs: [start, start + bytes)
+  std::uint64_t rangeBytes = 0;
+};
+
+struct StoreStats {
+  std::uint64_t capacity = 0, bytesInUse = 0, highWater = 0;
+  std::uint64_t pieces = 0, versions = 0, variables = 0;
+  std::uint64_t putsCommitted = 0, putsAborted = 0, bytesPut = 0;
+  std::uint64_t lookups = 0, bytesServed = 0;
+  std::uint64_t versionsDropped = 0, versionsEvicted = 0, putsRejectedFull = 0;
+};
+
+class Store {
+ public:
+  Store(std::uint64_t capacity, Policy policy, int serverIndex, int servers);
+
+  Policy policy() const { return policy_; }
+  // Adds a variable, or checks that a repeat definition is the same; throws InvalidArgument.
+  void define(const Variable& v);
+  const Variable& variable(const std::string& name) const;  // throws InvalidArgument when unknown
+
+  struct Reservation {
+    std::uint64_t id = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+  };
+  // Admits a piece of `bytes` for (name, version, box): checks the box (inside the shape, owned
+  // here, no overlap in the version), then finds memory. nullopt: policy block and no memory now
+  // (call again when memory is freed). Throws InvalidArgument, SpaceFull (reject, evict with
+  // nothing left to drop, or a piece larger than the whole arena) or Evicted (a version already
+  // dropped).
+  std::optional<Reservation> reserve(ClientId writer, const std::string& name, std::int64_t version, const Box& box,
+                                     std::uint64_t bytes);
+  void commit(std::uint64_t reservation);
+  void abort(std::uint64_t reservation);
+  // The reservation's client, or 0 when there is no such reservation.
+  ClientId reservationOwner(std::uint64_t reservation) const;
+
+  struct Lookup {
+    std::vector<Fragment> fragments;
+    std::vector<Box> missing;  // parts of the boxes no committed piece covers yet
+  };
+  // The committed pieces of (name, version) that intersect `boxes`, and what is missing. Throws
+  // InvalidArgument, or Evicted when the version was dropped.
+  Lookup lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes) const;
+  // Pins the version for `reader`'s transfer; ended by endLease. Also takes the reader's hold.
+  std::uint64_t lease(ClientId reader, const std::string& name, std::int64_t version, std::uint64_t bytes);
+  void endLease(std::uint64_t lease);
+  // The reader lets go of the version (no-op when it holds nothing).
+  void release(ClientId reader, const std::string& name, std::int64_t version);
+  // The client is gone: its reservations are aborted, its holds and leases dropped.
+  void dropClient(ClientId client);
+
+  // Versions of `name` at or above `atLeast` whose part on this server is complete, ascending.
+  std::vector<std::int64_t> completeVersions(const std::string& name, std::int64_t atLeast) const;
+  bool dropped(const std::string& name, std::int64_t version) const;
+  // Bumped by every commit and drop: pending waits re-check when it changes.
+  std::uint64_t generation() const { return generation_; }
+
+  StoreStats stats() const;
+  std::uint64_t capacity() const { return alloc_.capacity(); }
+
+ private:
+  struct Piece {
+    Box box;
+    std::uint64_t offset = 0, bytes = 0;
+    bool committed = false;
+    std::uint64_t reservation = 0;
+  };
+  struct Version {
+    std::int64_t number = 0;
+    std::map<std::uint64_t, Piece> pieces;  // by arena offset
+    std::int64_t committedVolume = 0;
+    std::uint64_t bytes = 0;
+    std::set<ClientId> holders;
+    int leases = 0;
+    std::uint64_t order = 0;  // when it was created, for "oldest first"
+    bool pinned() const { return !holders.empty() || leases > 0; }
+  };
+  struct VarState {
+    Variable def;
+    std::int64_t ownedVolume = 0;
+    std::map<std::int64_t, Version> versions;
+    std::set<std::int64_t> dropped;  // the most recent kRememberDropped dropped versions
+    std::int64_t droppedBelow = INT64_MIN;  // every version below this one was dropped (or never existed)
+  };
+  struct ReservationRef {
+    std::string name;
+    std::int64_t version;
+    std::uint64_t offset;
+    ClientId writer;
+  };
+  struct LeaseRef {
+    std::string name;
+    std::int64_t version;
+    ClientId reader;
+  };
+  static constexpr std::size_t kRememberDropped = 4096;
+
+  VarState& state(const std::string& name, const char* what);
+  const VarState& state(const std::string& name, const char* what) const;
+  void dropVersion(VarState& v, std::int64_t number, bool evicted);
+  static bool hasReservations(const Version& ver);
+  // Drops versions beyond keepVersions that nobody pins (never `keep`, the one being written).
+  void trim(VarState& v, std::int64_t keep);
+  // Evicts the oldest unpinned version of any variable (not `keep` of `keepName`); false when none.
+  bool evictOldest(const std::string& keepName, std::int64_t keep);
+  std::optional<std::uint64_t> allocate(std::uint64_t bytes);
+
+  Policy policy_;
+  int serverIndex_, servers_;
+  SymmetricAllocator alloc_;
+  std::map<std::string, VarState> vars_;
+  std::map<std::uint64_t, ReservationRef> reservations_;
+  std::map<std::uint64_t, LeaseRef> leases_;
+  std::uint64_t lastId_ = 0, order_ = 0, generation_ = 0;
+  std::uint64_t highWater_ = 0;
+  mutable StoreStats counters_;
+};
+
+}  // namespace axon::space
