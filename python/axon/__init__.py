@@ -18,7 +18,8 @@ from . import _axon
 from .errors import (  # noqa: F401
     AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
-    PeerDeadError, SystemError, TimeoutError, TruncatedError, UcxError, UnsupportedError,
+    PeerDeadError, SystemError, TimeoutError, TruncatedError, UcxError, UnsupportedError, FullError, EvictedError,
+    IncompleteError, ServerLostError,
 )
 from .collectives import (  # noqa: F401
     Collective, Explanation, ReduceOp, allgather, allgather_on_stream, allreduce, allreduce_on_stream, alltoall,
@@ -44,6 +45,8 @@ from .onesided import (  # noqa: F401
     signal_fetch, signal_op, signal_op_on_stream, signal_wait_until, signal_wait_until_on_stream,
     stream_synchronize, sync_all,
 )
+
+from . import space  # noqa: F401,E402  (axon.space.connect after `import axon`)
 
 _axon.set_error_classes(_BY_CODE)
 

@@ -20,6 +20,7 @@ from .tools import bench as _bench_tool
 from .tools import cli_parser
 from .tools import doctor as _doctor_tool
 from .tools import plot as _plot_tool
+from .tools import space_serve as _space_tool
 from .tools import topo as _topo_tool
 
 _PROG = "axon"
@@ -98,6 +99,7 @@ _SUBCOMMANDS: Sequence[Callable[[argparse._SubParsersAction], None]] = (
     _doctor_tool.add_subcommand,
     _bench_tool.add_subcommand,
     _plot_tool.add_subcommand,
+    _space_tool.add_subcommand,
 )
 
 

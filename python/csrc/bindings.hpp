@@ -13,5 +13,6 @@ void bindTeams(nanobind::module_& m);
 void bindGpu(nanobind::module_& m);
 void bindCollectives(nanobind::module_& m);
 void bindP2p(nanobind::module_& m);
+void bindSpace(nanobind::module_& m);
 
 }  // namespace axon::py

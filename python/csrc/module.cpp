@@ -10,4 +10,5 @@ NB_MODULE(_axon, m) {
   axon::py::bindGpu(m);
   axon::py::bindCollectives(m);
   axon::py::bindP2p(m);
+  axon::py::bindSpace(m);
 }
