@@ -307,16 +307,22 @@ void Store::dropClient(ClientId client) {
 }
 
 void Store::trim(VarState& v, std::int64_t keep) {
-  // Versions beyond keep_versions, counting the one about to be written (keep), oldest first.
-  std::size_t count = v.versions.size() + (keep != INT64_MIN && !v.versions.count(keep) ? 1 : 0);
-  for (auto it = v.versions.begin(); it != v.versions.end() && count > static_cast<std::size_t>(v.def.keepVersions);) {
-    auto next = std::next(it);
-    const bool newer = keep != INT64_MIN && it->first > keep;
-    if (!it->second.pinned() && !newer && it->first != keep && !hasReservations(it->second)) {
-      dropVersion(v, it->first, false);
-      --count;
+  // The keepVersions newest versions stay, counting `keep` (a version about to be written) when
+  // it is new; older ones go unless a reader holds them or data is in flight for them.
+  std::size_t newer = keep != INT64_MIN && !v.versions.count(keep) ? 1 : 0;
+  for (auto it = v.versions.rbegin(); it != v.versions.rend();) {
+    const std::int64_t number = it->first;
+    ++it;
+    if (keep != INT64_MIN && number > keep) continue;  // written ahead of `keep`: not older than it
+    if (newer < static_cast<std::size_t>(v.def.keepVersions)) {
+      ++newer;
+      continue;
     }
-    it = next;
+    const Version& ver = v.versions.at(number);
+    if (!ver.pinned() && !hasReservations(ver)) {
+      dropVersion(v, number, false);
+      it = std::make_reverse_iterator(v.versions.upper_bound(number));
+    }
   }
 }
 
