@@ -35,6 +35,8 @@ namespace {
 // Pieces at least this large go through a same-node server's mapped arena (two short requests
 // around one copy); smaller ones travel with their request (one message).
 constexpr std::uint64_t kSharedMemoryMin = 64 * 1024;
+// A batch's list of items travels in its message header, which UCX bounds (8 KiB over TCP).
+constexpr std::size_t kBatchHeaderMax = 4096;
 // Staging offsets of fragments: aligned for wide loads in the reassembly kernel.
 constexpr std::uint64_t kStagingAlign = 256;
 // Servers answer a waiting get or version wait at the caller's deadline; the client allows this
@@ -361,7 +363,8 @@ class Client::Impl {
       b->data.insert(b->data.end(), data, data + bytes);
       b->deadline = std::min(b->deadline, st.deadline);
       st.batches.push_back(b);
-      if (b->data.size() >= batchBytes_) {
+      // Full, or its item list near what a message header may hold.
+      if (b->data.size() >= batchBytes_ || b->items.bytes().size() >= kBatchHeaderMax) {
         sendNow = b;
         b.reset();
       }
@@ -897,18 +900,38 @@ class Client::Impl {
         });
         return;
       }
+      if (r.left() == 0 && payload.bytes > 0) {
+        // A reply too long for a message header travels as the message's data.
+        auto body = std::make_shared<std::string>(payload.bytes, '\0');
+        const std::uint64_t id = h.id;
+        node_->receive(payload, body->data(), rpc::Memory::Host, [this, c, id, body](const std::string& f) {
+          if (!f.empty()) {
+            std::lock_guard lock(mu_);
+            fail(*c, ErrorCode::ServerLost, "staging server " + servers_[c->server].address + ": a reply was lost: " + f);
+            calls_.erase(id);
+            return;
+          }
+          wire::ByteReader br(*body);
+          takeReply(c, id, br);
+        });
+        return;
+      }
       node_->drop(payload);
-      std::lock_guard lock(mu_);
-      c->status = r.i32();
-      c->message = r.str();
-      c->reply = std::string(r.rest());
-      c->replied = true;
-      if (c->status != 0) c->landed = c->landing.size();
-      if (c->done()) calls_.erase(h.id);
+      takeReply(c, h.id, r);
     } catch (const std::exception&) {
       node_->drop(payload);  // not ours (another build): the call times out naming the server
     }
     (void)conn;
+  }
+
+  void takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r) {
+    std::lock_guard lock(mu_);
+    c->status = r.i32();
+    c->message = r.str();
+    c->reply = std::string(r.rest());
+    c->replied = true;
+    if (c->status != 0) c->landed = c->landing.size();
+    if (c->done()) calls_.erase(id);
   }
 
   void onLost(rpc::ConnId conn, const std::string& why) {

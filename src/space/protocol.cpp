@@ -6,6 +6,7 @@ const char* opName(Op op) {
   switch (op) {
     case Op::Hello: return "hello";
     case Op::Join: return "join";
+    case Op::Members: return "members";
     case Op::Define: return "define";
     case Op::Describe: return "describe";
     case Op::Put: return "put";

@@ -6,7 +6,8 @@
 // Requests and their answers:
 //   Hello     [str build][str node][u32 pid]           -> [u32 index][u32 servers][u64 epoch]
 //             [str node][str arena][u64 capacity][u32 n][str address]...   (the space's servers)
-//   Join      [str address]                             -> [u32 index]  (a server joining the seed)
+//   Join      [str address]                             -> [u32 index][u32 servers]  (a server joining the first)
+//   Members   [u32 n][str address]...  (no reply: the first server tells each joined one, once all are in)
 //   Define    [var]                                     -> -
 //   Describe  [str name]                                -> [var]
 //   Put       [str name][i64 version][box][u64 timeout ms] + the piece's bytes  -> -
@@ -38,9 +39,12 @@ namespace axon::space::protocol {
 
 constexpr std::uint32_t kMagic = 0x50584178u;  // "xAXP"
 constexpr std::uint16_t kVersion = 1;
+constexpr std::size_t kHeadBytes = 16;  // magic, version, op, id
+// A message longer than UCX allows for a header (a reply listing thousands of fragments) sends its
+// head alone as the header and the rest as the message's data.
 
 enum class Op : std::uint16_t {
-  Hello = 1, Join, Define, Describe, Put, PutBatch, Reserve, Commit, Query, Fetch, Done, WaitVersion, Release, Stats,
+  Hello = 1, Join, Members, Define, Describe, Put, PutBatch, Reserve, Commit, Query, Fetch, Done, WaitVersion, Release, Stats,
   Reply = 100, Data,
 };
 const char* opName(Op op);

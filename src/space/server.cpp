@@ -249,6 +249,7 @@ class Server::Impl {
     switch (h.op) {
       case Op::Hello: return hello(c, h.id, r);
       case Op::Join: return join(c, h.id, r);
+      case Op::Members: return membersKnown(c, r);
       case Op::Define: {
         store_->define(protocol::readVariable(r));
         return replyOk(c, h.id);
@@ -341,21 +342,40 @@ class Server::Impl {
                                                   std::to_string(servers_) + " servers (--servers)");
     }
     members_.push_back(address);
+    joined_.push_back(c);
     wire::ByteWriter w = protocol::beginReply(id);
     w.u32(static_cast<std::uint32_t>(members_.size() - 1)).u32(static_cast<std::uint32_t>(servers_));
     send(c, w);
+    if (static_cast<int>(members_.size()) < servers_) return;
+    // All in: every joined server learns the list (clients may ask any of them).
+    wire::ByteWriter m = protocol::begin(Op::Members, 0);
+    m.u32(static_cast<std::uint32_t>(members_.size()));
+    for (const auto& a : members_) m.str(a);
+    for (ConnId j : joined_) send(j, m);
+  }
+
+  void membersKnown(ConnId c, wire::ByteReader& r) {
+    if (c != seed_) throw Error(ErrorCode::InvalidArgument, "a member list from a connection that is not the first server");
+    const std::uint32_t n = r.count(4);
+    std::vector<std::string> members;
+    for (std::uint32_t i = 0; i < n; ++i) members.push_back(r.str());
+    members_ = std::move(members);
   }
 
   // The members list is the first server's; a joining one learns its index and the count.
   void joinSpace() {
     bool done = false;
     std::string failure;
-    rpc::ConnId seed = 0;
     node_->setHandlers({[&](rpc::ConnId, std::string h, rpc::Payload p) {
                           node_->drop(p);
                           try {
                             wire::ByteReader r(h);
-                            protocol::readHead(r);
+                            if (protocol::readHead(r).op == Op::Members) {  // may follow the reply at once
+                              const std::uint32_t n = r.count(4);
+                              members_.clear();
+                              for (std::uint32_t i = 0; i < n; ++i) members_.push_back(r.str());
+                              return;
+                            }
                             const int status = r.i32();
                             const std::string message = r.str();
                             if (status != 0) throw Error(static_cast<ErrorCode>(status), message);
@@ -371,7 +391,7 @@ class Server::Impl {
                           done = true;
                         },
                         nullptr});
-    seed = node_->connect(options_.join);
+    const rpc::ConnId seed = node_->connect(options_.join);
     wire::ByteWriter w = protocol::begin(Op::Join, 1);
     w.str(address_);
     node_->send(seed, w.bytes(), nullptr, 0, rpc::Memory::Host, [&](const std::string& f) {
@@ -385,7 +405,7 @@ class Server::Impl {
     while (!done && Clock::now() < end) {
       if (!node_->progress()) ::usleep(100);
     }
-    node_->close(seed);
+    seed_ = seed;  // kept: the first server sends the member list on it once the space is complete
     node_->setHandlers({[this](rpc::ConnId c, std::string h, rpc::Payload p) { handle(c, std::move(h), std::move(p)); },
                         [this](rpc::ConnId c, const std::string& why) { connectionLost(c, why); }, nullptr});
     if (!done) failure = "no answer within " + std::to_string(options_.timeoutSec) + " s";
@@ -664,7 +684,15 @@ class Server::Impl {
   // --- replies --------------------------------------------------------------------------------
 
   void send(ConnId c, const wire::ByteWriter& w) {
-    node_->send(c, bytesOf(w), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+    if (w.bytes().size() <= node_->maxHeader()) {
+      node_->send(c, bytesOf(w), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+      return;
+    }
+    // Longer than a message header may be (a get's list of thousands of fragments): the head
+    // alone as the header, the rest as the message's data, kept until UCX has sent it.
+    auto body = std::make_shared<std::string>(w.bytes().substr(protocol::kHeadBytes));
+    node_->send(c, w.bytes().substr(0, protocol::kHeadBytes), body->data(), body->size(), rpc::Memory::Host,
+                [body](const std::string&) {});
   }
   void replyOk(ConnId c, std::uint64_t id) {
     if (id) send(c, protocol::beginReply(id));
@@ -676,6 +704,8 @@ class Server::Impl {
   ServerOptions options_;
   std::string identity_;
   std::vector<std::string> members_;
+  std::vector<ConnId> joined_;  // the first server: connections of the servers that joined
+  ConnId seed_ = 0;             // a joined server: its connection to the first
   std::unique_ptr<ServerArena> arena_;
   std::unique_ptr<rpc::Node> node_;
   std::unique_ptr<Store> store_;

@@ -279,6 +279,7 @@ void Store::endLease(std::uint64_t lease) {
   if (vit == v.versions.end()) return;
   --vit->second.leases;
   trim(v, INT64_MIN);
+  ++generation_;
 }
 
 void Store::release(ClientId reader, const std::string& name, std::int64_t version) {
@@ -287,6 +288,7 @@ void Store::release(ClientId reader, const std::string& name, std::int64_t versi
   if (vit == v.versions.end()) return;
   vit->second.holders.erase(reader);
   trim(v, INT64_MIN);
+  ++generation_;  // a blocked put may now make room by dropping it
 }
 
 void Store::dropClient(ClientId client) {

@@ -107,7 +107,7 @@ class Store {
   // Versions of `name` at or above `atLeast` whose part on this server is complete, ascending.
   std::vector<std::int64_t> completeVersions(const std::string& name, std::int64_t atLeast) const;
   bool dropped(const std::string& name, std::int64_t version) const;
-  // Bumped by every commit and drop: pending waits re-check when it changes.
+  // Bumped by every commit, drop, release and lease end: waiting puts and gets re-check then.
   std::uint64_t generation() const { return generation_; }
 
   StoreStats stats() const;
