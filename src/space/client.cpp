@@ -436,9 +436,20 @@ class Client::Impl {
       state->calls.push_back(c);
       queries->emplace_back(s, c);
     }
-    state->finish = [this, state = state.get(), queries, box, elem, out, device, name, version] {
-      assemble(*state, *queries, box, elem, static_cast<unsigned char*>(out), device, name, version);
-    };
+    if (device && options_.gpuPath == GpuPath::HostStaged) {
+      // The baseline: the box assembled in host memory, then copied to the GPU in one piece.
+      state->finish = [this, state = state.get(), queries, box, elem, out, need, name, version] {
+        state->ownedCopy.resize(need);
+        assemble(*state, *queries, box, elem, reinterpret_cast<unsigned char*>(state->ownedCopy.data()), false, name,
+                 version);
+        gpu_->copy(out, state->ownedCopy.data(), need);
+        bump(&ClientStats::hostStagedCopies);
+      };
+    } else {
+      state->finish = [this, state = state.get(), queries, box, elem, out, device, name, version] {
+        assemble(*state, *queries, box, elem, static_cast<unsigned char*>(out), device, name, version);
+      };
+    }
     if (blocking) {
       finishRequest(*state);
       return nullptr;
