@@ -194,6 +194,41 @@ axon_status_t axon_recv_on_stream(void* buf, size_t capacity, int source, axon_t
 axon_status_t axon_group_start(void);
 axon_status_t axon_group_end(void);
 
+/* The staging space (axon/space.hpp): a client of staging servers; no axon_init needed. Boxes are
+ * half-open [lo, hi) of `ndim` (1 to 8) int64 entries; buffers are host or GPU memory. Errors:
+ * AXON_ERR_INVALID_ARGUMENT (bad boxes, names, types, a buffer too small), AXON_ERR_SPACE_FULL,
+ * AXON_ERR_EVICTED, AXON_ERR_INCOMPLETE (the message lists the missing boxes), AXON_ERR_SERVER_LOST.
+ * A timeout <= 0 means AXON_TIMEOUT. */
+typedef struct axon_space_s* axon_space_t;
+typedef struct axon_space_request_s* axon_space_request_t;
+/* addr NULL or "": AXON_SPACE_ADDR, then the contact file AXON_SPACE_FILE names. */
+axon_status_t axon_space_connect(const char* addr, double timeout, axon_space_t* out);
+/* Waits for open requests, disconnects and frees the client. */
+axon_status_t axon_space_close(axon_space_t space);
+axon_status_t axon_space_define(axon_space_t space, const char* name, int ndim, const int64_t* shape,
+                                axon_datatype_t type, int keep_versions);
+axon_status_t axon_space_put(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* offset,
+                             const int64_t* count, const void* data, double timeout);
+axon_status_t axon_space_get(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* lo,
+                             const int64_t* hi, void* out, size_t out_bytes, double timeout);
+axon_status_t axon_space_iput(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* offset,
+                              const int64_t* count, const void* data, double timeout, axon_space_request_t* req);
+axon_status_t axon_space_iget(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* lo,
+                              const int64_t* hi, void* out, size_t out_bytes, double timeout, axon_space_request_t* req);
+/* Completes and frees the request (*req becomes NULL). axon_space_test returns AXON_IN_PROGRESS while
+ * it runs. */
+axon_status_t axon_space_wait(axon_space_request_t* req);
+axon_status_t axon_space_test(axon_space_request_t* req);
+axon_status_t axon_space_wait_version(axon_space_t space, const char* name, int64_t at_least, double timeout,
+                                      int64_t* version);
+axon_status_t axon_space_release(axon_space_t space, const char* name, int64_t version);
+/* Summed over the space's servers, and this client's own counts. */
+typedef struct {
+  uint64_t servers, capacity, bytes_in_use, high_water, pieces, versions;
+  uint64_t puts, bytes_put, gets, bytes_got, batches, fused_kernels;
+} axon_space_stats_t;
+axon_status_t axon_space_stats(axon_space_t space, axon_space_stats_t* out);
+
 /* The handle kernels pass to the device-callable collectives (axon::device::CollHandle of
  * axon/device/coll_types.hpp, a trivially copyable struct), copied as bytes so that this header
  * needs no device header: `out` receives AXON_DEVICE_COLL_HANDLE_BYTES bytes (out_bytes must be

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "axon/axon.hpp"
+#include "axon/space.hpp"
 
 // C programs size their buffer for the device handle from axon.h alone; the two must not drift.
 static_assert(sizeof(axon::device::CollHandle) == AXON_DEVICE_COLL_HANDLE_BYTES,
@@ -435,6 +436,153 @@ axon_status_t axon_group_start(void) {
 }
 axon_status_t axon_group_end(void) {
   return guarded([] { axon::groupEnd(); });
+}
+
+}  // extern "C"
+
+// --- the staging space ---------------------------------------------------------------------------
+
+struct axon_space_s {
+  axon::space::Client client;
+};
+struct axon_space_request_s {
+  axon::space::Request request;
+};
+
+namespace {
+
+axon::space::Index indexOf(int ndim, const int64_t* v, const char* what) {
+  if (ndim < 1 || ndim > 8) {
+    throw axon::Error(axon::ErrorCode::InvalidArgument,
+                      std::string("axon_space: ndim ") + std::to_string(ndim) + " (1 to 8 dimensions are allowed)");
+  }
+  requireOut(v, what);
+  return axon::space::Index(v, v + ndim);
+}
+
+axon::space::Client& clientOf(axon_space_t s) {
+  requireOut(s, "space");
+  return s->client;
+}
+
+const char* nameOf(const char* name) {
+  requireOut(name, "name");
+  return name;
+}
+
+}  // namespace
+
+extern "C" {
+
+axon_status_t axon_space_connect(const char* addr, double timeout, axon_space_t* out) {
+  return guarded([&] {
+    requireOut(out, "out");
+    axon::space::ConnectOptions o;
+    o.address = addr ? addr : "";
+    o.timeoutSec = timeout;
+    *out = new axon_space_s{axon::space::Client(o)};
+  });
+}
+axon_status_t axon_space_close(axon_space_t space) {
+  return guarded([&] {
+    std::unique_ptr<axon_space_s> owned(space);
+    clientOf(space).close();
+  });
+}
+axon_status_t axon_space_define(axon_space_t space, const char* name, int ndim, const int64_t* shape,
+                                axon_datatype_t type, int keep_versions) {
+  return guarded([&] {
+    clientOf(space).define(nameOf(name), indexOf(ndim, shape, "shape"), static_cast<axon::DataType>(type), keep_versions);
+  });
+}
+axon_status_t axon_space_put(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* offset,
+                             const int64_t* count, const void* data, double timeout) {
+  return guarded([&] {
+    clientOf(space).put(nameOf(name), version, indexOf(ndim, offset, "offset"), indexOf(ndim, count, "count"), data,
+                        timeout);
+  });
+}
+axon_status_t axon_space_get(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* lo,
+                             const int64_t* hi, void* out, size_t out_bytes, double timeout) {
+  return guarded([&] {
+    clientOf(space).get(nameOf(name), version, indexOf(ndim, lo, "lo"), indexOf(ndim, hi, "hi"), out, out_bytes, timeout);
+  });
+}
+axon_status_t axon_space_iput(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* offset,
+                              const int64_t* count, const void* data, double timeout, axon_space_request_t* req) {
+  return guarded([&] {
+    requireOut(req, "req");
+    *req = new axon_space_request_s{clientOf(space).iput(nameOf(name), version, indexOf(ndim, offset, "offset"),
+                                                         indexOf(ndim, count, "count"), data, timeout)};
+  });
+}
+axon_status_t axon_space_iget(axon_space_t space, const char* name, int64_t version, int ndim, const int64_t* lo,
+                              const int64_t* hi, void* out, size_t out_bytes, double timeout, axon_space_request_t* req) {
+  return guarded([&] {
+    requireOut(req, "req");
+    *req = new axon_space_request_s{clientOf(space).iget(nameOf(name), version, indexOf(ndim, lo, "lo"),
+                                                         indexOf(ndim, hi, "hi"), out, out_bytes, timeout)};
+  });
+}
+axon_status_t axon_space_wait(axon_space_request_t* req) {
+  return guarded([&] {
+    requireOut(req, "req");
+    std::unique_ptr<axon_space_request_s> owned(*req);
+    requireOut(owned.get(), "*req");
+    *req = nullptr;
+    owned->request.wait();
+  });
+}
+axon_status_t axon_space_test(axon_space_request_t* req) {
+  bool done = false;
+  const axon_status_t rc = guarded([&] {
+    requireOut(req, "req");
+    requireOut(*req, "*req");
+    try {
+      done = (*req)->request.test();
+    } catch (...) {
+      done = true;
+      delete *req;
+      *req = nullptr;
+      throw;
+    }
+    if (done) {
+      delete *req;
+      *req = nullptr;
+    }
+  });
+  return rc == AXON_SUCCESS && !done ? AXON_IN_PROGRESS : rc;
+}
+axon_status_t axon_space_wait_version(axon_space_t space, const char* name, int64_t at_least, double timeout,
+                                      int64_t* version) {
+  return guarded([&] {
+    requireOut(version, "version");
+    *version = clientOf(space).waitVersion(nameOf(name), at_least, timeout);
+  });
+}
+axon_status_t axon_space_release(axon_space_t space, const char* name, int64_t version) {
+  return guarded([&] { clientOf(space).release(nameOf(name), version); });
+}
+axon_status_t axon_space_stats(axon_space_t space, axon_space_stats_t* out) {
+  return guarded([&] {
+    requireOut(out, "out");
+    const axon::space::Stats s = clientOf(space).stats();
+    *out = axon_space_stats_t{};
+    out->servers = s.servers.size();
+    for (const auto& v : s.servers) {
+      out->capacity += v.capacity;
+      out->bytes_in_use += v.bytesInUse;
+      out->high_water += v.highWater;
+      out->pieces += v.pieces;
+      out->versions += v.versions;
+    }
+    out->puts = s.client.puts;
+    out->bytes_put = s.client.bytesPut;
+    out->gets = s.client.gets;
+    out->bytes_got = s.client.bytesGot;
+    out->batches = s.client.batches;
+    out->fused_kernels = s.client.fusedKernels;
+  });
 }
 
 }  // extern "C"

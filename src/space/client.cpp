@@ -104,6 +104,7 @@ struct Call {
   int server = -1;
   Op op{};
   bool replied = false;
+  bool answered = false;  // the server itself replied (not a failure found here)
   int status = 0;
   std::string message;
   std::string reply;  // the reply's fields, after status and message
@@ -752,7 +753,9 @@ class Client::Impl {
       w.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
       auto c = issue(s, Op::Hello, w);
       const bool answered = waitCall(c, deadline, "connecting to staging server " + address + " (from " + origin + ")");
-      if (answered && c->status == static_cast<int>(ErrorCode::ServerLost) && Clock::now() < deadline) {
+      // The server said its space is still forming (servers yet to join): ask again.
+      if (answered && c->answered && c->status == static_cast<int>(ErrorCode::ServerLost) &&
+          Clock::now() < deadline) {
         sc = std::move(servers_.back());
         servers_.pop_back();
         node_->close(sc.conn);
@@ -941,6 +944,7 @@ class Client::Impl {
     c->message = r.str();
     c->reply = std::string(r.rest());
     c->replied = true;
+    c->answered = true;
     if (c->status != 0) c->landed = c->landing.size();
     if (c->done()) calls_.erase(id);
   }
