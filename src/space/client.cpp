@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 #include <thread>
 
@@ -170,17 +171,14 @@ class Client::Impl {
                                              std::to_string(expectEpoch) + ", but the server there now has epoch " +
                                              std::to_string(epoch) + " (restarted?)");
     }
-    // The rest of the space, in its placement order.
-    std::vector<ServerConn> ordered(members_.size());
-    const int first = servers_[0].index;
-    ordered[first] = std::move(servers_[0]);
-    servers_.clear();
+    // The rest of the space, then all of it in placement order (the handlers, which may run on
+    // the progress thread meanwhile, read servers_ under mu_).
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      if (static_cast<int>(i) == first) continue;
-      servers_.clear();
-      connectServer(members_[i], deadline, "the space's member list");
-      ordered[i] = std::move(servers_[0]);
+      if (static_cast<int>(i) != servers_[0].index) connectServer(members_[i], deadline, "the space's member list");
     }
+    std::lock_guard lock(mu_);
+    std::vector<ServerConn> ordered(members_.size());
+    for (ServerConn& sc : servers_) ordered[sc.index] = std::move(sc);
     servers_ = std::move(ordered);
   }
 
@@ -193,13 +191,13 @@ class Client::Impl {
   }
 
   void close() {
-    std::vector<std::shared_ptr<Request::State>> open;
+    std::unordered_map<Request::State*, std::shared_ptr<Request::State>> open;
     {
       std::lock_guard lock(mu_);
       open.swap(open_);
     }
     flushBatches();
-    for (auto& s : open) {
+    for (auto& [p, s] : open) {
       try {
         finishRequest(*s);
       } catch (...) {
@@ -300,7 +298,7 @@ class Client::Impl {
       return nullptr;
     }
     std::lock_guard lock(mu_);
-    open_.push_back(state);
+    open_.emplace(state.get(), state);
     return state;
   }
 
@@ -456,7 +454,7 @@ class Client::Impl {
       return nullptr;
     }
     std::lock_guard lock(mu_);
-    open_.push_back(state);
+    open_.emplace(state.get(), state);
     return state;
   }
 
@@ -705,7 +703,7 @@ class Client::Impl {
     st.finish = nullptr;
     {
       std::lock_guard lock(mu_);
-      open_.erase(std::remove_if(open_.begin(), open_.end(), [&](const auto& p) { return p.get() == &st; }), open_.end());
+      open_.erase(&st);
     }
     if (st.failure) std::rethrow_exception(st.failure);
   }
@@ -725,7 +723,7 @@ class Client::Impl {
 
   std::mutex mu_;  // calls_, vars_, stats_, open_
   ClientStats stats_;
-  std::vector<std::shared_ptr<Request::State>> open_;
+  std::unordered_map<Request::State*, std::shared_ptr<Request::State>> open_;  // not yet waited for
 
  private:
   struct ServerConn {
@@ -740,15 +738,18 @@ class Client::Impl {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kReplyGraceSec));
   }
 
-  // Connects to one server and says hello; leaves it in servers_ (alone) and returns its epoch.
+  // Connects to one server and says hello; appends it to servers_ and returns its epoch.
   std::uint64_t connectServer(const std::string& address, Clock::time_point deadline, const std::string& origin) {
     ServerConn sc;
     sc.address = address;
-    const int s = static_cast<int>(servers_.size());
+    const int s = static_cast<int>(servers_.size());  // its place while connecting
     // Hello may be refused while the space still waits for servers to join: try again.
     for (;;) {
       sc.conn = node_->connect(address);
-      servers_.push_back(std::move(sc));
+      {
+        std::lock_guard lock(mu_);
+        servers_.push_back(std::move(sc));
+      }
       wire::ByteWriter w = protocol::begin(Op::Hello, 0);
       w.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
       auto c = issue(s, Op::Hello, w);
@@ -756,8 +757,11 @@ class Client::Impl {
       // The server said its space is still forming (servers yet to join): ask again.
       if (answered && c->answered && c->status == static_cast<int>(ErrorCode::ServerLost) &&
           Clock::now() < deadline) {
-        sc = std::move(servers_.back());
-        servers_.pop_back();
+        {
+          std::lock_guard lock(mu_);
+          sc = std::move(servers_.back());
+          servers_.pop_back();
+        }
         node_->close(sc.conn);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         continue;

@@ -196,9 +196,10 @@ class Server::Impl {
       node_->drop(it->payload);
       const StoreStats s = store_->stats();
       replyError(it->conn, it->id, ErrorCode::SpaceFull,
-                 std::string(protocol::opName(it->op)) + " waited for memory until its timeout: staging server " +
+                 std::string(protocol::opName(it->op)) + " waited until its timeout (policy block): staging server " +
                      address_ + " holds " + std::to_string(s.bytesInUse) + " of " + std::to_string(s.capacity) +
-                     " bytes (--mem), policy block; readers must release versions, or raise --mem");
+                     " bytes (--mem), and a new version also waits while keep_versions older ones are incomplete; "
+                     "readers must release versions, writers finish theirs, or --mem be raised");
       it = blocked_.erase(it);
     }
     for (auto it = waiting_.begin(); it != waiting_.end();) {

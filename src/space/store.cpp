@@ -151,8 +151,14 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
                                           " bytes is larger than the server's whole memory (" +
                                           std::to_string(alloc_.capacity()) + " bytes, --mem)");
   }
-  // A new version first makes room under keep_versions.
-  if (vit == v.versions.end()) trim(v, version);
+  if (policy_ == Policy::Block && vit == v.versions.end()) {
+    // Flow control: a writer ahead of the others may open at most keep_versions versions that are
+    // not complete yet; the next waits. Else it could fill the memory with versions nobody can
+    // finish, and every writer would wait for good.
+    int incomplete = 0;
+    for (const auto& [n, ver] : v.versions) incomplete += ver.committedVolume < v.ownedVolume ? 1 : 0;
+    if (incomplete >= v.def.keepVersions) return std::nullopt;
+  }
   auto at = allocate(bytes);
   while (!at && policy_ == Policy::Evict && evictOldest(name, version)) at = allocate(bytes);
   if (!at) {
@@ -194,6 +200,7 @@ void Store::commit(std::uint64_t reservation) {
   ver.committedVolume += volume(p.box);
   ++counters_.putsCommitted;
   counters_.bytesPut += p.bytes;
+  if (ver.committedVolume == v.ownedVolume) trim(v);  // a version completed: older ones may go
   ++generation_;
 }
 
@@ -278,7 +285,7 @@ void Store::endLease(std::uint64_t lease) {
   auto vit = v.versions.find(l.version);
   if (vit == v.versions.end()) return;
   --vit->second.leases;
-  trim(v, INT64_MIN);
+  trim(v);
   ++generation_;
 }
 
@@ -287,7 +294,7 @@ void Store::release(ClientId reader, const std::string& name, std::int64_t versi
   auto vit = v.versions.find(version);
   if (vit == v.versions.end()) return;
   vit->second.holders.erase(reader);
-  trim(v, INT64_MIN);
+  trim(v);
   ++generation_;  // a blocked put may now make room by dropping it
 }
 
@@ -304,27 +311,25 @@ void Store::dropClient(ClientId client) {
   for (std::uint64_t id : leases) endLease(id);
   for (auto& [name, v] : vars_) {
     for (auto& [n, ver] : v.versions) ver.holders.erase(client);
-    trim(v, INT64_MIN);
+    trim(v);
   }
 }
 
-void Store::trim(VarState& v, std::int64_t keep) {
-  // The keepVersions newest versions stay, counting `keep` (a version about to be written) when
-  // it is new; older ones go unless a reader holds them or data is in flight for them.
-  std::size_t newer = keep != INT64_MIN && !v.versions.count(keep) ? 1 : 0;
+void Store::trim(VarState& v) {
+  // A version goes once keepVersions newer versions are complete here (written in full), unless a
+  // reader holds it or data for it is in flight. Versions still being written never count: a
+  // writer ahead of the others does not push out the versions they are still writing.
+  int completeNewer = 0;
   for (auto it = v.versions.rbegin(); it != v.versions.rend();) {
     const std::int64_t number = it->first;
+    const Version& ver = it->second;
     ++it;
-    if (keep != INT64_MIN && number > keep) continue;  // written ahead of `keep`: not older than it
-    if (newer < static_cast<std::size_t>(v.def.keepVersions)) {
-      ++newer;
-      continue;
-    }
-    const Version& ver = v.versions.at(number);
-    if (!ver.pinned() && !hasReservations(ver)) {
+    if (completeNewer >= v.def.keepVersions && !ver.pinned() && !hasReservations(ver)) {
       dropVersion(v, number, false);
       it = std::make_reverse_iterator(v.versions.upper_bound(number));
+      continue;
     }
+    if (ver.committedVolume == v.ownedVolume) ++completeNewer;
   }
 }
 

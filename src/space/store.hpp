@@ -9,7 +9,10 @@
 // - Pieces of one version never overlap (reserved ones included): an overlapping put is refused.
 // - A reader's get holds its version until release() or the reader's end; held versions and
 //   versions with data in flight (leases) are never dropped.
-// - Beyond keep_versions the oldest versions are dropped (unless held). When memory is short:
+// - A version goes once keep_versions newer versions are complete here, unless a reader holds it
+//   or data for it is in flight; versions still being written do not count.
+// - Policy block also holds back a writer ahead of the others: at most keep_versions versions may
+//   be incomplete at once (so --mem should hold 2 x keep_versions versions). When memory is short:
 //   reject refuses, block makes the caller wait (reserve() gives nullopt), evict drops the oldest
 //   unheld versions of any variable first. A version dropped is remembered, so that a get of it
 //   says Evicted rather than waiting for data that will never come.
@@ -154,8 +157,8 @@ class Store {
   const VarState& state(const std::string& name, const char* what) const;
   void dropVersion(VarState& v, std::int64_t number, bool evicted);
   static bool hasReservations(const Version& ver);
-  // Drops versions beyond keepVersions that nobody pins (never `keep`, the one being written).
-  void trim(VarState& v, std::int64_t keep);
+  // Drops the versions older than the keepVersions newest complete ones that nobody pins.
+  void trim(VarState& v);
   // Evicts the oldest unpinned version of any variable (not `keep` of `keepName`); false when none.
   bool evictOldest(const std::string& keepName, std::int64_t keep);
   std::optional<std::uint64_t> allocate(std::uint64_t bytes);

@@ -160,6 +160,28 @@ def test_bad_input_is_refused_before_data_moves_and_the_server_lives_on(servers)
     assert s.alive()
 
 
+def test_a_writer_ahead_of_the_others_never_pushes_out_their_versions(servers):
+    s = servers(mem="128M")  # 2 x keep_versions versions of 32 MiB
+    child = """
+        import sys, time, numpy as np, axon.space as sp
+        c = sp.connect(sys.argv[1], timeout=30)
+        c.define("wf", (2048, 2048), "float64", keep_versions=2)
+        r = int(sys.argv[2])
+        time.sleep(1.0 * r)  # writer 1 starts late: writer 0 fills the space with versions it cannot finish
+        for v in range(10):
+            c.put("wf", v, (1024 * r, 0), np.full((1024, 2048), float(v)))
+    """
+    writers = [run_child(child, s.address, str(r)) for r in (0, 1)]
+    for p in writers:
+        assert p.wait(60) == 0, p.stderr.read()
+        p.stdout.close()
+        p.stderr.close()
+    with space.connect(s.address, timeout=10) as c:
+        assert c.wait_version("wf", 9, timeout=10) == 9
+        np.testing.assert_array_equal(c.get("wf", 9, (1000, 7), (1050, 9)), np.full((50, 2), 9.0))
+        assert c.stats()["servers"][0]["high_water"] <= 128 << 20
+
+
 def test_overlap_evicted_and_incomplete(servers):
     s = servers()
     with space.connect(s.address, timeout=5) as c:
@@ -169,7 +191,8 @@ def test_overlap_evicted_and_incomplete(servers):
             c.put("v", 1, (3, 0), np.zeros((2, 8)))
         with pytest.raises(space.IncompleteError, match=r"missing 1 box\(es\): \[4:8, 0:8\)"):
             c.get("v", 1, (2, 0), (8, 8), timeout=0.3)
-        c.put("v", 2, (0, 0), np.zeros((8, 8)))  # keep_versions=1: version 1 goes (nobody holds it)
+        c.put("v", 1, (4, 0), np.zeros((4, 8)))
+        c.put("v", 2, (0, 0), np.zeros((8, 8)))  # complete: with keep_versions=1, version 1 goes (nobody holds it)
         with pytest.raises(space.EvictedError, match="version 1"):
             c.get("v", 1, (0, 0), (1, 1))
         assert isinstance(space.EvictedError("x"), axon.Error)
@@ -241,10 +264,10 @@ def test_block_waits_until_a_reader_releases(servers):
     s = servers(mem="16M", policy="block")
     block = np.ones((1 << 20,), np.float64)
     with space.connect(s.address, timeout=10) as reader, space.connect(s.address, timeout=10) as writer:
-        writer.define("s", (1 << 20,), "float64", keep_versions=2)
+        writer.define("s", (1 << 20,), "float64", keep_versions=1)
         writer.put("s", 0, (0,), block)
         reader.get("s", 0, (0,), (8,))      # the reader holds version 0
-        writer.put("s", 1, (0,), block)      # 16 MiB used
+        writer.put("s", 1, (0,), block)      # version 0 is past keep_versions but held: 16 MiB used
         done = threading.Event()
 
         def put2():
@@ -254,8 +277,7 @@ def test_block_waits_until_a_reader_releases(servers):
         t = threading.Thread(target=put2)
         t.start()
         assert not done.wait(0.5), "the put must wait for memory"
-        # Version 2 would leave 0 beyond keep_versions, but the reader holds it: no memory until it lets go.
-        reader.release("s", 0)
+        reader.release("s", 0)               # version 0 goes, and version 2 finds room
         assert done.wait(10)
         t.join()
         assert reader.stats()["servers"][0]["high_water"] <= 16 << 20

@@ -100,6 +100,19 @@ TEST(EnvP2p, EagerLimitAndUnexpectedBound) {
   EXPECT_TRUE(contains(envError("AXON_P2P_UNEXPECTED", "lots"), "AXON_P2P_UNEXPECTED='lots'"));
 }
 
+TEST(EnvSpace, AddressFileAndBatch) {
+  Env env = Env::fromVars({});
+  EXPECT_EQ(env.spaceAddr, "");
+  EXPECT_EQ(env.spaceFile, "");
+  EXPECT_EQ(env.spaceBatch, 64 * kKiB);
+  EXPECT_EQ(envWith("AXON_SPACE_ADDR", "10.0.0.2:4711").spaceAddr, "10.0.0.2:4711");
+  EXPECT_EQ(envWith("AXON_SPACE_FILE", "/tmp/space.json").spaceFile, "/tmp/space.json");
+  EXPECT_EQ(envWith("AXON_SPACE_BATCH", "0").spaceBatch, std::size_t{0});
+  EXPECT_EQ(envWith("AXON_SPACE_BATCH", "1M").spaceBatch, kMiB);
+  EXPECT_TRUE(contains(envError("AXON_SPACE_BATCH", "2M"), "at most 1M"));
+  EXPECT_TRUE(contains(envError("AXON_SPACE_BATCH", "lots"), "AXON_SPACE_BATCH='lots'"));
+}
+
 TEST(EnvHeapChunk, UsesTheSameSizeSyntax) {
   EXPECT_EQ(envWith("AXON_HEAP_CHUNK", "2M").heapChunk, 2 * kMiB);
   EXPECT_EQ(envWith("AXON_HEAP_CHUNK", "4096").heapChunk, std::size_t{4096});

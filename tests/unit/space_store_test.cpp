@@ -197,6 +197,19 @@ TEST(SpaceStore, RejectFailsBlockWaitsEvictDropsTheOldestUnheld) {
   }
 }
 
+TEST(SpaceStore, UnderBlockAWriterAheadWaitsForTheOthersVersions) {
+  Store s(1 << 20, Policy::Block, 0, 1);
+  s.define(var("t", {8}, 1));
+  const Box lowHalf = Box::of({0}, {4}), highHalf = Box::of({4}, {8});
+  store(s, "t", 0, lowHalf);                                                  // version 0 incomplete
+  EXPECT_FALSE(s.reserve(kWriter, "t", 1, lowHalf, bytesOf(lowHalf)).has_value()) << "keep_versions 1 incomplete";
+  store(s, "t", 0, highHalf, kOther);                                         // the other writer finishes it
+  store(s, "t", 1, lowHalf);
+  EXPECT_FALSE(s.dropped("t", 0)) << "version 1 is not complete yet";
+  store(s, "t", 1, highHalf, kOther);
+  EXPECT_TRUE(s.dropped("t", 0)) << "one newer complete version: past keep_versions 1";
+}
+
 TEST(SpaceStore, RandomPutsAndDropsKeepTheAccountsExact) {
   std::mt19937_64 rng(11);
   Store s(4 << 20, Policy::Evict, 0, 1);
