@@ -137,13 +137,13 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   }
   auto vit = v.versions.find(version);
   if (vit != v.versions.end()) {
-    for (const auto& [off, p] : vit->second.pieces) {
+    forEachNear(vit->second, box, [&](const Piece& p) {
       if (overlaps(p.box, box)) {
         throw Error(ErrorCode::InvalidArgument, what + " overlaps the " +
                                                     std::string(p.committed ? "stored" : "in-flight") + " piece " +
                                                     describe(p.box) + " of the same version");
       }
-    }
+    });
   }
   if (bytes > alloc_.capacity()) {
     ++counters_.putsRejectedFull;
@@ -180,6 +180,8 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   p.bytes = bytes;
   p.reservation = ++lastId_;
   ver.pieces[*at] = p;
+  ver.byRow.emplace(box.lo[0], *at);
+  ver.maxRows = std::max(ver.maxRows, box.extent(0));
   ver.bytes += bytes;
   reservations_[p.reservation] = ReservationRef{name, version, *at, writer};
   return Reservation{p.reservation, *at, bytes};
@@ -217,6 +219,12 @@ void Store::abort(std::uint64_t reservation) {
   if (pit == ver.pieces.end()) return;
   ver.bytes -= pit->second.bytes;
   alloc_.release(pit->first);
+  for (auto r = ver.byRow.lower_bound(pit->second.box.lo[0]); r != ver.byRow.end(); ++r) {
+    if (r->second == pit->first) {
+      ver.byRow.erase(r);
+      break;
+    }
+  }
   ver.pieces.erase(pit);
   ++counters_.putsAborted;
   if (ver.pieces.empty() && !ver.pinned()) v.versions.erase(vit);
@@ -244,10 +252,10 @@ Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const
   for (const Box& b : boxes) {
     std::vector<Box> covered;
     if (vit != v.versions.end()) {
-      for (const auto& [off, p] : vit->second.pieces) {
-        if (!p.committed) continue;
+      forEachNear(vit->second, b, [&](const Piece& p) {
+        if (!p.committed) return;
         auto overlap = intersect(p.box, b);
-        if (!overlap) continue;
+        if (!overlap) return;
         covered.push_back(*overlap);
         // The bytes of the piece between the overlap's first and last element.
         const Extents strides = rowMajorByteStrides(p.box, elem);
@@ -256,9 +264,9 @@ Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const
           first += (overlap->lo[d] - p.box.lo[d]) * strides[d];
           last += (overlap->hi[d] - 1 - p.box.lo[d]) * strides[d];
         }
-        out.fragments.push_back(Fragment{p.box, off, static_cast<std::uint64_t>(first),
+        out.fragments.push_back(Fragment{p.box, p.offset, static_cast<std::uint64_t>(first),
                                          static_cast<std::uint64_t>(last - first) + elem});
-      }
+      });
     }
     for (Box& m : subtract(b, covered)) out.missing.push_back(m);
   }

@@ -126,6 +126,11 @@ class Store {
   struct Version {
     std::int64_t number = 0;
     std::map<std::uint64_t, Piece> pieces;  // by arena offset
+    // Pieces by their first row, and the most rows any has: the pieces a box may meet are those
+    // starting within (box.lo[0] - maxRows, box.hi[0]), so overlap checks and lookups need not
+    // visit every piece of the version (10,000 small puts would cost 10^8 box tests).
+    std::multimap<std::int64_t, std::uint64_t> byRow;
+    std::int64_t maxRows = 0;
     std::int64_t committedVolume = 0;
     std::uint64_t bytes = 0;
     std::set<ClientId> holders;
@@ -157,6 +162,12 @@ class Store {
   const VarState& state(const std::string& name, const char* what) const;
   void dropVersion(VarState& v, std::int64_t number, bool evicted);
   static bool hasReservations(const Version& ver);
+  // Calls f(piece) for every piece of `ver` whose rows may meet `box`'s.
+  template <class F>
+  static void forEachNear(const Version& ver, const Box& box, F&& f) {
+    auto end = ver.byRow.lower_bound(box.hi[0]);
+    for (auto it = ver.byRow.lower_bound(box.lo[0] - ver.maxRows + 1); it != end; ++it) f(ver.pieces.at(it->second));
+  }
   // Drops the versions older than the keepVersions newest complete ones that nobody pins.
   void trim(VarState& v);
   // Evicts the oldest unpinned version of any variable (not `keep` of `keepName`); false when none.
