@@ -14,8 +14,9 @@
 // Errors (axon::Error codes): InvalidArgument (bad boxes, unknown variables, a buffer too small,
 // before any data moves), SpaceFull (the server's --mem is used up: policy reject, or block past
 // the timeout), Evicted (the version was dropped), Incomplete (a box not fully written within the
-// timeout; the message lists the missing boxes), ServerLost (a server died, shut down or cannot
-// be reached; the message names it).
+// timeout; the message lists the missing boxes), ServerLost (a server died, shut down, cannot be
+// reached or did not answer in time; the message names it; later calls to it fail at once),
+// Timeout (waitVersion: no version complete everywhere in time).
 #pragma once
 
 #include <cstdint>

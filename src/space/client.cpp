@@ -111,6 +111,7 @@ struct Call {
   std::string reply;  // the reply's fields, after status and message
   // Fetch: where each fragment lands.
   std::vector<void*> landing;
+  std::shared_ptr<void> landingOwner;  // the staging the fragments land in, alive while UCX may write
   rpc::Memory memory = rpc::Memory::Host;
   std::size_t landed = 0;
   std::string dataFailure;
@@ -141,6 +142,17 @@ struct Request::State {
 class Client::Impl {
  public:
   explicit Impl(const ConnectOptions& o) : options_(o) {
+    try {
+      connectAll(o);
+    } catch (...) {
+      // The progress thread and UCX's callbacks must end before the members they use go.
+      engine_.stop();
+      node_.reset();
+      throw;
+    }
+  }
+
+  void connectAll(const ConnectOptions& o) {
     const Env env = Env::fromProcess();
     timeoutSec_ = o.timeoutSec > 0 ? o.timeoutSec : env.timeoutSec;
     batchBytes_ = o.batchBytes >= 0 ? static_cast<std::uint64_t>(o.batchBytes) : env.spaceBatch;
@@ -203,10 +215,16 @@ class Client::Impl {
       } catch (...) {
       }
     }
-    for (auto& s : servers_) {
-      if (s.conn) node_->close(s.conn);
-      s.conn = 0;
+    std::vector<rpc::ConnId> conns;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& s : servers_) {
+        if (s.conn) conns.push_back(s.conn);
+        s.conn = 0;
+        if (s.lost.empty()) s.lost = "the client was closed";
+      }
     }
+    for (rpc::ConnId c : conns) node_->close(c);
   }
 
   // --- variables ------------------------------------------------------------------------------
@@ -316,14 +334,21 @@ class Client::Impl {
       check(*c, waitCall(c, st.deadline + graceDuration(), st.what));
       wire::ByteReader r(c->reply);
       const std::uint64_t reservation = r.u64(), offset = r.u64();
-      char* dst = server.arena->at(offset, bytes);
-      if (device) {
-        gpu_->copy(dst, data, bytes);
-      } else {
-        CopyRegion whole;
-        whole.ndim = 1;
-        whole.extent[0] = static_cast<std::int64_t>(bytes);
-        copyRegions({HostRegionCopy{whole, data, dst}}, 0);
+      try {
+        char* dst = server.arena->at(offset, bytes);
+        if (device) {
+          gpu_->copy(dst, data, bytes);
+        } else {
+          CopyRegion whole;
+          whole.ndim = 1;
+          whole.extent[0] = static_cast<std::int64_t>(bytes);
+          copyRegions({HostRegionCopy{whole, data, dst}}, 0);
+        }
+      } catch (...) {
+        wire::ByteWriter aw = protocol::begin(Op::Abort, 0);  // its memory goes back at once
+        aw.u64(reservation);
+        node_->send(server.conn, aw.bytes(), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+        throw;
       }
       wire::ByteWriter cw = protocol::begin(Op::Commit, 0);
       cw.u64(reservation);
@@ -499,18 +524,34 @@ class Client::Impl {
     }
     // Where fragments that are not read in place land: device staging for a GPU destination,
     // host staging for fragments that come over UCX to a host destination.
-    std::unique_ptr<DeviceStaging> devStaging;
-    std::vector<unsigned char> hostStaging;
+    // Owned through shared pointers that the fetch calls hold too: UCX may still be landing a
+    // fragment when this get fails and unwinds.
+    std::shared_ptr<void> stagingOwner;
     unsigned char* staging = nullptr;
     if (stagingBytes) {
       if (device) {
-        devStaging = gpu_->staging(stagingBytes);
-        staging = devStaging->data();
+        std::shared_ptr<DeviceStaging> d = gpu_->staging(stagingBytes);
+        staging = d->data();
+        stagingOwner = d;
       } else {
-        hostStaging.resize(stagingBytes);
-        staging = hostStaging.data();
+        auto h = std::make_shared<std::vector<unsigned char>>(stagingBytes);
+        staging = h->data();
+        stagingOwner = h;
       }
     }
+    // Leases not yet handed to a Fetch are ended (Done) however this get ends, so that a failed
+    // get never leaves a version pinned on a server.
+    std::vector<std::pair<int, std::uint64_t>> openLeases;
+    for (const Source& src : sources) {
+      if (src.lease) openLeases.emplace_back(src.server, src.lease);
+    }
+    struct EndLeases {
+      Impl* self;
+      std::vector<std::pair<int, std::uint64_t>>* leases;
+      ~EndLeases() {
+        for (auto [s, lease] : *leases) self->sendDone(s, lease);
+      }
+    } endLeases{this, &openLeases};
     std::vector<HostRegionCopy> hostCopies;
     std::vector<kernels::RegionCopy> deviceCopies;
     std::vector<GpuSide::Span> uploads;
@@ -554,6 +595,9 @@ class Client::Impl {
       wire::ByteWriter w = protocol::begin(Op::Fetch, 0);
       w.u64(src.lease);
       fetch->memory = device ? rpc::Memory::Cuda : rpc::Memory::Host;
+      fetch->landingOwner = stagingOwner;
+      openLeases.erase(std::remove(openLeases.begin(), openLeases.end(), std::make_pair(src.server, src.lease)),
+                       openLeases.end());  // the server ends it once sent
       fetches.emplace_back(src.server, issueCall(src.server, Op::Fetch, w.bytes(), fetch));
     }
     for (auto& [s, c] : fetches) check(*c, waitCall(c, st.deadline + graceDuration(), st.what));
@@ -561,12 +605,6 @@ class Client::Impl {
     int threads = 0;
     if (!hostCopies.empty()) threads = copyRegions(hostCopies, 0);
     if (!deviceCopies.empty()) gpu_->reassemble(std::move(deviceCopies));
-    for (Source& src : sources) {
-      if (!src.lease || !(servers_[src.server].arena && options_.sharedMemory)) continue;
-      wire::ByteWriter w = protocol::begin(Op::Done, 0);
-      w.u64(src.lease);
-      node_->send(servers_[src.server].conn, w.bytes(), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
-    }
     std::lock_guard lock(mu_);
     stats_.gets += 1;
     stats_.bytesGot += static_cast<std::uint64_t>(byteSize(box, elem));
@@ -591,16 +629,18 @@ class Client::Impl {
     const auto deadline = deadlineAfter(t);
     const Placement placement(v.shape, static_cast<int>(servers_.size()));
     std::string seen;
+    std::int64_t searchFrom = atLeast;
     do {
       std::vector<std::pair<int, std::shared_ptr<Call>>> calls;
       for (std::size_t s = 0; s < servers_.size(); ++s) {
         if (placement.ownedVolume(static_cast<int>(s)) == 0) continue;
         wire::ByteWriter w = protocol::begin(Op::WaitVersion, 0);
-        w.str(name).i64(atLeast).u64(millisUntil(deadline));
+        w.str(name).i64(searchFrom).u64(millisUntil(deadline));
         calls.emplace_back(static_cast<int>(s), issue(static_cast<int>(s), Op::WaitVersion, w));
       }
       std::set<std::int64_t> common;
       bool first = true;
+      std::int64_t newest = atLeast;
       seen.clear();
       for (auto& [s, c] : calls) {
         check(*c, waitCall(c, deadline + graceDuration(), "wait_version of '" + name + "'"));
@@ -608,6 +648,7 @@ class Client::Impl {
         const std::uint32_t n = r.count(8);
         std::set<std::int64_t> mine;
         for (std::uint32_t i = 0; i < n; ++i) mine.insert(r.i64());
+        if (!mine.empty()) newest = std::max(newest, *mine.rbegin());
         seen += (seen.empty() ? "" : "; ") + servers_[s].address + " has " + std::to_string(mine.size());
         if (first) common = mine;
         else {
@@ -618,6 +659,9 @@ class Client::Impl {
         first = false;
       }
       if (!common.empty()) return *common.rbegin();
+      // No version complete everywhere yet: ask from the newest one some server has, so that the
+      // servers wait for it instead of answering at once again.
+      searchFrom = newest;
     } while (Clock::now() < deadline);
     throw Error(ErrorCode::Timeout, "wait_version of '" + name + "': no version >= " + std::to_string(atLeast) +
                                         " was complete on every server within " + secondsText(t) +
@@ -795,6 +839,18 @@ class Client::Impl {
     }
   }
 
+  // Ends a lease (no reply): the client copied the fragments, or gave up on them.
+  void sendDone(int s, std::uint64_t lease) {
+    wire::ByteWriter w = protocol::begin(Op::Done, 0);
+    w.u64(lease);
+    rpc::ConnId conn;
+    {
+      std::lock_guard lock(mu_);
+      conn = servers_[s].conn;
+    }
+    if (conn) node_->send(conn, w.bytes(), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+  }
+
   std::shared_ptr<Call> issue(int s, Op op, const wire::ByteWriter& w, const void* data = nullptr,
                               std::size_t bytes = 0, rpc::Memory m = rpc::Memory::Host) {
     return issueRaw(s, op, w.bytes(), data, bytes, m);
@@ -848,27 +904,39 @@ class Client::Impl {
     ProgressEngine::Waiting waiting(engine_);
     ProgressClient::PolledHere here(*node_);
     int spins = 0;
-    for (;;) {
+    for (std::uint64_t round = 1;; ++round) {
       {
         std::lock_guard lock(mu_);
         if (c->done()) return true;
       }
+      // The clock is read every 256 rounds even while other traffic keeps UCX busy.
+      if (round % 256 == 0 && Clock::now() >= deadline) break;
       if (node_->progress()) continue;
       if (++spins < 2000) continue;
       if (Clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::microseconds(spins < 20000 ? 20 : 200));
     }
-    std::lock_guard lock(mu_);
-    if (c->done()) return true;
-    fail(*c, ErrorCode::ServerLost,
-         "staging server " + servers_[c->server].address + " did not answer " + what + " in time (" +
-             protocol::opName(c->op) + " request): the server is stopped, overloaded or unreachable");
-    for (auto it = calls_.begin(); it != calls_.end(); ++it) {
-      if (it->second == c) {
-        calls_.erase(it);
-        break;
+    rpc::ConnId conn = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (c->done()) return true;
+      ServerConn& server = servers_[c->server];
+      const std::string why = "staging server " + server.address + " did not answer " + what + " in time (" +
+                              protocol::opName(c->op) + " request): the server is stopped, overloaded or unreachable";
+      fail(*c, ErrorCode::ServerLost, why);
+      for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+        if (it->second == c) {
+          calls_.erase(it);
+          break;
+        }
       }
+      // Considered lost from now on: its connection is closed, which cancels UCX's transfers into
+      // and out of this client's buffers before the caller unwinds.
+      if (server.lost.empty()) server.lost = why;
+      conn = server.conn;
+      server.conn = 0;
     }
+    if (conn) node_->close(conn);
     return false;
   }
 
@@ -910,8 +978,10 @@ class Client::Impl {
           return;
         }
         const std::uint64_t id = h.id;
+        // The lambda holds the call, and the call its staging: alive until UCX has landed it.
         node_->receive(payload, c->landing[i], c->memory, [this, c, id](const std::string& f) {
           std::lock_guard lock(mu_);
+          if (c->replied && c->status != 0) return;  // failed meanwhile: nobody reads it
           if (!f.empty() && c->dataFailure.empty()) c->dataFailure = f;
           ++c->landed;
           if (c->done()) calls_.erase(id);
@@ -936,14 +1006,41 @@ class Client::Impl {
       }
       node_->drop(payload);
       takeReply(c, h.id, r);
+    } catch (const wire::Malformed& e) {
+      node_->drop(payload);
+      // Another build's answer: its id sits at the same place in every version's head.
+      if (header.size() >= protocol::kHeadBytes) {
+        std::uint64_t id;
+        std::memcpy(&id, header.data() + 8, 8);
+        std::lock_guard lock(mu_);
+        auto it = calls_.find(id);
+        if (it != calls_.end()) {
+          fail(*it->second, ErrorCode::InvalidArgument,
+               "staging server " + servers_[it->second->server].address + " answered in words this client cannot "
+               "read (" + e.what() + ")");
+          calls_.erase(it);
+        }
+      }
     } catch (const std::exception&) {
-      node_->drop(payload);  // not ours (another build): the call times out naming the server
+      node_->drop(payload);
     }
     (void)conn;
   }
 
   void takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (c->replied) {
+      // Failed here already (timed out): a lease the late answer carries is ended at once.
+      const int status = r.i32();
+      r.str();
+      if (status == 0 && c->op == Op::Query && r.left() >= 8) {
+        const std::uint64_t lease = r.u64();
+        const int s = c->server;
+        lock.unlock();
+        if (lease) sendDone(s, lease);
+      }
+      return;
+    }
     c->status = r.i32();
     c->message = r.str();
     c->reply = std::string(r.rest());

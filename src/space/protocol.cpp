@@ -13,6 +13,7 @@ const char* opName(Op op) {
     case Op::PutBatch: return "put batch";
     case Op::Reserve: return "reserve";
     case Op::Commit: return "commit";
+    case Op::Abort: return "abort";
     case Op::Query: return "query";
     case Op::Fetch: return "fetch";
     case Op::Done: return "done";

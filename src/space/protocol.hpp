@@ -15,6 +15,7 @@
 //             back to back -> [u32 stored]  (stops at the first failure, which the reply carries)
 //   Reserve   [str name][i64 version][box][u64 timeout ms] -> [u64 reservation][u64 offset]
 //   Commit    [u64 reservation]                         -> -
+//   Abort     [u64 reservation]   (no reply: the client could not copy its data; the memory goes back)
 //   Query     [str name][i64 version][u32 n][box]...[u64 wait ms]
 //             -> [u64 lease][u32 n]([box piece][u64 offset][u64 range start][u64 range bytes])...;
 //             status Incomplete carries [u32 n][box]... (what is missing). The lease pins the
@@ -44,7 +45,7 @@ constexpr std::size_t kHeadBytes = 16;  // magic, version, op, id
 // head alone as the header and the rest as the message's data.
 
 enum class Op : std::uint16_t {
-  Hello = 1, Join, Members, Define, Describe, Put, PutBatch, Reserve, Commit, Query, Fetch, Done, WaitVersion, Release, Stats,
+  Hello = 1, Join, Members, Define, Describe, Put, PutBatch, Reserve, Commit, Abort, Query, Fetch, Done, WaitVersion, Release, Stats,
   Reply = 100, Data,
 };
 const char* opName(Op op);

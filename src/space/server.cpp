@@ -95,6 +95,7 @@ class Server::Impl {
   void requestStop() { stopRequested_.store(true, std::memory_order_release); }
 
   void stop(double drainSec) {
+    std::lock_guard lock(stopMutex_);  // two stoppers: one joins
     drainSec_ = drainSec;
     requestStop();
     if (thread_.joinable()) thread_.join();
@@ -173,8 +174,10 @@ class Server::Impl {
     const auto flushEnd = Clock::now() + std::chrono::milliseconds(200);
     while (Clock::now() < flushEnd && node_->progress()) {
     }
-    for (auto& [c, s] : clients_) node_->close(c);
+    std::vector<ConnId> open;
+    for (auto& [c, s] : clients_) open.push_back(c);
     clients_.clear();
+    for (ConnId c : open) node_->close(c);
   }
 
   bool anyInflight() const {
@@ -233,6 +236,8 @@ class Server::Impl {
       dispatch(c, h, header, r, payload);
     } catch (const wire::Malformed& e) {
       node_->drop(payload);
+      // Another build's request: its id sits at the same place in every version's head.
+      if (id == 0 && header.size() >= protocol::kHeadBytes) std::memcpy(&id, header.data() + 8, 8);
       replyError(c, id, ErrorCode::InvalidArgument,
                  "staging server " + address_ + ": malformed " + protocol::opName(op) + " request: " + e.what());
     } catch (const Error& e) {
@@ -278,6 +283,11 @@ class Server::Impl {
         }
         store_->commit(reservation);
         return replyOk(c, h.id);
+      }
+      case Op::Abort: {
+        const std::uint64_t reservation = r.u64();
+        if (store_->reservationOwner(reservation) == c) store_->abort(reservation);
+        return;
       }
       case Op::Query:
       case Op::WaitVersion: {
@@ -365,55 +375,67 @@ class Server::Impl {
 
   // The members list is the first server's; a joining one learns its index and the count.
   void joinSpace() {
-    bool done = false;
-    std::string failure;
-    node_->setHandlers({[&](rpc::ConnId, std::string h, rpc::Payload p) {
+    // Shared with the handlers and the send's completion, which may outlive this call's frame.
+    struct Join {
+      bool done = false;
+      std::string failure;
+      int index = 0, servers = 0;
+      std::vector<std::string> members;
+      rpc::ConnId seed = 0;
+    };
+    auto st = std::make_shared<Join>();
+    node_->setHandlers({[this, st](rpc::ConnId c, std::string h, rpc::Payload p) {
                           node_->drop(p);
+                          if (c != st->seed) return;  // a client too early: it retries its hello
                           try {
                             wire::ByteReader r(h);
                             if (protocol::readHead(r).op == Op::Members) {  // may follow the reply at once
                               const std::uint32_t n = r.count(4);
-                              members_.clear();
-                              for (std::uint32_t i = 0; i < n; ++i) members_.push_back(r.str());
+                              st->members.clear();
+                              for (std::uint32_t i = 0; i < n; ++i) st->members.push_back(r.str());
                               return;
                             }
                             const int status = r.i32();
                             const std::string message = r.str();
                             if (status != 0) throw Error(static_cast<ErrorCode>(status), message);
-                            index_ = static_cast<int>(r.u32());
-                            servers_ = static_cast<int>(r.u32());
+                            st->index = static_cast<int>(r.u32());
+                            st->servers = static_cast<int>(r.u32());
                           } catch (const std::exception& e) {
-                            failure = e.what();
+                            st->failure = e.what();
                           }
-                          done = true;
+                          st->done = true;
                         },
-                        [&](rpc::ConnId, const std::string& why) {
-                          failure = "the connection failed: " + why;
-                          done = true;
+                        [st](rpc::ConnId c, const std::string& why) {
+                          if (c != st->seed) return;
+                          st->failure = "the connection failed: " + why;
+                          st->done = true;
                         },
                         nullptr});
-    const rpc::ConnId seed = node_->connect(options_.join);
+    st->seed = node_->connect(options_.join);
     wire::ByteWriter w = protocol::begin(Op::Join, 1);
     w.str(address_);
-    node_->send(seed, w.bytes(), nullptr, 0, rpc::Memory::Host, [&](const std::string& f) {
-      if (!f.empty()) {
-        failure = "sending failed: " + f;
-        done = true;
-      }
+    node_->send(st->seed, w.bytes(), nullptr, 0, rpc::Memory::Host, [st](const std::string& f) {
+      if (f.empty()) return;
+      st->failure = "sending failed: " + f;
+      st->done = true;
     });
     const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(options_.timeoutSec));
-    while (!done && Clock::now() < end) {
+    while (!st->done && Clock::now() < end) {
       if (!node_->progress()) ::usleep(100);
     }
-    seed_ = seed;  // kept: the first server sends the member list on it once the space is complete
+    if (!st->done) st->failure = "no answer within " + std::to_string(options_.timeoutSec) + " s";
+    if (!st->failure.empty()) {
+      node_->close(st->seed);
+      throw Error(ErrorCode::ServerLost, "staging server " + address_ + ": joining the space of " + options_.join +
+                                             " failed: " + st->failure);
+    }
+    index_ = st->index;
+    servers_ = st->servers;
+    members_ = st->members;
+    seed_ = st->seed;  // kept: the first server sends the member list on it once the space is complete
     node_->setHandlers({[this](rpc::ConnId c, std::string h, rpc::Payload p) { handle(c, std::move(h), std::move(p)); },
                         [this](rpc::ConnId c, const std::string& why) { connectionLost(c, why); }, nullptr});
-    if (!done) failure = "no answer within " + std::to_string(options_.timeoutSec) + " s";
-    if (!failure.empty()) {
-      throw Error(ErrorCode::ServerLost, "staging server " + address_ + ": joining the space of " + options_.join +
-                                             " failed: " + failure);
-    }
   }
 
   // Finds memory for a put, a batch or a reservation and starts it; false: wait (policy block).
@@ -490,7 +512,7 @@ class Server::Impl {
     // All or none: a batch waits, or fails, as a whole.
     std::vector<Store::Reservation> held;
     auto abortHeld = [&] {
-      for (const auto& h : held) store_->abort(h.id);
+      for (const auto& h : held) store_->unreserve(h.id);
     };
     try {
       for (const Item& it : items) {
@@ -719,6 +741,7 @@ class Server::Impl {
   bool stopping_ = false;
   double drainSec_ = 5.0;
   std::atomic<bool> stopRequested_{false};
+  std::mutex stopMutex_;
   std::thread thread_;
   mutable std::mutex statsMutex_;
   StoreStats stats_;

@@ -102,7 +102,7 @@ const Variable& Store::variable(const std::string& name) const { return state(na
 
 bool Store::dropped(const std::string& name, std::int64_t version) const {
   auto it = vars_.find(name);
-  if (it == vars_.end()) return false;
+  if (it == vars_.end() || it->second.versions.count(version)) return false;
   return version < it->second.droppedBelow || it->second.dropped.count(version) > 0;
 }
 
@@ -211,6 +211,18 @@ void Store::abort(std::uint64_t reservation) {
   if (it == reservations_.end()) return;
   const ReservationRef r = it->second;
   reservations_.erase(it);
+  release(r, true);
+}
+
+void Store::unreserve(std::uint64_t reservation) {
+  auto it = reservations_.find(reservation);
+  if (it == reservations_.end()) return;
+  const ReservationRef r = it->second;
+  reservations_.erase(it);
+  release(r, false);
+}
+
+void Store::release(const ReservationRef& r, bool counted) {
   VarState& v = vars_.at(r.name);
   auto vit = v.versions.find(r.version);
   if (vit == v.versions.end()) return;
@@ -219,15 +231,17 @@ void Store::abort(std::uint64_t reservation) {
   if (pit == ver.pieces.end()) return;
   ver.bytes -= pit->second.bytes;
   alloc_.release(pit->first);
-  for (auto r = ver.byRow.lower_bound(pit->second.box.lo[0]); r != ver.byRow.end(); ++r) {
-    if (r->second == pit->first) {
-      ver.byRow.erase(r);
+  for (auto row = ver.byRow.lower_bound(pit->second.box.lo[0]); row != ver.byRow.end(); ++row) {
+    if (row->second == pit->first) {
+      ver.byRow.erase(row);
       break;
     }
   }
   ver.pieces.erase(pit);
-  ++counters_.putsAborted;
   if (ver.pieces.empty() && !ver.pinned()) v.versions.erase(vit);
+  if (!counted) return;
+  ++counters_.putsAborted;
+  trim(v);  // a version kept only for the reservation may go now
   ++generation_;
 }
 

@@ -89,6 +89,9 @@ class Store {
                                      std::uint64_t bytes);
   void commit(std::uint64_t reservation);
   void abort(std::uint64_t reservation);
+  // Takes a reservation back that was never used (a put batch that must wait after all): no
+  // abort counted, and no change that would wake waiting puts.
+  void unreserve(std::uint64_t reservation);
   // The reservation's client, or 0 when there is no such reservation.
   ClientId reservationOwner(std::uint64_t reservation) const;
 
@@ -157,6 +160,7 @@ class Store {
     ClientId reader;
   };
   static constexpr std::size_t kRememberDropped = 4096;
+  void release(const ReservationRef& r, bool counted);
 
   VarState& state(const std::string& name, const char* what);
   const VarState& state(const std::string& name, const char* what) const;

@@ -6,8 +6,9 @@
 // large payloads (GPUDirect RDMA or UCX's pipelined staging for GPU memory). No protocol of our
 // own below the message: this header is UCX-free only so that src/space needs no UCX headers.
 //
-// Threads: handlers and completions run inside progress(), in whichever thread calls it; send,
-// receive, drop and close may be called from any thread (the worker is multi-threaded).
+// Threads: handlers and completions run inside progress(), in whichever thread calls it, and never
+// inside one of UCX's own callbacks (so they may send, receive or close); send, receive, drop and
+// close may be called from any thread (the worker is multi-threaded).
 #pragma once
 
 #include <cstddef>
@@ -52,7 +53,7 @@ class Node : public ProgressClient {
   // Starts a connection; its failure shows as the closed handler or a failed send.
   virtual ConnId connect(const std::string& hostPort) = 0;
   // Sends `header` (at most maxHeader() bytes) and `bytes` of `data` (may be 0), which must stay
-  // valid until `done` runs. `done` may run before send() returns.
+  // valid until `done` runs: from a later progress(), or at once when the connection is closed.
   virtual void send(ConnId c, std::string header, const void* data, std::size_t bytes, Memory m, Done done) = 0;
   // Lands `p` at `dst` (p.bytes). Eager bytes are copied at once (host memory only: eager data to
   // GPU memory is for the caller to copy); `done` runs when the data is there.

@@ -40,6 +40,7 @@ struct Pending {
   const UcxApi* api;
   Done done;
   std::string header;  // a send's header must live until UCX is done with it
+  UcxNode* node = nullptr;
 };
 
 std::string describeSockaddr(const sockaddr_storage& ss) {
@@ -114,6 +115,10 @@ class UcxNode final : public Node {
 
   ~UcxNode() override {
     if (listener_) api_.ucp_listener_destroy(listener_);
+    for (Event& e : inbox_) {
+      if (e.payload.handle) api_.ucp_am_data_release(worker_, e.payload.handle);
+    }
+    inbox_.clear();
     std::map<ConnId, std::unique_ptr<Conn>> conns;
     {
       std::lock_guard lock(mu_);
@@ -183,7 +188,7 @@ class UcxNode final : public Node {
       done(why);
       return;
     }
-    auto* pending = new Pending{&api_, std::move(done), std::move(header)};
+    auto* pending = new Pending{&api_, std::move(done), std::move(header), this};
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_CALLBACK |
                      UCP_OP_ATTR_FIELD_USER_DATA;
@@ -207,7 +212,7 @@ class UcxNode final : public Node {
       done({});
       return;
     }
-    auto* pending = new Pending{&api_, std::move(done), {}};
+    auto* pending = new Pending{&api_, std::move(done), {}, this};
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     p.memory_type = m == Memory::Cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
@@ -272,10 +277,14 @@ class UcxNode final : public Node {
   }
 
  private:
+  // A completion runs from progress() (deliver), never inside UCX's callback: a handler may then
+  // close connections or send, which UCX does not allow from its callbacks.
   static void finish(Pending* pd, ucs_status_t status) {
-    Done done = std::move(pd->done);
+    Event e{Event::Completed, 0, status == UCS_OK ? std::string() : statusText(status), {}};
+    e.done = std::move(pd->done);
+    UcxNode* node = pd->node;
     delete pd;
-    if (done) done(status == UCS_OK ? std::string() : statusText(status));
+    if (e.done) node->post(std::move(e));
   }
 
   ConnId adopt(std::unique_ptr<Conn> c) {
@@ -306,10 +315,11 @@ class UcxNode final : public Node {
   // UCX's callbacks only record what happened; progress() hands it to the handlers afterwards,
   // outside UCX's callbacks, so that a handler may call anything (send, receive, close).
   struct Event {
-    enum Kind { Accepted, Closed, Message } kind;
+    enum Kind { Accepted, Closed, Message, Completed } kind;
     ConnId id;
-    std::string text;  // Closed: why; Message: header
+    std::string text;  // Closed: why; Message: header; Completed: the failure, or empty
     Payload payload;
+    Done done;  // Completed
   };
 
   void post(Event e) {
@@ -335,6 +345,9 @@ class UcxNode final : public Node {
         case Event::Message:
           if (handlers_.message) handlers_.message(e.id, std::move(e.text), std::move(e.payload));
           else drop(e.payload);
+          break;
+        case Event::Completed:
+          e.done(e.text);
           break;
       }
     }
@@ -363,14 +376,14 @@ class UcxNode final : public Node {
       std::lock_guard lock(self->mu_);
       self->conns_[id]->peer = "client " + std::to_string(id) + " (" + from + ")";
     }
-    self->post(Event{Event::Accepted, id, {}, {}});
+    self->post(Event{Event::Accepted, id, {}, {}, {}});
   }
 
   static void onEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
     auto* c = static_cast<Conn*>(arg);
     int ok = UCS_OK;
     if (!c->status.compare_exchange_strong(ok, status)) return;
-    c->node->post(Event{Event::Closed, c->id, statusText(status), {}});
+    c->node->post(Event{Event::Closed, c->id, statusText(status), {}, {}});
   }
 
   static ucs_status_t onMessage(void* arg, const void* header, std::size_t headerLength, void* data,
@@ -393,7 +406,7 @@ class UcxNode final : public Node {
       payload.eager.assign(static_cast<const char*>(data), length);
     }
     self->post(Event{Event::Message, from, std::string(static_cast<const char*>(header), headerLength),
-                     std::move(payload)});
+                     std::move(payload), {}});
     return keep;
   }
 
