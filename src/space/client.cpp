@@ -486,29 +486,26 @@ class Client::Impl {
   // Every query answered: fetch the fragments (or read them from mapped arenas) and copy the box.
   void assemble(Request::State& st, const std::vector<std::pair<int, std::shared_ptr<Call>>>& queries, const Box& box,
                 std::size_t elem, unsigned char* out, bool device, const std::string& name, std::int64_t version) {
-    std::vector<Box> missing;
-    for (const auto& [s, c] : queries) {
-      if (c->status == static_cast<int>(ErrorCode::Incomplete)) {
-        wire::ByteReader r(c->reply);
-        const std::uint32_t n = r.count(17);
-        for (std::uint32_t i = 0; i < n; ++i) missing.push_back(protocol::readBox(r));
-      } else {
-        check(*c, true);
-      }
-    }
-    if (!missing.empty()) {
-      throw Error(ErrorCode::Incomplete, st.what + ": not fully written within the timeout; missing " +
-                                             std::to_string(missing.size()) + " box(es): " + listBoxes(missing));
-    }
     struct Source {
       int server;
       std::uint64_t lease;
       std::vector<Fragment> fragments;
     };
     std::vector<Source> sources;
+    std::vector<Box> missing;
+    const Call* failed = nullptr;
     std::uint64_t stagingBytes = 0;
     for (const auto& [s, c] : queries) {
       wire::ByteReader r(c->reply);
+      if (c->status == static_cast<int>(ErrorCode::Incomplete)) {
+        const std::uint32_t n = r.count(17);
+        for (std::uint32_t i = 0; i < n; ++i) missing.push_back(protocol::readBox(r));
+        continue;
+      }
+      if (c->status != 0) {
+        if (!failed) failed = c.get();
+        continue;
+      }
       Source src{s, r.u64(), {}};
       const std::uint32_t n = r.count(17);
       for (std::uint32_t i = 0; i < n; ++i) {
@@ -521,6 +518,24 @@ class Client::Impl {
         src.fragments.push_back(f);
       }
       sources.push_back(std::move(src));
+    }
+    // Leases not yet handed to a Fetch are ended (Done) however this get ends, so that a failed
+    // get (another server's part missing, a fetch failing) never leaves a version pinned.
+    std::vector<std::pair<int, std::uint64_t>> openLeases;
+    for (const Source& src : sources) {
+      if (src.lease) openLeases.emplace_back(src.server, src.lease);
+    }
+    struct EndLeases {
+      Impl* self;
+      std::vector<std::pair<int, std::uint64_t>>* leases;
+      ~EndLeases() {
+        for (auto [s, lease] : *leases) self->sendDone(s, lease);
+      }
+    } endLeases{this, &openLeases};
+    if (failed) check(*failed, true);
+    if (!missing.empty()) {
+      throw Error(ErrorCode::Incomplete, st.what + ": not fully written within the timeout; missing " +
+                                             std::to_string(missing.size()) + " box(es): " + listBoxes(missing));
     }
     // Where fragments that are not read in place land: device staging for a GPU destination,
     // host staging for fragments that come over UCX to a host destination.
@@ -539,19 +554,6 @@ class Client::Impl {
         stagingOwner = h;
       }
     }
-    // Leases not yet handed to a Fetch are ended (Done) however this get ends, so that a failed
-    // get never leaves a version pinned on a server.
-    std::vector<std::pair<int, std::uint64_t>> openLeases;
-    for (const Source& src : sources) {
-      if (src.lease) openLeases.emplace_back(src.server, src.lease);
-    }
-    struct EndLeases {
-      Impl* self;
-      std::vector<std::pair<int, std::uint64_t>>* leases;
-      ~EndLeases() {
-        for (auto [s, lease] : *leases) self->sendDone(s, lease);
-      }
-    } endLeases{this, &openLeases};
     std::vector<HostRegionCopy> hostCopies;
     std::vector<kernels::RegionCopy> deviceCopies;
     std::vector<GpuSide::Span> uploads;
