@@ -109,19 +109,28 @@ int putGet(std::size_t maxBytes) {
   return 0;
 }
 
+// Byte offsets in source and destination of contiguous run `r` of a copy (for the baselines
+// below, which take one run at a time).
+__host__ __device__ inline void runOffsets(const axon::space::CopyRegion& c, std::int64_t r, std::int64_t& so,
+                                           std::int64_t& dof) {
+  so = c.srcOffset;
+  dof = c.dstOffset;
+  for (int d = c.ndim - 2; d >= 0; --d) {
+    const std::int64_t i = r % c.extent[d];
+    r /= c.extent[d];
+    so += i * c.srcStride[d];
+    dof += i * c.dstStride[d];
+  }
+}
+
 __global__ void copyPiece(const unsigned char* src, unsigned char* dst, axon::space::CopyRegion c) {
   // One kernel per piece (the DataSpaces-GPU way): at most 3 dimensions, here up to 3 after merging.
   std::int64_t runs = 1;
   for (int d = 0; d + 1 < c.ndim; ++d) runs *= c.extent[d];
   const std::int64_t runBytes = c.extent[c.ndim - 1];
   for (std::int64_t r = blockIdx.x; r < runs; r += gridDim.x) {
-    std::int64_t rem = r, so = c.srcOffset, dof = c.dstOffset;
-    for (int d = c.ndim - 2; d >= 0; --d) {
-      const std::int64_t i = rem % c.extent[d];
-      rem /= c.extent[d];
-      so += i * c.srcStride[d];
-      dof += i * c.dstStride[d];
-    }
+    std::int64_t so, dof;
+    runOffsets(c, r, so, dof);
     for (std::int64_t k = threadIdx.x; k < runBytes; k += blockDim.x) dst[dof + k] = src[so + k];
   }
 }
@@ -233,13 +242,8 @@ int reassembly() {
       for (const auto& rc : copies) {
         const auto& g = rc.region;
         for (std::int64_t r = 0; r < g.runs() && done < rowsMeasured; ++r, ++done) {
-          std::int64_t rem = r, so = g.srcOffset, dof = g.dstOffset;
-          for (int d = g.ndim - 2; d >= 0; --d) {
-            const std::int64_t i = rem % g.extent[d];
-            rem /= g.extent[d];
-            so += i * g.srcStride[d];
-            dof += i * g.dstStride[d];
-          }
+          std::int64_t so, dof;
+          runOffsets(g, r, so, dof);
           cudaMemcpyAsync(out + dof, reinterpret_cast<const unsigned char*>(rc.src) + so, g.extent[g.ndim - 1],
                           cudaMemcpyDeviceToDevice);
         }

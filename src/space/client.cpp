@@ -20,6 +20,7 @@
 #include "core/build_version.hpp"
 #include "core/env.hpp"
 #include "core/host_identity.hpp"
+#include "core/log.hpp"  // secondsText
 #include "space/arena.hpp"
 #include "space/gpu_side.hpp"
 #include "space/placement.hpp"
@@ -53,12 +54,6 @@ Clock::time_point deadlineAfter(double sec) {
 std::uint64_t millisUntil(Clock::time_point t) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
   return left > 0 ? static_cast<std::uint64_t>(left) : 0;
-}
-
-std::string secondsText(double s) {
-  std::ostringstream o;
-  o << s << " s";
-  return o.str();
 }
 
 // {"address": "10.0.0.2:4711", "epoch": 123, ...} -> address and epoch.
@@ -283,11 +278,7 @@ class Client::Impl {
     if (!data) throw Error(ErrorCode::InvalidArgument, what + ": the data pointer is null");
     const std::size_t elem = dataTypeSize(v.dtype);
     const std::uint64_t bytes = static_cast<std::uint64_t>(byteSize(box, elem));
-    auto state = std::make_shared<Request::State>();
-    state->client = this;
-    const double t = timeoutSec > 0 ? timeoutSec : timeoutSec_;
-    state->deadline = deadlineAfter(t);
-    state->what = what;
+    auto state = newRequest(what, timeoutSec);
     bool device = gpu_ && gpu_->isDevice(data);
     const char* src = static_cast<const char*>(data);
     if (device && options_.gpuPath == GpuPath::HostStaged) {
@@ -311,6 +302,19 @@ class Client::Impl {
       stats_.puts += 1;
       stats_.bytesPut += bytes;
     }
+    return handOver(std::move(state), blocking);
+  }
+
+  std::shared_ptr<Request::State> newRequest(const std::string& what, double timeoutSec) {
+    auto state = std::make_shared<Request::State>();
+    state->client = this;
+    state->deadline = deadlineAfter(timeoutSec > 0 ? timeoutSec : timeoutSec_);
+    state->what = what;
+    return state;
+  }
+
+  // A blocking call waits here (nullptr back); a nonblocking one is kept until waited for.
+  std::shared_ptr<Request::State> handOver(std::shared_ptr<Request::State> state, bool blocking) {
     if (blocking) {
       finishRequest(*state);
       return nullptr;
@@ -324,7 +328,7 @@ class Client::Impl {
                const char* data, std::uint64_t bytes, bool device, bool mayBatch) {
     ServerConn& server = servers_[s];
     const std::uint64_t timeoutMs = millisUntil(st.deadline);
-    if (server.arena && options_.sharedMemory && (bytes >= kSharedMemoryMin || device)) {
+    if (server.arena && (bytes >= kSharedMemoryMin || device)) {
       // Reserve, copy into the mapped arena, commit: one copy, no network.
       wire::ByteWriter w = protocol::begin(Op::Reserve, 0);
       w.str(name).i64(version);
@@ -440,11 +444,7 @@ class Client::Impl {
                                                   std::to_string(need));
     }
     flushBatches();  // a get after puts of this client sees them
-    auto state = std::make_shared<Request::State>();
-    state->client = this;
-    const double t = timeoutSec > 0 ? timeoutSec : timeoutSec_;
-    state->deadline = deadlineAfter(t);
-    state->what = what;
+    auto state = newRequest(what, timeoutSec);
     const bool device = gpu_ && gpu_->isDevice(out);
     // One query per server, for its parts of the box.
     const Placement placement(v.shape, static_cast<int>(servers_.size()));
@@ -474,13 +474,7 @@ class Client::Impl {
         assemble(*state, *queries, box, elem, static_cast<unsigned char*>(out), device, name, version);
       };
     }
-    if (blocking) {
-      finishRequest(*state);
-      return nullptr;
-    }
-    std::lock_guard lock(mu_);
-    open_.emplace(state.get(), state);
-    return state;
+    return handOver(std::move(state), blocking);
   }
 
   // Every query answered: fetch the fragments (or read them from mapped arenas) and copy the box.
@@ -514,7 +508,7 @@ class Client::Impl {
         f.offset = r.u64();
         f.rangeStart = r.u64();
         f.rangeBytes = r.u64();
-        if (!servers_[s].arena || !options_.sharedMemory || device) stagingBytes = alignUp(stagingBytes, kStagingAlign) + f.rangeBytes;
+        if (!servers_[s].arena || device) stagingBytes = alignUp(stagingBytes, kStagingAlign) + f.rangeBytes;
         src.fragments.push_back(f);
       }
       sources.push_back(std::move(src));
@@ -562,7 +556,7 @@ class Client::Impl {
     std::uint64_t fragments = 0;
     for (Source& src : sources) {
       ServerConn& server = servers_[src.server];
-      const bool inPlace = server.arena && options_.sharedMemory;
+      const bool inPlace = server.arena != nullptr;
       auto fetch = std::make_shared<Call>();
       for (const Fragment& f : src.fragments) {
         const Box overlap = *intersect(f.piece, box);
@@ -614,7 +608,7 @@ class Client::Impl {
     if (device) ++stats_.fusedKernels;
     if (threads) stats_.hostCopyThreads = static_cast<std::uint64_t>(threads);
     bool anyShared = false, anyUcx = false;
-    for (const Source& src : sources) (servers_[src.server].arena && options_.sharedMemory ? anyShared : anyUcx) = true;
+    for (const Source& src : sources) (servers_[src.server].arena ? anyShared : anyUcx) = true;
     if (anyShared) ++stats_.sharedMemoryGets;
     if (anyUcx) ++stats_.ucxGets;
     stats_.lastPath = std::string(anyShared ? "from the server's mapped memory" : "by UCX") +
@@ -776,7 +770,7 @@ class Client::Impl {
     rpc::ConnId conn = 0;
     std::string address;
     int index = 0;
-    std::unique_ptr<ArenaView> arena;  // when it shares this node
+    std::unique_ptr<ArenaView> arena;  // when it shares this node and shared memory is allowed
     std::string lost;                  // why it is lost, once it is
   };
 

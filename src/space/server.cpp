@@ -31,8 +31,6 @@ namespace {
 
 Clock::time_point after(std::uint64_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
-std::string bytesOf(const wire::ByteWriter& w) { return w.bytes(); }
-
 // Writes the contact file atomically: a reader sees the old file or the whole new one.
 void writeContactFile(const std::string& path, const std::string& address, std::uint64_t epoch, int servers) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -708,7 +706,7 @@ class Server::Impl {
 
   void send(ConnId c, const wire::ByteWriter& w) {
     if (w.bytes().size() <= node_->maxHeader()) {
-      node_->send(c, bytesOf(w), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+      node_->send(c, w.bytes(), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
       return;
     }
     // Longer than a message header may be (a get's list of thousands of fragments): the head

@@ -211,7 +211,7 @@ void Store::abort(std::uint64_t reservation) {
   if (it == reservations_.end()) return;
   const ReservationRef r = it->second;
   reservations_.erase(it);
-  release(r, true);
+  freeReservation(r, true);
 }
 
 void Store::unreserve(std::uint64_t reservation) {
@@ -219,10 +219,10 @@ void Store::unreserve(std::uint64_t reservation) {
   if (it == reservations_.end()) return;
   const ReservationRef r = it->second;
   reservations_.erase(it);
-  release(r, false);
+  freeReservation(r, false);
 }
 
-void Store::release(const ReservationRef& r, bool counted) {
+void Store::freeReservation(const ReservationRef& r, bool counted) {
   VarState& v = vars_.at(r.name);
   auto vit = v.versions.find(r.version);
   if (vit == v.versions.end()) return;

@@ -160,7 +160,7 @@ class Store {
     ClientId reader;
   };
   static constexpr std::size_t kRememberDropped = 4096;
-  void release(const ReservationRef& r, bool counted);
+  void freeReservation(const ReservationRef& r, bool counted);
 
   VarState& state(const std::string& name, const char* what);
   const VarState& state(const std::string& name, const char* what) const;

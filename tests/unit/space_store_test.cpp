@@ -55,7 +55,9 @@ TEST(SpacePlacement, SlabsStripeOverServersAndCoverTheShapeOnce) {
     auto parts = p.split(shape);
     for (std::size_t i = 0; i < parts.size(); ++i) {
       EXPECT_EQ(parts[i].second.lo[0] / p.slabRows(), (parts[i].second.hi[0] - 1) / p.slabRows()) << "one slab per part";
-      if (i) EXPECT_EQ(parts[i].second.lo[0], parts[i - 1].second.hi[0]) << "contiguous, in order";
+      if (i) {
+        EXPECT_EQ(parts[i].second.lo[0], parts[i - 1].second.hi[0]) << "contiguous, in order";
+      }
       rowsOf[parts[i].first] += static_cast<int>(parts[i].second.extent(0));
     }
     for (int s = 0; s < servers; ++s) EXPECT_GT(rowsOf[s], 0) << "a block spanning the shape touches every server";
