@@ -219,13 +219,11 @@ int reassembly() {
       copies.push_back(rc);
       hostCopies.push_back({rc.region, hostStaging.data() + s.offset, pinnedOut});
     }
-    const std::int64_t runs = axon::kernels::numberRuns(copies.data(), static_cast<int>(copies.size()));
-    std::int64_t maxRun = 0;
-    for (const auto& rc : copies) maxRun = std::max(maxRun, rc.region.extent[rc.region.ndim - 1]);
+    const axon::kernels::RunSummary runs = axon::kernels::numberRuns(copies.data(), static_cast<int>(copies.size()));
     CHECK_CUDA(cudaMemcpy(table, copies.data(), copies.size() * sizeof(copies[0]), cudaMemcpyHostToDevice));
     const double tMemcpy = timeIt([&] { CHECK_CUDA(cudaMemcpy(out, staging, bytes, cudaMemcpyDeviceToDevice)); }, 5);
     const double tFused = timeIt([&] {
-      axon::kernels::fusedRegionCopy(nullptr, table, static_cast<int>(copies.size()), runs, maxRun);
+      axon::kernels::fusedRegionCopy(nullptr, table, static_cast<int>(copies.size()), runs);
     }, 5);
     const double tPerPiece = timeIt([&] {
       for (const auto& rc : copies) {

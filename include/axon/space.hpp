@@ -30,10 +30,19 @@ namespace axon::space {
 
 using Index = std::vector<std::int64_t>;
 
-// How GPU memory reaches the servers (and comes back).
+// How GPU memory reaches the servers (and comes back). Boxes under 64 KiB take one message
+// through host memory on every path (a copy of a few microseconds beats a second request).
 enum class GpuPath {
-  Direct,      // one copy: DMA into the server's mapped memory on its node, else UCX from GPU memory
-  HostStaged,  // the baseline of the DataSpaces-GPU study: copied to host memory first, then sent
+  // To a server on this node: one DMA into its mapped memory. To another node: a pipeline through
+  // pinned host buffers, each chunk copied while the previous ones are on the wire (a put lands
+  // in one reservation, visible at its commit); gets land in pinned memory, then one upload.
+  Direct,
+  // To another node: GPU memory handed to UCX as is (GPUDirect RDMA where the NIC and UCX have
+  // it, else UCX's own staging). On this node as Direct.
+  UcxDevice,
+  // The baseline of the DataSpaces-GPU study: the whole box copied to host memory first, then sent
+  // (a get: assembled in host memory, then copied to the GPU).
+  HostStaged,
 };
 
 struct ConnectOptions {
@@ -61,6 +70,7 @@ struct ClientStats {
   std::uint64_t sharedMemoryPuts = 0, ucxPuts = 0;     // path each put (part) took
   std::uint64_t sharedMemoryGets = 0, ucxGets = 0;
   std::uint64_t hostStagedCopies = 0;                  // GPU data copied to host first (GpuPath::HostStaged)
+  std::uint64_t pipelinedPuts = 0, pipelineChunks = 0; // GPU puts through pinned buffers, and their chunks
   std::uint64_t fragments = 0;                         // stored pieces the gets were assembled from
   std::uint64_t fusedKernels = 0;                      // reassembly kernels launched (one per GPU get)
   std::uint64_t hostCopyThreads = 0;                   // threads of the last host reassembly

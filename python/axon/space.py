@@ -31,7 +31,8 @@ from .tools.bench.sizes import parse_size
 __all__ = ["connect", "Client", "Server", "Request", "FullError", "EvictedError", "IncompleteError",
            "ServerLostError"]
 
-_GPU_PATHS = ("direct", "host-staged")
+# In the order of axon::space::GpuPath.
+_GPU_PATHS = ("direct", "ucx-device", "host-staged")
 
 
 def _dtype_code(dtype, api: str) -> int:
@@ -186,12 +187,15 @@ class Client:
 def connect(addr: str | None = None, timeout: float | None = None, *, contact_file: str | None = None,
             gpu_path: str = "direct", shared_memory: bool = True, batch: int | None = None) -> Client:
     """Connects to the space of the server at `addr` ("host:port"; None: AXON_SPACE_ADDR, then the
-    contact file AXON_SPACE_FILE names). `gpu_path`: "direct" (one copy) or "host-staged" (the
-    baseline: GPU data copied to host first). `shared_memory=False` takes UCX even to servers on this
+    contact file AXON_SPACE_FILE names). `gpu_path`: "direct" (one DMA into a server's mapped memory
+    on this node; to other nodes a pipeline through pinned host buffers), "ucx-device" (GPU memory
+    handed to UCX: GPUDirect RDMA where the NIC has it) or "host-staged" (the baseline: GPU data
+    copied to host first). Boxes under 64 KiB go through host memory in one message on every path.
+    `shared_memory=False` takes UCX even to servers on this
     node. `batch`: bytes up to which nonblocking puts are batched (0: off; None: AXON_SPACE_BATCH)."""
     if gpu_path not in _GPU_PATHS:
         raise InvalidArgumentError(f"axon.space.connect: gpu_path {gpu_path!r} is not one of {', '.join(_GPU_PATHS)}")
-    raw = _axon.SpaceClient(addr or "", contact_file or "", _timeout(timeout), gpu_path == "host-staged",
+    raw = _axon.SpaceClient(addr or "", contact_file or "", _timeout(timeout), _GPU_PATHS.index(gpu_path),
                             bool(shared_memory), -1 if batch is None else int(batch))
     return Client(raw)
 

@@ -55,6 +55,8 @@ nb::dict statsDict(const space::Stats& s) {
   client["shared_memory_gets"] = c.sharedMemoryGets;
   client["ucx_gets"] = c.ucxGets;
   client["host_staged_copies"] = c.hostStagedCopies;
+  client["pipelined_puts"] = c.pipelinedPuts;
+  client["pipeline_chunks"] = c.pipelineChunks;
   client["fragments"] = c.fragments;
   client["fused_kernels"] = c.fusedKernels;
   client["host_copy_threads"] = c.hostCopyThreads;
@@ -77,12 +79,12 @@ void bindSpace(nb::module_& m) {
   nb::class_<Client>(m, "SpaceClient")
       .def("__init__",
            [](Client* self, const std::string& address, const std::string& contactFile, double timeout,
-              bool hostStaged, bool sharedMemory, std::int64_t batchBytes) {
+              int gpuPath, bool sharedMemory, std::int64_t batchBytes) {
              space::ConnectOptions o;
              o.address = address;
              o.contactFile = contactFile;
              o.timeoutSec = timeout;
-             o.gpuPath = hostStaged ? space::GpuPath::HostStaged : space::GpuPath::Direct;
+             o.gpuPath = static_cast<space::GpuPath>(gpuPath);  // index into axon.space._GPU_PATHS
              o.sharedMemory = sharedMemory;
              o.batchBytes = batchBytes;
              nb::gil_scoped_release unlocked;

@@ -248,9 +248,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocksPerSm) fusedCopyKernel(const
 
 using KernelFn = void (*)(const RegionCopy*, int, i64, i64, i64);
 
-// Threads per run, from the longest run (measured on an H100): one 16-byte unit per lane for runs
-// up to 32 bytes, two beyond, up to a warp (runs up to 16 KiB, looping past 1 KiB); a whole block
-// beyond 16 KiB (runs cut into chunks when there are few). Fewer lanes per run means less
+// Threads per run, from the longest run and the unit the runs allow (measured on an H100): one
+// unit per lane for runs up to two units, two beyond, up to a warp (runs up to 16 KiB, looping
+// past 64 units); a whole block beyond 16 KiB (runs cut into chunks when there are few). Fewer lanes per run means less
 // repeated bookkeeping per warp, more lanes more bytes in flight: these were the best mixes.
 constexpr int kModes = 7;
 constexpr KernelFn kKernels[kModes] = {fusedCopyKernel<1>,  fusedCopyKernel<2>,  fusedCopyKernel<4>,
@@ -259,9 +259,10 @@ constexpr KernelFn kKernels[kModes] = {fusedCopyKernel<1>,  fusedCopyKernel<2>, 
 constexpr int kGroupOf[kModes] = {1, 2, 4, 8, 16, 32, kBlock};
 constexpr i64 kWarpRunsUpTo = 16 << 10;
 
-int modeFor(i64 maxRunBytes) {
+int modeFor(i64 maxRunBytes, int unitBytes) {
   if (maxRunBytes > kWarpRunsUpTo) return kModes - 1;
-  const i64 perLane = maxRunBytes <= 32 ? 16 : 16 * kUnitsPerLane;
+  const i64 unit = std::clamp(unitBytes, 1, 16);
+  const i64 perLane = maxRunBytes <= 2 * unit ? unit : unit * kUnitsPerLane;
   int m = 0;
   while (m < kModes - 2 && perLane * kGroupOf[m] < maxRunBytes) ++m;
   return m;
@@ -293,19 +294,10 @@ int residentBlocks(int mode) {
 
 }  // namespace
 
-std::int64_t numberRuns(RegionCopy* copies, int count) {
-  std::int64_t total = 0;
-  for (int i = 0; i < count; ++i) {
-    copies[i].firstRun = total;
-    total += copies[i].region.runs();
-  }
-  return total;
-}
-
-void fusedRegionCopy(void* stream, const RegionCopy* table, int count, std::int64_t totalRuns,
-                     std::int64_t maxRunBytes) {
+void fusedRegionCopy(void* stream, const RegionCopy* table, int count, const RunSummary& runs) {
+  const i64 totalRuns = runs.runs, maxRunBytes = runs.maxRunBytes;
   if (count <= 0 || totalRuns <= 0 || maxRunBytes <= 0) return;  // nothing to copy
-  const int mode = modeFor(maxRunBytes);
+  const int mode = modeFor(maxRunBytes, runs.unitBytes);
   const int group = kGroupOf[mode];
   const int resident = residentBlocks(mode);
   const int groupsPerBlock = kBlock / group;

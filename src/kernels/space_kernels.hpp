@@ -20,13 +20,23 @@ struct RegionCopy {
   std::int64_t firstRun = 0;
 };
 
-// Fills firstRun of each copy; returns the total number of runs.
-std::int64_t numberRuns(RegionCopy* copies, int count);
+// What the launch needs to know of a table, worked out on the host (region_runs.cpp).
+struct RunSummary {
+  std::int64_t runs = 0;         // contiguous runs of all the copies
+  std::int64_t maxRunBytes = 0;  // the longest run
+  // The widest unit (16, 8, 4, 2 or 1 bytes) that every run's source and destination address and
+  // length are multiples of: the kernel sizes its thread groups by units of this width, so that
+  // runs misaligned for 16-byte accesses (a box starting 24 bytes into a piece's row) still take
+  // the straight-line path.
+  int unitBytes = 16;
+};
+
+// Fills firstRun of each copy; returns the table's summary.
+RunSummary numberRuns(RegionCopy* copies, int count);
 
 // Enqueues the one kernel on `stream`. `table` is device memory holding `count` copies (firstRun
-// filled, as numberRuns leaves them), `totalRuns` their runs and `maxRunBytes` the longest run.
+// filled, as numberRuns leaves them) and `runs` is what numberRuns returned for them.
 // Throws axon::Error(Cuda) when the launch fails.
-void fusedRegionCopy(void* stream, const RegionCopy* table, int count, std::int64_t totalRuns,
-                     std::int64_t maxRunBytes);
+void fusedRegionCopy(void* stream, const RegionCopy* table, int count, const RunSummary& runs);
 
 }  // namespace axon::kernels

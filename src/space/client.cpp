@@ -37,6 +37,13 @@ namespace {
 // Pieces at least this large go through a same-node server's mapped arena (two short requests
 // around one copy); smaller ones travel with their request (one message).
 constexpr std::uint64_t kSharedMemoryMin = 64 * 1024;
+// A pipelined GPU put's chunk: an eighth of the part, between 256 KiB and 4 MiB, so that copies
+// and sends overlap from the first chunks on; kPipelineSlots pinned buffers are in flight.
+constexpr std::uint64_t kPipelineChunkMin = 256 * 1024, kPipelineChunkMax = 4 * 1024 * 1024;
+constexpr std::size_t kPipelineSlots = 4;
+std::uint64_t pipelineChunk(std::uint64_t bytes) {
+  return std::clamp<std::uint64_t>((bytes / 8 + 4095) / 4096 * 4096, kPipelineChunkMin, kPipelineChunkMax);
+}
 // A batch's list of items travels in its message header, which UCX bounds (8 KiB over TCP).
 constexpr std::size_t kBatchHeaderMax = 4096;
 // Staging offsets of fragments: aligned for wide loads in the reassembly kernel.
@@ -281,13 +288,14 @@ class Client::Impl {
     auto state = newRequest(what, timeoutSec);
     bool device = gpu_ && gpu_->isDevice(data);
     const char* src = static_cast<const char*>(data);
-    if (device && options_.gpuPath == GpuPath::HostStaged) {
-      // The baseline: the whole block to host memory first, then a host put.
+    if (device && (options_.gpuPath == GpuPath::HostStaged || bytes < kSharedMemoryMin)) {
+      // The baseline: the whole block to host memory first, then a host put. Small blocks take
+      // this way on every path: one message after a short copy.
       state->ownedCopy.resize(bytes);
       gpu_->copy(state->ownedCopy.data(), data, bytes);
       src = state->ownedCopy.data();
       device = false;
-      bump(&ClientStats::hostStagedCopies);
+      if (options_.gpuPath == GpuPath::HostStaged) bump(&ClientStats::hostStagedCopies);
     }
     // One row range per part: contiguous in the block.
     std::int64_t rowBytes = static_cast<std::int64_t>(bytes) / std::max<std::int64_t>(1, box.extent(0));
@@ -365,6 +373,10 @@ class Client::Impl {
       addToBatch(st, s, name, version, part, data, bytes);
       return;
     }
+    if (device && options_.gpuPath == GpuPath::Direct) {
+      putPipelined(st, s, name, version, part, data, bytes);
+      return;
+    }
     wire::ByteWriter w = protocol::begin(Op::Put, 0);
     w.str(name).i64(version);
     protocol::writeBox(w, part);
@@ -372,6 +384,57 @@ class Client::Impl {
     st.calls.push_back(issue(s, Op::Put, w, data, bytes, device ? rpc::Memory::Cuda : rpc::Memory::Host));
     bump(&ClientStats::ucxPuts);
     setPath(device ? "GPU memory sent by UCX" : "host memory sent by UCX");
+  }
+
+  // GPU data to a server on another node: one reservation, filled by Writes of chunks that are
+  // copied into pinned host buffers while the previous chunks are on the wire (kPipelineSlots in
+  // flight), then committed. Nothing is visible before the commit; a failure aborts it.
+  void putPipelined(Request::State& st, int s, const std::string& name, std::int64_t version, const Box& part,
+                    const char* data, std::uint64_t bytes) {
+    ServerConn& server = servers_[s];
+    wire::ByteWriter w = protocol::begin(Op::Reserve, 0);
+    w.str(name).i64(version);
+    protocol::writeBox(w, part);
+    w.u64(millisUntil(st.deadline));
+    auto c = issue(s, Op::Reserve, w);
+    check(*c, waitCall(c, st.deadline + graceDuration(), st.what));
+    wire::ByteReader r(c->reply);
+    const std::uint64_t reservation = r.u64();
+    const std::uint64_t chunk = pipelineChunk(bytes);
+    std::uint64_t chunks = 0;
+    try {
+      std::shared_ptr<StagingBuffer> slots[kPipelineSlots];
+      std::shared_ptr<Call> writes[kPipelineSlots];
+      for (std::uint64_t at = 0; at < bytes; at += chunk, ++chunks) {
+        const std::size_t k = chunks % kPipelineSlots;
+        if (writes[k]) check(*writes[k], waitCall(writes[k], st.deadline + graceDuration(), st.what));
+        if (!slots[k]) slots[k] = gpu_->pinnedStaging(chunk);
+        const std::uint64_t n = std::min(chunk, bytes - at);
+        gpu_->copy(slots[k]->data(), data + at, n);
+        wire::ByteWriter ww = protocol::begin(Op::Write, 0);
+        ww.u64(reservation).u64(at);
+        // The buffer stays alive until UCX has sent it, whatever becomes of this put.
+        writes[k] = issueCall(s, Op::Write, ww.bytes(), std::make_shared<Call>(), slots[k]->data(), n,
+                              rpc::Memory::Host, slots[k]);
+      }
+      for (auto& wc : writes) {
+        if (wc) check(*wc, waitCall(wc, st.deadline + graceDuration(), st.what));
+      }
+    } catch (...) {
+      wire::ByteWriter aw = protocol::begin(Op::Abort, 0);  // the server frees it once its data has landed
+      aw.u64(reservation);
+      if (server.conn) node_->send(server.conn, aw.bytes(), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+      throw;
+    }
+    wire::ByteWriter cw = protocol::begin(Op::Commit, 0);
+    cw.u64(reservation);
+    st.calls.push_back(issue(s, Op::Commit, cw));
+    {
+      std::lock_guard lock(mu_);
+      stats_.pipelinedPuts += 1;
+      stats_.pipelineChunks += chunks;
+    }
+    setPath("GPU memory through pinned host buffers (pipelined), sent by UCX");
   }
 
   void addToBatch(Request::State& st, int s, const std::string& name, std::int64_t version, const Box& part,
@@ -460,14 +523,16 @@ class Client::Impl {
       state->calls.push_back(c);
       queries->emplace_back(s, c);
     }
-    if (device && options_.gpuPath == GpuPath::HostStaged) {
+    if (device && (options_.gpuPath == GpuPath::HostStaged || need < kSharedMemoryMin)) {
       // The baseline: the box assembled in host memory, then copied to the GPU in one piece.
-      state->finish = [this, state = state.get(), queries, box, elem, out, need, name, version] {
+      // Small boxes take this way on every path: one copy, no kernel.
+      const bool baseline = options_.gpuPath == GpuPath::HostStaged;
+      state->finish = [this, state = state.get(), queries, box, elem, out, need, name, version, baseline] {
         state->ownedCopy.resize(need);
         assemble(*state, *queries, box, elem, reinterpret_cast<unsigned char*>(state->ownedCopy.data()), false, name,
                  version);
         gpu_->copy(out, state->ownedCopy.data(), need);
-        bump(&ClientStats::hostStagedCopies);
+        if (baseline) bump(&ClientStats::hostStagedCopies);
       };
     } else {
       state->finish = [this, state = state.get(), queries, box, elem, out, device, name, version] {
@@ -535,13 +600,23 @@ class Client::Impl {
     // host staging for fragments that come over UCX to a host destination.
     // Owned through shared pointers that the fetch calls hold too: UCX may still be landing a
     // fragment when this get fails and unwinds.
+    // Fragments from UCX for a GPU destination land in pinned host memory first (GpuPath::Direct),
+    // then go up with the mapped ones: UCX's host path, and DMAs, beat UCX's own GPU staging.
     std::shared_ptr<void> stagingOwner;
     unsigned char* staging = nullptr;
+    unsigned char* pinnedLanding = nullptr;
     if (stagingBytes) {
       if (device) {
-        std::shared_ptr<DeviceStaging> d = gpu_->staging(stagingBytes);
+        std::shared_ptr<StagingBuffer> d = gpu_->staging(stagingBytes);
         staging = d->data();
         stagingOwner = d;
+        const bool anyUcx = std::any_of(sources.begin(), sources.end(),
+                                        [&](const Source& src) { return servers_[src.server].arena == nullptr; });
+        if (anyUcx && options_.gpuPath == GpuPath::Direct) {
+          std::shared_ptr<StagingBuffer> h = gpu_->pinnedStaging(stagingBytes);
+          pinnedLanding = h->data();
+          stagingOwner = std::make_shared<std::pair<std::shared_ptr<StagingBuffer>, std::shared_ptr<StagingBuffer>>>(d, h);
+        }
       } else {
         auto h = std::make_shared<std::vector<unsigned char>>(stagingBytes);
         staging = h->data();
@@ -572,6 +647,9 @@ class Client::Impl {
         const std::uint64_t pieceBase = reinterpret_cast<std::uint64_t>(landing) - f.rangeStart;
         if (inPlace) {
           uploads.push_back({landing, server.arena->at(f.offset, f.rangeStart + f.rangeBytes) + f.rangeStart, f.rangeBytes});
+        } else if (pinnedLanding) {
+          fetch->landing.push_back(pinnedLanding + at);
+          uploads.push_back({landing, pinnedLanding + at, f.rangeBytes});
         } else {
           fetch->landing.push_back(landing);
         }
@@ -590,7 +668,7 @@ class Client::Impl {
       if (inPlace) continue;  // Done after the copies
       wire::ByteWriter w = protocol::begin(Op::Fetch, 0);
       w.u64(src.lease);
-      fetch->memory = device ? rpc::Memory::Cuda : rpc::Memory::Host;
+      fetch->memory = device && !pinnedLanding ? rpc::Memory::Cuda : rpc::Memory::Host;
       fetch->landingOwner = stagingOwner;
       openLeases.erase(std::remove(openLeases.begin(), openLeases.end(), std::make_pair(src.server, src.lease)),
                        openLeases.end());  // the server ends it once sent
@@ -612,6 +690,7 @@ class Client::Impl {
     if (anyShared) ++stats_.sharedMemoryGets;
     if (anyUcx) ++stats_.ucxGets;
     stats_.lastPath = std::string(anyShared ? "from the server's mapped memory" : "by UCX") +
+                      (pinnedLanding ? " into pinned host memory" : "") +
                       (device ? " into device staging, then one fused kernel" : ", then host copy threads");
     (void)name;
     (void)version;

@@ -13,10 +13,10 @@
 
 namespace axon::space {
 
-// Device memory from the client's pool, returned to it on destruction.
-class DeviceStaging {
+// Device or pinned host memory from the client's pools, returned to its pool on destruction.
+class StagingBuffer {
  public:
-  virtual ~DeviceStaging() = default;
+  virtual ~StagingBuffer() = default;
   virtual unsigned char* data() const = 0;
 };
 
@@ -37,7 +37,11 @@ class GpuSide {
     std::size_t bytes;
   };
   virtual void copyAll(const std::vector<Span>& spans) = 0;
-  virtual std::unique_ptr<DeviceStaging> staging(std::size_t bytes) = 0;
+  // Device memory: where fragments land before the reassembly kernel.
+  virtual std::unique_ptr<StagingBuffer> staging(std::size_t bytes) = 0;
+  // Page-locked host memory: where GPU data waits for UCX when it goes through host memory (the
+  // chunks of a pipelined put, fragments for a GPU destination), so that its copies are DMAs.
+  virtual std::unique_ptr<StagingBuffer> pinnedStaging(std::size_t bytes) = 0;
   // Every copy in ONE kernel launch; returns when done.
   virtual void reassemble(std::vector<kernels::RegionCopy> copies) = 0;
 };

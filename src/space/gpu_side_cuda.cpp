@@ -18,14 +18,16 @@ using gpu::cuCheck;
 
 class CudaSide;
 
-class PooledStaging final : public DeviceStaging {
+class PooledStaging final : public StagingBuffer {
  public:
-  PooledStaging(CudaSide& owner, CUdeviceptr p, std::size_t bytes) : owner_(owner), p_(p), bytes_(bytes) {}
+  PooledStaging(CudaSide& owner, bool pinned, CUdeviceptr p, std::size_t bytes)
+      : owner_(owner), pinned_(pinned), p_(p), bytes_(bytes) {}
   ~PooledStaging() override;
   unsigned char* data() const override { return reinterpret_cast<unsigned char*>(p_); }
 
  private:
   CudaSide& owner_;
+  bool pinned_;  // page-locked host memory, else device memory
   CUdeviceptr p_;
   std::size_t bytes_;
 };
@@ -38,6 +40,7 @@ class CudaSide final : public GpuSide {
     if (!ctx_) return;
     cu_.cuCtxSetCurrent(ctx_);
     for (auto& [bytes, p] : free_) cu_.cuMemFree(p);
+    for (auto& [bytes, p] : freePinned_) cu_.cuMemFreeHost(reinterpret_cast<void*>(p));
     for (CUdeviceptr t : tables_) cu_.cuMemFree(t);
     for (void* chunk : pinned_) cu_.cuMemHostUnregister(chunk);
     if (stream_) cu_.cuStreamDestroy(stream_);
@@ -81,36 +84,30 @@ class CudaSide final : public GpuSide {
     cuCheck(cu_.cuStreamSynchronize(stream_), "staging space: copies of fragments into device staging");
   }
 
-  std::unique_ptr<DeviceStaging> staging(std::size_t bytes) override {
-    std::lock_guard lock(mu_);
-    enter();
-    auto it = free_.lower_bound(bytes);
-    if (it != free_.end()) {
-      auto out = std::make_unique<PooledStaging>(*this, it->second, it->first);
-      free_.erase(it);
-      return out;
-    }
-    CUdeviceptr p = 0;
-    cuCheck(cu_.cuMemAlloc(&p, bytes), "staging space: device staging of " + std::to_string(bytes) + " bytes");
-    return std::make_unique<PooledStaging>(*this, p, bytes);
-  }
+  std::unique_ptr<StagingBuffer> staging(std::size_t bytes) override { return take(false, bytes); }
+  std::unique_ptr<StagingBuffer> pinnedStaging(std::size_t bytes) override { return take(true, bytes); }
 
-  void giveBack(CUdeviceptr p, std::size_t bytes) {
+  void giveBack(bool pinned, CUdeviceptr p, std::size_t bytes) {
     std::lock_guard lock(mu_);
-    free_.emplace(bytes, p);
-    // Keep the pool small: the largest few buffers.
-    while (free_.size() > 4) {
-      cu_.cuMemFree(free_.begin()->second);
-      free_.erase(free_.begin());
+    auto& pool = pinned ? freePinned_ : free_;
+    pool.emplace(bytes, p);
+    // Keep the pools small: the largest few buffers of each.
+    while (pool.size() > kPooled) {
+      enter();
+      const CUdeviceptr smallest = pool.begin()->second;
+      if (pinned) {
+        cu_.cuMemFreeHost(reinterpret_cast<void*>(smallest));
+      } else {
+        cu_.cuMemFree(smallest);
+      }
+      pool.erase(pool.begin());
     }
   }
 
   void reassemble(std::vector<kernels::RegionCopy> copies) override {
     std::lock_guard lock(mu_);
     enter();
-    const std::int64_t runs = kernels::numberRuns(copies.data(), static_cast<int>(copies.size()));
-    std::int64_t maxRun = 0;
-    for (const auto& c : copies) maxRun = std::max(maxRun, c.region.extent[c.region.ndim - 1]);
+    const kernels::RunSummary runs = kernels::numberRuns(copies.data(), static_cast<int>(copies.size()));
     const std::size_t tableBytes = copies.size() * sizeof(kernels::RegionCopy);
     if (tableBytes > tableCapacity_) {
       if (table_) tables_.push_back(table_);  // freed at the end: a launch may still read it
@@ -120,7 +117,7 @@ class CudaSide final : public GpuSide {
     cuCheck(cu_.cuMemcpyAsync(table_, reinterpret_cast<CUdeviceptr>(copies.data()), tableBytes, stream_),
             "staging space: uploading the reassembly table");
     kernels::fusedRegionCopy(stream_, reinterpret_cast<const kernels::RegionCopy*>(table_),
-                             static_cast<int>(copies.size()), runs, maxRun);
+                             static_cast<int>(copies.size()), runs);
     cuCheck(cu_.cuStreamSynchronize(stream_), "staging space: the reassembly kernel");
   }
 
@@ -130,6 +127,29 @@ class CudaSide final : public GpuSide {
       throw Error(ErrorCode::Internal, "staging space: GPU work before any device pointer was seen");
     }
     cu_.cuCtxSetCurrent(ctx_);
+  }
+
+  // A buffer of at least `bytes` from the pool, else a new one.
+  std::unique_ptr<StagingBuffer> take(bool pinned, std::size_t bytes) {
+    std::lock_guard lock(mu_);
+    enter();
+    auto& pool = pinned ? freePinned_ : free_;
+    auto it = pool.lower_bound(bytes);
+    if (it != pool.end()) {
+      auto out = std::make_unique<PooledStaging>(*this, pinned, it->second, it->first);
+      pool.erase(it);
+      return out;
+    }
+    CUdeviceptr p = 0;
+    if (pinned) {
+      void* host = nullptr;
+      cuCheck(cu_.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE),
+              "staging space: pinned host staging of " + std::to_string(bytes) + " bytes");
+      p = reinterpret_cast<CUdeviceptr>(host);
+    } else {
+      cuCheck(cu_.cuMemAlloc(&p, bytes), "staging space: device staging of " + std::to_string(bytes) + " bytes");
+    }
+    return std::make_unique<PooledStaging>(*this, pinned, p, bytes);
   }
 
   // Enqueues one copy, pinning (once) and splitting at the arena chunks its host side touches.
@@ -180,7 +200,9 @@ class CudaSide final : public GpuSide {
   std::mutex mu_;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
-  std::multimap<std::size_t, CUdeviceptr> free_;  // pooled staging by size
+  static constexpr std::size_t kPooled = 4;         // buffers kept per pool (a pipeline's slots)
+  std::multimap<std::size_t, CUdeviceptr> free_;        // pooled device staging by size
+  std::multimap<std::size_t, CUdeviceptr> freePinned_;  // pooled pinned host staging by size
   CUdeviceptr table_ = 0;
   std::size_t tableCapacity_ = 0;
   std::vector<CUdeviceptr> tables_;
@@ -188,7 +210,7 @@ class CudaSide final : public GpuSide {
   std::set<char*> pinned_;               // arena chunks registered with the driver
 };
 
-PooledStaging::~PooledStaging() { owner_.giveBack(p_, bytes_); }
+PooledStaging::~PooledStaging() { owner_.giveBack(pinned_, p_, bytes_); }
 
 }  // namespace
 

@@ -12,6 +12,7 @@ const char* opName(Op op) {
     case Op::Put: return "put";
     case Op::PutBatch: return "put batch";
     case Op::Reserve: return "reserve";
+    case Op::Write: return "write";
     case Op::Commit: return "commit";
     case Op::Abort: return "abort";
     case Op::Query: return "query";

@@ -14,6 +14,8 @@
 //   PutBatch  [u32 n]([str name][i64 version][box][u64 bytes])... [u64 timeout ms] + the bytes
 //             back to back -> [u32 stored]  (stops at the first failure, which the reply carries)
 //   Reserve   [str name][i64 version][box][u64 timeout ms] -> [u64 reservation][u64 offset]
+//   Write     [u64 reservation][u64 byte offset] + bytes -> -   (a part of a reservation's data,
+//             landing at that offset in it: the chunks of a pipelined GPU put; visible at Commit)
 //   Commit    [u64 reservation]                         -> -
 //   Abort     [u64 reservation]   (no reply: the client could not copy its data; the memory goes back)
 //   Query     [str name][i64 version][u32 n][box]...[u64 wait ms]
@@ -46,6 +48,7 @@ constexpr std::size_t kHeadBytes = 16;  // magic, version, op, id
 
 enum class Op : std::uint16_t {
   Hello = 1, Join, Members, Define, Describe, Put, PutBatch, Reserve, Commit, Abort, Query, Fetch, Done, WaitVersion, Release, Stats,
+  Write,
   Reply = 100, Data,
 };
 const char* opName(Op op);

@@ -273,18 +273,30 @@ class Server::Impl {
         }
         return;
       }
+      case Op::Write: return write(c, h.id, r, payload);
       case Op::Commit: {
         const std::uint64_t reservation = r.u64();
         if (store_->reservationOwner(reservation) != c) {
           throw Error(ErrorCode::InvalidArgument, "commit of reservation " + std::to_string(reservation) +
                                                       ", which this client does not hold");
         }
+        if (auto l = landing_.find(reservation); l != landing_.end()) {
+          throw Error(ErrorCode::InvalidArgument, "commit of reservation " + std::to_string(reservation) + " while " +
+                                                      std::to_string(l->second.writes) +
+                                                      " write(s) into it are still arriving");
+        }
         store_->commit(reservation);
         return replyOk(c, h.id);
       }
       case Op::Abort: {
         const std::uint64_t reservation = r.u64();
-        if (store_->reservationOwner(reservation) == c) store_->abort(reservation);
+        if (store_->reservationOwner(reservation) != c) return;
+        // Memory UCX is still landing data in goes back only once the data has landed.
+        if (auto l = landing_.find(reservation); l != landing_.end()) {
+          l->second.abortWhenDone = true;
+        } else {
+          store_->abort(reservation);
+        }
         return;
       }
       case Op::Query:
@@ -481,6 +493,39 @@ class Server::Impl {
       transferEnded(c);
     });
     return true;
+  }
+
+  // A chunk of a reservation's data (a pipelined GPU put): it lands at its offset in the
+  // reservation, which becomes visible only at Commit.
+  void write(ConnId c, std::uint64_t id, wire::ByteReader& r, rpc::Payload& payload) {
+    const std::uint64_t reservation = r.u64(), at = r.u64();
+    const auto res = store_->reservationOf(c, reservation);
+    if (!res) {
+      throw Error(ErrorCode::InvalidArgument, "write into reservation " + std::to_string(reservation) +
+                                                  ", which this client does not hold");
+    }
+    if (at > res->bytes || payload.bytes > res->bytes - at) {
+      throw Error(ErrorCode::InvalidArgument, "write of " + std::to_string(payload.bytes) + " bytes at offset " +
+                                                  std::to_string(at) + " overruns reservation " +
+                                                  std::to_string(reservation) + " of " + std::to_string(res->bytes) +
+                                                  " bytes");
+    }
+    ++landing_[reservation].writes;
+    ++clients_[c].inflight;
+    node_->receive(payload, arena_->at(res->offset + at), rpc::Memory::Host, [this, c, id, reservation](const std::string& f) {
+      auto l = landing_.find(reservation);
+      if (l != landing_.end() && --l->second.writes == 0) {
+        const bool abortNow = l->second.abortWhenDone;
+        landing_.erase(l);
+        if (abortNow) store_->abort(reservation);
+      }
+      if (f.empty()) {
+        replyOk(c, id);
+      } else {
+        replyError(c, id, ErrorCode::ServerLost, "staging server " + address_ + ": receiving a write failed: " + f);
+      }
+      transferEnded(c);
+    });
   }
 
   bool admitBatch(Blocked& b, wire::ByteReader& r) {
@@ -734,6 +779,11 @@ class Server::Impl {
   std::list<Blocked> blocked_;
   std::list<Waiting> waiting_;
   std::map<std::uint64_t, LeaseState> leases_;
+  struct Landing {  // a reservation with Write data still arriving
+    int writes = 0;
+    bool abortWhenDone = false;  // its writer aborted it meanwhile
+  };
+  std::map<std::uint64_t, Landing> landing_;
   std::uint64_t seenGeneration_ = 0;
   Clock::time_point nextExpiry_{};
   bool stopping_ = false;

@@ -183,7 +183,7 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   ver.byRow.emplace(box.lo[0], *at);
   ver.maxRows = std::max(ver.maxRows, box.extent(0));
   ver.bytes += bytes;
-  reservations_[p.reservation] = ReservationRef{name, version, *at, writer};
+  reservations_[p.reservation] = ReservationRef{name, version, *at, writer, bytes};
   return Reservation{p.reservation, *at, bytes};
 }
 
@@ -248,6 +248,12 @@ void Store::freeReservation(const ReservationRef& r, bool counted) {
 ClientId Store::reservationOwner(std::uint64_t reservation) const {
   auto it = reservations_.find(reservation);
   return it == reservations_.end() ? 0 : it->second.writer;
+}
+
+std::optional<Store::Reservation> Store::reservationOf(ClientId writer, std::uint64_t reservation) const {
+  auto it = reservations_.find(reservation);
+  if (it == reservations_.end() || it->second.writer != writer) return std::nullopt;
+  return Reservation{reservation, it->second.offset, it->second.bytes};
 }
 
 Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes) const {

@@ -94,6 +94,9 @@ class Store {
   void unreserve(std::uint64_t reservation);
   // The reservation's client, or 0 when there is no such reservation.
   ClientId reservationOwner(std::uint64_t reservation) const;
+  // Where a reservation of `writer` lies in the arena; nullopt when `writer` holds no such
+  // reservation (the data of a Write lands only inside its own writer's reservation).
+  std::optional<Reservation> reservationOf(ClientId writer, std::uint64_t reservation) const;
 
   struct Lookup {
     std::vector<Fragment> fragments;
@@ -153,6 +156,7 @@ class Store {
     std::int64_t version;
     std::uint64_t offset;
     ClientId writer;
+    std::uint64_t bytes;
   };
   struct LeaseRef {
     std::string name;

@@ -1,7 +1,8 @@
 // The staging space with GPU memory, end to end in one process: a server on a thread of its own,
 // clients that put from device buffers and get into device buffers on every path (the server's
-// mapped memory on this node, UCX, the host-staged baseline). Each get of a box spanning many
-// pieces must take ONE fused kernel, and bring back exactly what was put. Run by PE 0 only.
+// mapped memory on this node; UCX through pinned buffers, or from GPU memory; the host-staged
+// baseline). Each get of 64 KiB or more spanning many pieces must take ONE fused kernel, and bring
+// back exactly what was put. Run by PE 0 only.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -43,7 +44,8 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
   ASSERT_EQ(cudaMalloc(&out, n * 8), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dev, host.data(), n * 8, cudaMemcpyHostToDevice), cudaSuccess);
   const Case cases[] = {{"mapped memory, direct", true, GpuPath::Direct},
-                        {"UCX, direct", false, GpuPath::Direct},
+                        {"UCX, direct (pipelined through pinned buffers)", false, GpuPath::Direct},
+                        {"UCX, GPU memory handed to UCX", false, GpuPath::UcxDevice},
                         {"mapped memory, host-staged", true, GpuPath::HostStaged},
                         {"UCX, host-staged", false, GpuPath::HostStaged}};
   std::mt19937 rng(5);
@@ -60,6 +62,7 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
     // 12 writer blocks: 4 slabs along dimension 0 by 3 along dimension 1 (not contiguous in `dev`,
     // so each is first packed by a device-to-device copy, as a simulation's block would be).
     const std::int64_t rows[] = {0, 20, 50, 51, 96}, cols[] = {0, 30, 33, 64};
+    std::uint64_t largeBlocks = 0;  // 64 KiB and more: the others go through host memory on every path
     for (int i = 0; i < 4; ++i) {
       for (int j = 0; j < 3; ++j) {
         const std::int64_t r0 = rows[i], r1 = rows[i + 1], c0 = cols[j], c1 = cols[j + 1];
@@ -69,6 +72,7 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
                                r1 - r0, cudaMemcpyDeviceToDevice),
                   cudaSuccess);
         client.put("f", version, {r0, c0, 0}, {r1 - r0, c1 - c0, 40}, block);
+        largeBlocks += (r1 - r0) * (c1 - c0) * 40 * 8 >= 64 * 1024;
         cudaFree(block);
       }
     }
@@ -82,8 +86,9 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
       ASSERT_EQ(cudaMemset(out, 0, count * 8), cudaSuccess);
       const auto before = client.stats().client.fusedKernels;
       client.get("f", version, {lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}, out, n * 8);
-      EXPECT_EQ(client.stats().client.fusedKernels, before + (c.path == GpuPath::Direct ? 1u : 0u))
-          << "one fused kernel per direct get; none for the host-staged baseline";
+      const bool kernel = c.path != GpuPath::HostStaged && count * 8 >= 64 * 1024;
+      EXPECT_EQ(client.stats().client.fusedKernels, before + (kernel ? 1u : 0u))
+          << "one fused kernel per get of 64 KiB or more; none for the host-staged baseline";
       std::vector<double> back(count);
       ASSERT_EQ(cudaMemcpy(back.data(), out, count * 8, cudaMemcpyDeviceToHost), cudaSuccess);
       std::size_t at = 0, wrong = 0;
@@ -95,6 +100,12 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
     const auto st = client.stats().client;
     if (c.path == GpuPath::HostStaged) EXPECT_EQ(st.hostStagedCopies, 12u + 6u) << "12 puts and 6 gets";
     else EXPECT_EQ(st.hostStagedCopies, 0u);
+    if (!c.sharedMemory && c.path == GpuPath::Direct) {
+      EXPECT_EQ(st.pipelinedPuts, largeBlocks);
+      EXPECT_GT(st.pipelineChunks, st.pipelinedPuts) << "the largest block (432 KiB) takes two chunks";
+    } else {
+      EXPECT_EQ(st.pipelinedPuts, 0u);
+    }
     if (c.sharedMemory) EXPECT_GT(st.sharedMemoryGets, 0u);
     else EXPECT_GT(st.ucxGets, 0u);
     // A host destination of the same data, for good measure.

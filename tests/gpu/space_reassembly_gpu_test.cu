@@ -160,20 +160,21 @@ void checkReassembly(const Box& array, const std::vector<Box>& pieces, const Box
     hostCopies.push_back({c, staging.data() + offset[k], host.data() + dstMisalign});
     maxRunBytes = std::max(maxRunBytes, c.extent[c.ndim - 1]);
   }
-  const i64 totalRuns = kernels::numberRuns(table.data(), static_cast<int>(table.size()));
+  const kernels::RunSummary summary = kernels::numberRuns(table.data(), static_cast<int>(table.size()));
   i64 runs = 0;
   for (const kernels::RegionCopy& rc : table) {
     ASSERT_EQ(rc.firstRun, runs);
     runs += rc.region.runs();
   }
-  ASSERT_EQ(totalRuns, runs);
+  ASSERT_EQ(summary.runs, runs);
+  ASSERT_EQ(summary.maxRunBytes, maxRunBytes);
 
   DeviceBuffer<kernels::RegionCopy> dTable(std::max<std::size_t>(table.size(), 1) * sizeof(kernels::RegionCopy));
   ASSERT_NE(dTable.p, nullptr);
   SPACE_CUDA_OK(cudaMemcpy(dTable.p, table.data(), table.size() * sizeof(kernels::RegionCopy), cudaMemcpyHostToDevice));
   cudaStream_t stream = nullptr;
   SPACE_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  kernels::fusedRegionCopy(stream, dTable.p, static_cast<int>(table.size()), totalRuns, maxRunBytes);
+  kernels::fusedRegionCopy(stream, dTable.p, static_cast<int>(table.size()), summary);
   const cudaError_t e = cudaStreamSynchronize(stream);
   cudaStreamDestroy(stream);
   SPACE_CUDA_OK(e);
@@ -283,8 +284,8 @@ TEST(SpaceReassemblyGpu, LongRunsAndManyPieces) {
 
 TEST(SpaceReassemblyGpu, NothingToCopyLaunchesNothing) {
   SKIP_WITHOUT_GPU();
-  EXPECT_NO_THROW(kernels::fusedRegionCopy(nullptr, nullptr, 0, 0, 0));
-  EXPECT_EQ(kernels::numberRuns(nullptr, 0), 0);
+  EXPECT_NO_THROW(kernels::fusedRegionCopy(nullptr, nullptr, 0, kernels::RunSummary{}));
+  EXPECT_EQ(kernels::numberRuns(nullptr, 0).runs, 0);
 }
 
 }  // namespace

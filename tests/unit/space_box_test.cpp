@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "expect_error.hpp"
+#include "kernels/space_kernels.hpp"
 
 namespace axon::space {
 namespace {
@@ -412,6 +413,66 @@ TEST(SpaceBox, LargeCopiesAreSharedByThreads) {
   std::vector<std::uint8_t> a(flatSrc.size(), 0);
   EXPECT_EQ(copyRegions({{planCopy(flat, flat, flat, 1), flatSrc.data(), a.data()}}, 4), 4);
   EXPECT_TRUE(a == flatSrc);
+}
+
+// The reassembly table's summary (kernels/region_runs.cpp): runs numbered in order, the longest
+// run, and the widest unit dividing every run's source and destination address and its length,
+// checked run by run against the planned copies.
+TEST(SpaceBox, RunSummaryNumbersRunsAndFindsTheWidestUnit) {
+  std::mt19937_64 rng(11);
+  const std::size_t sizes[] = {1, 2, 4, 8, 16};
+  for (int iter = 0; iter < 500; ++iter) {
+    const i64 eb = static_cast<i64>(sizes[rng() % 5]);
+    std::vector<kernels::RegionCopy> table;
+    const int pieces = 1 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < pieces; ++k) {
+      const int ndim = 1 + static_cast<int>(rng() % 4);
+      const Box region = randomBox(rng, ndim, -3, 4);
+      kernels::RegionCopy rc;
+      rc.region = planCopy(around(rng, region), around(rng, region), region, static_cast<std::size_t>(eb));
+      rc.src = 4096 * (1 + rng() % 8) + (rng() % 3 == 0 ? rng() % 32 : 0);
+      rc.dst = 8192 * (1 + rng() % 8) + (rng() % 3 == 0 ? rng() % 32 : 0);
+      table.push_back(rc);
+    }
+    const kernels::RunSummary s = kernels::numberRuns(table.data(), static_cast<int>(table.size()));
+    i64 runs = 0, longest = 0;
+    bool widerWorks = s.unitBytes < 16;
+    for (const kernels::RegionCopy& rc : table) {
+      ASSERT_EQ(rc.firstRun, runs);
+      const CopyRegion& g = rc.region;
+      runs += g.runs();
+      const i64 len = g.extent[g.ndim - 1];
+      longest = std::max(longest, len);
+      for (i64 r = 0; r < g.runs(); ++r) {  // every run's addresses, the unit and twice the unit
+        i64 q = r, so = g.srcOffset, dof = g.dstOffset;
+        for (int d = g.ndim - 2; d >= 0; --d) {
+          so += (q % g.extent[d]) * g.srcStride[d];
+          dof += (q % g.extent[d]) * g.dstStride[d];
+          q /= g.extent[d];
+        }
+        for (const std::uint64_t v : {rc.src + static_cast<std::uint64_t>(so), rc.dst + static_cast<std::uint64_t>(dof),
+                                      static_cast<std::uint64_t>(len)}) {
+          ASSERT_EQ(v % static_cast<std::uint64_t>(s.unitBytes), 0u) << "case " << iter;
+          if (v % (2 * static_cast<std::uint64_t>(s.unitBytes))) widerWorks = false;
+        }
+      }
+    }
+    EXPECT_EQ(s.runs, runs) << "case " << iter;
+    EXPECT_EQ(s.maxRunBytes, longest) << "case " << iter;
+    EXPECT_FALSE(widerWorks) << "case " << iter << ": a unit of " << 2 * s.unitBytes << " bytes divides every run";
+  }
+  // The 5-D case of the benchmark: a box starting 3 float64 into 8^5 pieces has 8-byte units.
+  const Box piece = Box::of({0, 0, 0, 0, 0}, {8, 8, 8, 8, 8});
+  kernels::RegionCopy rc;
+  rc.region = planCopy(piece, Box::of({3, 3, 3, 3, 3}, {29, 29, 29, 29, 29}),
+                       Box::of({3, 3, 3, 3, 3}, {8, 8, 8, 8, 8}), 8);
+  rc.src = 1 << 20;
+  rc.dst = 2 << 20;
+  const kernels::RunSummary s = kernels::numberRuns(&rc, 1);
+  EXPECT_EQ(s.unitBytes, 8);
+  EXPECT_EQ(s.maxRunBytes, 40);
+  EXPECT_EQ(s.runs, 5 * 5 * 5 * 5);
+  EXPECT_EQ(kernels::numberRuns(nullptr, 0).runs, 0);
 }
 
 }  // namespace
