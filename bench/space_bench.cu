@@ -1,14 +1,19 @@
-// The staging space on one GPU machine (docs/performance.md, "Staging space"):
+// The staging space on one GPU machine (docs/performance.md, "Staging space"); the driver of
+// `axon bench space-put-get` and `axon bench space-reassembly`, which print its JSON lines as tables:
 //
-//   space_bench put-get [MAX]     put and get of GPU data, 4 KiB to MAX (default 1 GiB): axon's
-//                                 direct path against the host-staged baseline of the DataSpaces-GPU
-//                                 study, both through a server on this node (mapped memory) and
-//                                 through UCX, in the same run
-//   space_bench reassembly        one get box filled from many stored pieces: CPU row copies plus
-//                                 one host-to-device copy, one cudaMemcpy per row, one kernel per
-//                                 piece, and the fused kernel; each as a share of a device-to-device
-//                                 cudaMemcpy of the same bytes
+//   space_bench put-get [-b MIN] [-e MAX] [-f FACTOR] [--no-validate]
+//       put and get of GPU data, 4 KiB to 1 GiB by default: axon's path against the host-staged
+//       baseline of the DataSpaces-GPU study (reference 004) and against staging through one pinned
+//       host buffer reused by hand, in the same run, through a server on this node (mapped memory)
+//       and through UCX (what a server on another node takes); over UCX also GPU memory handed to
+//       UCX as is (GpuPath::UcxDevice)
+//   space_bench reassembly [--no-validate]
+//       one get box filled from many stored pieces: CPU row copies plus one host-to-device copy,
+//       one cudaMemcpy per row, one kernel per piece, and the fused kernel; each as a share of a
+//       device-to-device cudaMemcpy of the same bytes; the fused kernel's box checked against the
+//       CPU's byte for byte
 //
+// Output: one JSON object per line ("header", "result" per measurement, "done"; "error").
 // A server runs on a thread of this process (its own UCX worker and arena, as `axon space serve`).
 #include <cuda_runtime.h>
 
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "axon/space.hpp"
+#include "bench_cli.hpp"
 #include "kernels/space_kernels.hpp"
 #include "space/box.hpp"
 #include "space/server.hpp"
@@ -28,84 +34,163 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using axon::bench::emitLine;
+using axon::bench::jsonNumber;
+using axon::bench::jsonString;
+using axon::bench::median;
 using axon::space::Box;
 
-#define CHECK_CUDA(call)                                                                        \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                          \
-      std::exit(1);                                                                             \
-    }                                                                                           \
+struct CudaFailure {
+  std::string message;
+};
+
+#define CHECK_CUDA(call)                                                                      \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) throw CudaFailure{std::string(#call) + ": " + cudaGetErrorString(e_)}; \
   } while (0)
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+struct Options {
+  std::string test;
+  std::size_t minBytes = 4096, maxBytes = std::size_t{1} << 30, factor = 4;
+  bool validate = true;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  if (argc < 2) throw axon::bench::UsageError{"usage: space_bench put-get|reassembly [-b MIN] [-e MAX] [-f FACTOR] [--no-validate]"};
+  o.test = argv[1];
+  if (o.test != "put-get" && o.test != "reassembly") {
+    throw axon::bench::UsageError{"unknown test '" + o.test + "' (put-get, reassembly)"};
+  }
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw axon::bench::UsageError{a + " needs a value"};
+      return argv[++i];
+    };
+    if (a == "-b") o.minBytes = axon::bench::parseSize(value(), "-b");
+    else if (a == "-e") o.maxBytes = axon::bench::parseSize(value(), "-e");
+    else if (a == "-f") o.factor = static_cast<std::size_t>(axon::bench::parseCount(value(), "-f", 2));
+    else if (a == "--no-validate") o.validate = false;
+    else throw axon::bench::UsageError{"unknown option '" + a + "'"};
+  }
+  if (o.minBytes > o.maxBytes) throw axon::bench::UsageError{"-b is larger than -e"};
+  if (o.minBytes % 8 || o.maxBytes % 8) throw axon::bench::UsageError{"sizes are of float64 elements: multiples of 8"};
+  return o;
 }
 
-std::string sizeLabel(std::size_t n) {
-  char buf[32];
-  if (n >= (1u << 30)) std::snprintf(buf, sizeof buf, "%zu GiB", n >> 30);
-  else if (n >= (1u << 20)) std::snprintf(buf, sizeof buf, "%zu MiB", n >> 20);
-  else std::snprintf(buf, sizeof buf, "%zu KiB", n >> 10);
-  return buf;
+// Bytes of `got` that differ from `want`.
+std::uint64_t countWrong(const unsigned char* got, const unsigned char* want, std::size_t n) {
+  if (std::memcmp(got, want, n) == 0) return 0;
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += got[i] != want[i];
+  return wrong;
 }
 
-int putGet(std::size_t maxBytes) {
+// One way of moving a GPU buffer into the space and back.
+struct Method {
+  const char* impl;  // the JSON's "impl"
+  axon::space::Client* client;
+  unsigned char* pinned;  // non-null: staged by hand through this pinned buffer (reused)
+};
+
+int putGet(const Options& o) {
   axon::space::ServerOptions so;
   so.listen = "127.0.0.1:0";
-  so.memBytes = 3 * maxBytes + (256ull << 20);  // keep_versions 1: at most two versions at once
+  so.memBytes = 6 * o.maxBytes + (256ull << 20);  // keep_versions 1: a few versions at once
   axon::space::Server server(so);
   server.start();
   void* src = nullptr;
   void* dst = nullptr;
-  CHECK_CUDA(cudaMalloc(&src, maxBytes));
-  CHECK_CUDA(cudaMalloc(&dst, maxBytes));
-  CHECK_CUDA(cudaMemset(src, 7, maxBytes));
-  std::printf("# put and get of GPU data through one staging server on this node; median of the reps\n");
-  std::printf("%-10s %-12s %12s %12s %12s %12s %9s %9s\n", "size", "route", "put base us", "put axon us",
-              "get base us", "get axon us", "put ratio", "get ratio");
+  unsigned char* pinned = nullptr;
+  CHECK_CUDA(cudaMalloc(&src, o.maxBytes));
+  CHECK_CUDA(cudaMalloc(&dst, o.maxBytes));
+  CHECK_CUDA(cudaMallocHost(&pinned, o.maxBytes));
+  std::vector<unsigned char> pattern(o.maxBytes), back(o.validate ? o.maxBytes : 0);
+  for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+  CHECK_CUDA(cudaMemcpy(src, pattern.data(), o.maxBytes, cudaMemcpyHostToDevice));
+  const std::vector<std::size_t> sizes = axon::bench::sizeSweep(o.minBytes, o.maxBytes, o.factor);
+  std::string sizeList;
+  for (std::size_t s : sizes) sizeList += (sizeList.empty() ? "" : ", ") + std::to_string(s);
+  emitLine("{\"type\": \"header\", \"test\": \"space-put-get\", \"backend\": \"gpu\", \"placement\": \"D D\", "
+           "\"validate\": " + std::string(o.validate ? "true" : "false") + ", \"sizes\": [" + sizeList + "], "
+           "\"time_label\": \"one blocking put (the server owns the data) or get (the data is in GPU memory), median "
+           "of the repetitions\", \"baselines\": [\"host-staged\", \"pinned-staged\"]}");
   for (bool shared : {true, false}) {
-    axon::space::ConnectOptions direct, staged;
-    direct.address = staged.address = server.address();
-    direct.timeoutSec = staged.timeoutSec = 120;
-    direct.sharedMemory = staged.sharedMemory = shared;
+    axon::space::ConnectOptions base;
+    base.address = server.address();
+    base.timeoutSec = 120;
+    base.sharedMemory = shared;
+    axon::space::ConnectOptions staged = base, device = base;
     staged.gpuPath = axon::space::GpuPath::HostStaged;
-    axon::space::Client a(direct), b(staged);
+    device.gpuPath = axon::space::GpuPath::UcxDevice;
+    axon::space::Client direct(base), hostStaged(staged), byHand(base), ucxDevice(device);
+    std::vector<Method> methods = {{"host-staged", &hostStaged, nullptr}, {"pinned-staged", &byHand, pinned},
+                                   {"axon", &direct, nullptr}};
+    if (!shared) methods.push_back({"ucx-device", &ucxDevice, nullptr});
+    const char* route = shared ? "mapped" : "UCX";
     std::int64_t version = 0;
-    for (std::size_t bytes = 4096; bytes <= maxBytes; bytes *= 4) {
+    for (std::size_t bytes : sizes) {
       const std::int64_t n = static_cast<std::int64_t>(bytes / 8);
       const std::string name = "pg" + std::to_string(bytes) + (shared ? "s" : "u");
-      a.define(name, {n}, axon::DataType::Float64, 1);
+      direct.define(name, {n}, axon::DataType::Float64, 1);
       const int reps = bytes <= (1u << 20) ? 20 : bytes <= (64u << 20) ? 6 : 3;
-      std::vector<double> tPut[2], tGet[2];
+      std::vector<std::vector<double>> tPut(methods.size()), tGet(methods.size());
+      std::vector<std::uint64_t> wrong(methods.size(), 0);
+      std::vector<std::string> paths(methods.size());
       for (int r = 0; r < reps; ++r) {
-        for (int which = 0; which < 2; ++which) {
-          axon::space::Client& c = which ? a : b;  // 0: baseline, 1: axon
+        for (std::size_t m = 0; m < methods.size(); ++m) {  // interleaved: drifts hit every method alike
+          const Method& me = methods[m];
           const std::int64_t v = version++;
+          const bool check = o.validate && r == reps - 1;
+          if (check) CHECK_CUDA(cudaMemset(dst, 0, bytes));
           auto t0 = Clock::now();
-          c.put(name, v, {0}, {n}, src);
+          if (me.pinned) {
+            CHECK_CUDA(cudaMemcpy(me.pinned, src, bytes, cudaMemcpyDeviceToHost));
+            me.client->put(name, v, {0}, {n}, me.pinned);
+          } else {
+            me.client->put(name, v, {0}, {n}, src);
+          }
           auto t1 = Clock::now();
-          c.get(name, v, {0}, {n}, dst, bytes);
+          if (me.pinned) {
+            me.client->get(name, v, {0}, {n}, me.pinned, bytes);
+            CHECK_CUDA(cudaMemcpy(dst, me.pinned, bytes, cudaMemcpyHostToDevice));
+          } else {
+            me.client->get(name, v, {0}, {n}, dst, bytes);
+          }
           auto t2 = Clock::now();
-          c.release(name, v);
-          tPut[which].push_back(seconds(t0, t1));
-          tGet[which].push_back(seconds(t1, t2));
+          me.client->release(name, v);
+          tPut[m].push_back(seconds(t0, t1));
+          tGet[m].push_back(seconds(t1, t2));
+          if (check) {
+            CHECK_CUDA(cudaMemcpy(back.data(), dst, bytes, cudaMemcpyDeviceToHost));
+            wrong[m] = countWrong(back.data(), pattern.data(), bytes);
+            paths[m] = me.client->stats().client.lastPath;
+          }
         }
       }
-      const double pb = median(tPut[0]) * 1e6, pa = median(tPut[1]) * 1e6;
-      const double gb = median(tGet[0]) * 1e6, ga = median(tGet[1]) * 1e6;
-      std::printf("%-10s %-12s %12.1f %12.1f %12.1f %12.1f %9.2f %9.2f\n", sizeLabel(bytes).c_str(),
-                  shared ? "mapped" : "UCX", pb, pa, gb, ga, pa / pb, ga / gb);
-      std::fflush(stdout);
+      for (std::size_t m = 0; m < methods.size(); ++m) {
+        for (int op = 0; op < 2; ++op) {
+          const double t = median(op ? tGet[m] : tPut[m]);
+          emitLine(std::string("{\"type\": \"result\", \"op\": \"") + (op ? "get" : "put") + "\", \"route\": \"" +
+                   route + "\", \"impl\": \"" + methods[m].impl + "\", \"series\": " +
+                   jsonString(std::string(methods[m].impl) + " " + (op ? "get" : "put") + ", " + route) +
+                   ", \"size\": " + std::to_string(bytes) + ", \"iters\": " + std::to_string(reps) +
+                   ", \"time_us\": " + jsonNumber(t * 1e6) + ", \"bw_gbs\": " + jsonNumber(bytes / t / 1e9) +
+                   ", \"wrong\": " + (o.validate ? std::to_string(wrong[m]) : "null") +
+                   ", \"path\": " + jsonString(paths[m]) + "}");
+        }
+      }
     }
   }
   cudaFree(src);
   cudaFree(dst);
+  cudaFreeHost(pinned);
   server.stop();
+  emitLine("{\"type\": \"done\"}");
   return 0;
 }
 
@@ -140,7 +225,7 @@ struct Stored {
   std::size_t offset;  // in the staging buffer
 };
 
-int reassembly() {
+int reassembly(const Options& o) {
   // The array: 1024^3 float64 as 8x8x8 pieces of 128^3 (16 MiB each), stored back to back in a
   // device staging buffer for the device methods and in host memory for the CPU one.
   const std::int64_t N = 1024, P = 128;
@@ -181,15 +266,17 @@ int reassembly() {
   unsigned char* out = nullptr;
   CHECK_CUDA(cudaMalloc(&staging, total));
   CHECK_CUDA(cudaMalloc(&out, 512ull << 20));
-  CHECK_CUDA(cudaMemset(staging, 3, total));
-  std::vector<unsigned char> hostStaging(total, 3), hostOut(512ull << 20);
+  // Every stored 8-byte element holds its own index: a misplaced element shows.
+  std::vector<unsigned char> hostStaging(total), hostOut(512ull << 20);
+  for (std::size_t i = 0; i < total / 8; ++i) {
+    const std::uint64_t v = i * 0x9E3779B97F4A7C15ull;
+    std::memcpy(hostStaging.data() + i * 8, &v, 8);
+  }
+  CHECK_CUDA(cudaMemcpy(staging, hostStaging.data(), total, cudaMemcpyHostToDevice));
   unsigned char* pinnedOut = nullptr;
   CHECK_CUDA(cudaMallocHost(&pinnedOut, 512ull << 20));
   axon::kernels::RegionCopy* table = nullptr;
   CHECK_CUDA(cudaMalloc(&table, 4096 * sizeof(axon::kernels::RegionCopy)));
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   auto timeIt = [&](auto&& body, int reps) {
     std::vector<double> t;
     for (int r = 0; r < reps + 1; ++r) {
@@ -201,10 +288,10 @@ int reassembly() {
     }
     return median(t);
   };
-  std::printf("# reassembly of one box from stored pieces; GB/s of the box's bytes, and the share of a\n"
-              "# device-to-device cudaMemcpy of the same bytes\n");
-  std::printf("%-32s %10s %12s %12s %12s %12s %12s\n", "box", "MiB", "memcpy GB/s", "cpu rows", "row memcpys",
-              "kernel/piece", "fused");
+  emitLine("{\"type\": \"header\", \"test\": \"space-reassembly\", \"backend\": \"gpu\", \"placement\": \"D D\", "
+           "\"validate\": " + std::string(o.validate ? "true" : "false") + ", \"time_label\": \"one box filled from "
+           "stored pieces in device staging; GB/s of the box's bytes, share = device-to-device cudaMemcpy time of "
+           "the same bytes / the method's time\"}");
   for (const Case& c : cases) {
     const std::size_t bytes = static_cast<std::size_t>(axon::space::byteSize(c.box, elem));
     std::vector<axon::kernels::RegionCopy> copies;
@@ -253,26 +340,45 @@ int reassembly() {
       axon::space::copyRegions(hostCopies, 1);
       CHECK_CUDA(cudaMemcpy(out, pinnedOut, bytes, cudaMemcpyHostToDevice));
     }, 1);
-    auto gbs = [&](double t) { return bytes / t / 1e9; };
-    std::printf("%-32s %10.1f %12.1f %6.1f(%4.2f) %6.1f(%4.2f) %6.1f(%4.2f) %6.1f(%4.2f)   fused/cpu %.0fx, fused/rows %.0fx\n",
-                c.name, bytes / 1048576.0, gbs(tMemcpy), gbs(tCpu), tMemcpy / tCpu, gbs(tRows), tMemcpy / tRows,
-                gbs(tPerPiece), tMemcpy / tPerPiece, gbs(tFused), tMemcpy / tFused, tCpu / tFused, tRows / tFused);
-    std::fflush(stdout);
+    std::uint64_t wrong = 0;
+    if (o.validate) {  // pinnedOut holds the CPU's box; the fused kernel's must equal it
+      axon::kernels::fusedRegionCopy(nullptr, table, static_cast<int>(copies.size()), runs);
+      CHECK_CUDA(cudaMemcpy(hostOut.data(), out, bytes, cudaMemcpyDeviceToHost));
+      wrong = countWrong(hostOut.data(), pinnedOut, bytes);
+    }
+    auto method = [&](const char* name, double t) {
+      return std::string("{\"method\": \"") + name + "\", \"time_us\": " + jsonNumber(t * 1e6) +
+             ", \"bw_gbs\": " + jsonNumber(bytes / t / 1e9) + ", \"share\": " + jsonNumber(tMemcpy / t) + "}";
+    };
+    emitLine(std::string("{\"type\": \"result\", \"case\": ") + jsonString(c.name) + ", \"size\": " +
+             std::to_string(bytes) + ", \"pieces\": " + std::to_string(copies.size()) + ", \"runs\": " +
+             std::to_string(runs.runs) + ", \"longest_run\": " + std::to_string(runs.maxRunBytes) +
+             ", \"unit\": " + std::to_string(runs.unitBytes) + ", \"memcpy_gbs\": " +
+             jsonNumber(bytes / tMemcpy / 1e9) + ", \"methods\": [" + method("cpu-rows", tCpu) + ", " +
+             method("row-memcpys", tRows) + ", " + method("kernel-per-piece", tPerPiece) + ", " +
+             method("fused", tFused) + "], \"fused_vs_cpu\": " + jsonNumber(tCpu / tFused) +
+             ", \"fused_vs_rows\": " + jsonNumber(tRows / tFused) +
+             ", \"wrong\": " + (o.validate ? std::to_string(wrong) : "null") + "}");
   }
+  cudaFree(staging);
+  cudaFree(out);
+  cudaFree(table);
+  cudaFreeHost(pinnedOut);
+  emitLine("{\"type\": \"done\"}");
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string what = argc > 1 ? argv[1] : "";
+  const auto o = axon::bench::parseCommandLine("space_bench", parse, argc, argv);
+  if (!o) return 2;
   try {
-    if (what == "put-get") return putGet(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (1ull << 30));
-    if (what == "reassembly") return reassembly();
+    return o->test == "put-get" ? putGet(*o) : reassembly(*o);
+  } catch (const CudaFailure& e) {
+    axon::bench::emitError("space_bench", e.message, false);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "space_bench %s: %s\n", what.c_str(), e.what());
-    return 1;
+    axon::bench::emitError("space_bench", o->test + ": " + e.what(), false);
   }
-  std::fprintf(stderr, "usage: space_bench put-get [MAX_BYTES] | reassembly\n");
-  return 2;
+  return 1;
 }

@@ -71,14 +71,20 @@ def _from_axon_bench(doc: dict, name: str) -> list[Series]:
     placement = config.get("placement", "")
     default_impl = doc.get("impl", "axon")
     limit_name = config.get("limit_name") or "hardware limit"
+    # Rows that name their own series (space-put-get: "axon put, UCX") are drawn by it; the
+    # others by implementation.
     by_impl: dict[str, list[dict]] = {}
     for r in doc.get("results") or []:
         if isinstance(r, dict):
-            by_impl.setdefault(str(r.get("impl", default_impl)), []).append(r)
+            by_impl.setdefault(str(r.get("series") or r.get("impl", default_impl)), []).append(r)
     out: list[Series] = []
     for impl, rows in by_impl.items():
-        label = doc.get("label") if impl == default_impl and doc.get("label") else \
-            f"{impl} {test} {placement}".strip()
+        if rows[0].get("series"):
+            label = impl
+        elif impl == default_impl and doc.get("label"):
+            label = doc["label"]
+        else:
+            label = f"{impl} {test} {placement}".strip()
         group = f"{name}:{label}"
         lat = Series(label, LATENCY, group=group)
         bw = Series(label, BANDWIDTH, group=group)

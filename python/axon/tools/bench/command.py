@@ -18,6 +18,7 @@ from .programs import find_driver
 from .request import validate
 from .results import Outcome, by_impl
 from .runner import launch_command, run_driver
+from .space import SPACE_TESTS, run_space_bench
 from .tables import table_lines
 
 _PROG = "axon bench"
@@ -25,6 +26,8 @@ _PROG = "axon bench"
 
 def run_bench(args: argparse.Namespace) -> int:
     """The handler of ``axon bench``; returns the exit code."""
+    if args.test in SPACE_TESTS:
+        return run_space_bench(args)
     try:
         req = validate(args)
         driver = find_driver()

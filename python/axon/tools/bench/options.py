@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 
 from .catalog import TESTS
+from .space import SPACE_TESTS, add_space_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The description and the options of ``axon bench`` (see request.validate for their checks)."""
-    tests = "\n".join(f"  {name:15s} {spec.summary}" for name, spec in TESTS.items())
+    tests = "\n".join([f"  {name:15s} {spec.summary}" for name, spec in TESTS.items()]
+                      + [f"  {name:17s} {summary}" for name, (summary, _, _) in SPACE_TESTS.items()])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Benchmark axon's one-sided API between PE 0 and PE 1 (OSU micro-benchmark conventions)\n"
@@ -51,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pingping on GPU buffers staged through host memory by hand: copy to a "
                              "pinned host buffer, exchange host buffers, copy to the GPU (the "
                              "'CUDA-staged MPI' of the ping-ping reference)")
+    add_space_arguments(parser)
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON (see axon plot)")
     parser.add_argument("--compare", action="store_true",
                         help="run the peers this machine has beside axon, on GPU buffers (-d D D), "

@@ -85,7 +85,8 @@ def validate(args: argparse.Namespace) -> Request:
     """Checks the parsed options; raises UsageError with one clear line."""
     test = args.test
     if test not in TESTS:
-        raise UsageError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
+        from .space import SPACE_TESTS  # the space tests have their own path (space.py)
+        raise UsageError(f"unknown test {test!r} (tests: {', '.join([*TESTS, *SPACE_TESTS])})")
     if args.range is not None and (args.minbytes is not None or args.maxbytes is not None):
         raise UsageError("give the sizes with -m MIN:MAX or with -b/-e, not both")
     if args.range is not None:

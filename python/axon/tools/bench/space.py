@@ -1,0 +1,332 @@
+"""``axon bench space-*``: the staging space's benchmarks, each baseline in the same run.
+
+    space-put-get     put and get of GPU data over a sweep of sizes (default 4 KiB to 1 GiB, x4):
+                      axon's path against the host-staged baseline of the DataSpaces-GPU study and a
+                      pinned buffer reused by hand, through a server on this node and through UCX
+                      (driver: space_bench, built with CUDA)
+    space-reassembly  one box from many stored pieces: CPU row copies, a cudaMemcpy per row, a
+                      kernel per piece, the fused kernel; shares of device-to-device memcpy
+    space-small-puts  -i N nonblocking puts of -m BYTES (default 10,000 of 4 KiB), batching off then on
+    space-workflow    --writers M and --readers N processes in different decompositions, 10
+                      versions of a 32 MiB variable, the last reader --slow-ms behind; -d D for GPU
+                      buffers (driver: space_client_bench, under axon's launcher)
+
+small-puts and workflow start their own server (``axon space serve --mem --space-mem``) and stop it
+after; put-get and reassembly run one inside the driver. The drivers print JSON lines as
+axon_bench does; the rows are kept as they are in ``--json`` (``"tool": "axon bench"``), and
+``axon plot`` draws space-put-get's rows (each carries its ``series``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from ..cli_parser import EXIT_USAGE, UsageError
+from .document import write_document
+from .errors import BenchError
+from .machine import machine_info
+from .programs import find_tool
+from .request import Request, _count
+from .runner import _child_env, launcher_command, run_launched
+from .sizes import parse_range, parse_size
+
+_PROG = "axon bench"
+
+#: The space tests: summary, driver program, its subcommand.
+SPACE_TESTS: dict[str, tuple[str, str, str]] = {
+    "space-put-get": ("staging space: put and get of GPU data, axon vs the host-staged and pinned-staged "
+                      "baselines, same node and over UCX", "space_bench", "put-get"),
+    "space-reassembly": ("staging space: one box from many pieces; CPU rows, memcpy per row, kernel per "
+                         "piece, fused kernel, as shares of memcpy", "space_bench", "reassembly"),
+    "space-small-puts": ("staging space: -i N nonblocking puts of -m BYTES, batching off then on",
+                         "space_client_bench", "small-puts"),
+    "space-workflow": ("staging space: --writers M x --readers N in different decompositions, a slow "
+                       "reader, the server's memory high-water mark", "space_client_bench", "workflow"),
+}
+
+_SERVER_START_S = 60
+
+
+def add_space_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options only the space tests take."""
+    parser.add_argument("--writers", metavar="M", help="space-workflow: writer processes (default 2)")
+    parser.add_argument("--readers", metavar="N", help="space-workflow: reader processes (default 4)")
+    parser.add_argument("--slow-ms", metavar="MS",
+                        help="space-workflow: the last reader sleeps this long per version (default 200)")
+    parser.add_argument("--space-mem", metavar="SIZE",
+                        help="space-small-puts, space-workflow: the server's --mem (default 128M)")
+
+
+def _driver_command(args: argparse.Namespace, test: str) -> tuple[list[str], int | None, dict]:
+    """(the driver's arguments after the program, the PEs to launch it on or None, the config)."""
+    _, _, sub = SPACE_TESTS[test]
+    place = None
+    if args.placement is not None:
+        place = tuple(p.upper() for p in args.placement)
+        if any(p not in ("D", "H") for p in place) or place[0] != place[1]:
+            raise UsageError(f"{test}: -d takes D D (GPU memory) or H H (host memory)")
+    config: dict = {}
+    if test in ("space-put-get", "space-reassembly"):
+        if place == ("H", "H"):
+            raise UsageError(f"{test} measures GPU data: -d D D (the default)")
+        out = [sub]
+        if test == "space-put-get":
+            if args.range is not None:
+                mn, mx = parse_range(args.range)
+            else:
+                mn = parse_size(args.minbytes, "-b") if args.minbytes else 4 << 10
+                mx = parse_size(args.maxbytes, "-e") if args.maxbytes else 1 << 30
+            if mn > mx:
+                raise UsageError(f"-b {mn} is larger than -e {mx}")
+            if mn % 8 or mx % 8:
+                raise UsageError("space-put-get moves float64 elements: sizes are multiples of 8 bytes")
+            factor = _count(args.stepfactor, "-f", 2) or 4
+            out += ["-b", str(mn), "-e", str(mx), "-f", str(factor)]
+            config.update(min_bytes=mn, max_bytes=mx, factor=factor)
+        if args.no_validate:
+            out.append("--no-validate")
+        config["placement"] = "D D"
+        return out, None, config
+    mem = args.space_mem or "128M"
+    parse_size(mem, "--space-mem")
+    config["space_mem"] = mem
+    if test == "space-small-puts":
+        if place == ("D", "D"):
+            raise UsageError("space-small-puts measures batching of host data: -d H H (the default)")
+        count = _count(args.iters, "-i", 1) or 10000
+        size = parse_range(args.range)[1] if args.range else parse_size(args.maxbytes, "-e") if args.maxbytes else 4096
+        if size % 8:
+            raise UsageError("space-small-puts moves float64 elements: -m is a multiple of 8 bytes")
+        config.update(count=count, size=size, placement="H H")
+        return [sub, "-n", str(count), "-s", str(size)], None, config
+    writers = _count(args.writers, "--writers", 1) or 2
+    readers = _count(args.readers, "--readers", 1) or 4
+    slow = _count(args.slow_ms, "--slow-ms", 0)
+    slow = 200 if slow is None else slow
+    device = place == ("D", "D")
+    config.update(writers=writers, readers=readers, slow_ms=slow, placement="D D" if device else "H H")
+    return ([sub, "--writers", str(writers), "--readers", str(readers), "--slow-ms", str(slow),
+             "-d", "D" if device else "H"], writers + readers, config)
+
+
+class _Server:
+    """``axon space serve`` on this node for the length of a run."""
+
+    def __init__(self, mem: str) -> None:
+        cmd = [sys.executable, "-m", "axon", "space", "serve", "--listen", "127.0.0.1:0", "--mem", mem]
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, env=_child_env(), text=True)
+        except OSError as exc:
+            raise BenchError(f"cannot start a staging server: {exc.strerror or exc}") from exc
+        lines: queue.Queue = queue.Queue()
+
+        def read() -> None:  # also drains what it prints later, so that it never blocks on the pipe
+            for line in self.proc.stdout:
+                lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+        seen = []
+        while True:
+            try:
+                line = lines.get(timeout=_SERVER_START_S)
+            except queue.Empty:
+                self.stop()
+                raise BenchError(f"the staging server did not start within {_SERVER_START_S} s: "
+                                 + " | ".join(seen[-5:])) from None
+            seen.append(line.strip())
+            if "serving at " in line:
+                self.address = line.split("serving at ", 1)[1].split()[0]
+                return
+            if self.proc.poll() is not None:
+                raise BenchError("the staging server stopped at once: " + " | ".join(seen[-5:]))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_space_bench(args: argparse.Namespace) -> int:
+    """``axon bench space-*``; returns the exit code."""
+    test = args.test
+    try:
+        driver_args, pes, config = _driver_command(args, test)
+    except UsageError as exc:
+        print(f"{_PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    program_name = SPACE_TESTS[test][1]
+    program = find_tool(program_name)
+    if program is None:
+        why = " (it is built only where the build has CUDA)" if program_name == "space_bench" else ""
+        print(f"{_PROG}: {test} needs the program {program_name}{why}; build it with 'make build'", file=sys.stderr)
+        return 1
+    program_cmd = [str(program), *driver_args]
+    cmd = program_cmd if pes is None else launcher_command(pes, program_cmd)
+    sizes_req = Request(test, config.get("min_bytes", 1), config.get("max_bytes", 1), config.get("factor", 2),
+                        None, None, None, not args.no_validate, pes or 1)
+    progress = test == "space-put-get" and sys.stdout.isatty() and sys.stderr.isatty()
+    server = None
+    old = os.environ.get("AXON_SPACE_ADDR")
+    try:
+        if "space_mem" in config:
+            server = _Server(config["space_mem"])
+            os.environ["AXON_SPACE_ADDR"] = server.address  # _child_env copies it to the driver
+            config["server"] = server.address
+        outcome = run_launched(cmd, sizes_req, progress, what=test)
+    except BenchError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{_PROG}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+        if old is None:
+            os.environ.pop("AXON_SPACE_ADDR", None)
+        else:
+            os.environ["AXON_SPACE_ADDR"] = old
+
+    if outcome.error is not None:
+        message = outcome.error.get("message", "the driver failed")
+        print(f"{_PROG}: {'error: ' if outcome.error.get('usage') else ''}{message}", file=sys.stderr)
+        return EXIT_USAGE if outcome.error.get("usage") else 1
+    for line in space_table_lines(test, outcome.header or {}, outcome.results):
+        print(line)
+    if args.compare or args.peers:
+        print("# --compare: the space tests run their baselines in the same program (see the table); "
+              "no other library stages n-D versions between processes here")
+    sys.stdout.flush()
+    for line in outcome.other:
+        print(line, file=sys.stderr)
+    if args.json:
+        doc = space_document(test, outcome.header or {}, outcome.results, cmd, config)
+        try:
+            write_document(args.json, doc)
+        except OSError as exc:
+            print(f"{_PROG}: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    if outcome.returncode != 0 or not outcome.results:
+        print(f"{_PROG}: {program_name} failed (exit status {outcome.returncode}):", file=sys.stderr)
+        for line in outcome.stderr[-20:]:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    wrong = sum(r.get("wrong") or 0 for r in outcome.results)
+    if wrong:
+        print(f"{_PROG}: {wrong} byte(s) or element(s) came back wrong (see #wrong)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def space_document(test: str, header: dict, results: list[dict], command: list[str], config: dict) -> dict:
+    """The --json document of a space test (the schema of axon bench, rows as the driver gave them)."""
+    h = {k: v for k, v in header.items() if k not in ("test", "time_label")}
+    return {"tool": "axon bench", "schema": 1, "test": test, "impl": "axon",
+            "label": f"axon {test}", "metric": "bandwidth" if test != "space-small-puts" else "latency",
+            "time_label": header.get("time_label", SPACE_TESTS[test][0]),
+            "config": {**h, **config, "command": command}, "machine": machine_info(), "results": results}
+
+
+def _f(v, spec: str = ".2f") -> str:
+    return "-" if v is None else format(float(v), spec)
+
+
+def space_table_lines(test: str, header: dict, results: list[dict]) -> list[str]:
+    """The table of one space test."""
+    lines = [f"# axon bench {test}: {SPACE_TESTS[test][0]}"]
+    if header.get("time_label"):
+        lines.append(f"# time: {header['time_label']}; GB/s = 1e9 bytes per second")
+    if test == "space-put-get":
+        return lines + _put_get_lines(results)
+    if test == "space-reassembly":
+        lines.append("#" + "box".rjust(31) + "MiB".rjust(9) + "memcpy".rjust(9) + "".join(
+            x.rjust(16) for x in ("cpu rows", "memcpy per row", "kernel/piece", "fused")) + "fused/cpu".rjust(11)
+            + "#wrong".rjust(8))
+        lines.append("#" + " " * 40 + "GB/s".rjust(9) + "GB/s (share)".rjust(16) * 4)
+        for r in results:
+            methods = {m.get("method"): m for m in r.get("methods") or []}
+            cells = "".join(f"{_f(m.get('bw_gbs'), '.1f')} ({_f(m.get('share'))})".rjust(16)
+                            for m in (methods.get(k, {}) for k in ("cpu-rows", "row-memcpys", "kernel-per-piece", "fused")))
+            wrong = r.get("wrong")
+            lines.append(f"{str(r.get('case', '?')):>32}{_f((r.get('size') or 0) / 2**20, '.1f'):>9}"
+                         f"{_f(r.get('memcpy_gbs'), '.1f'):>9}{cells}{_f(r.get('fused_vs_cpu'), '.0f') + 'x':>11}"
+                         f"{'-' if wrong is None else wrong:>8}")
+        lines.append("# targets: fused >= 100x the CPU's row copies, and >= 0.7 of memcpy")
+        return lines
+    if test == "space-small-puts":
+        lines.append("#" + "batching".rjust(9) + "puts".rjust(8) + "size".rjust(8) + "seconds".rjust(10)
+                     + "puts/s".rjust(10) + "messages".rjust(10) + "MB/s".rjust(9) + "#wrong".rjust(8))
+        by = {}
+        for r in results:
+            by[r.get("batching")] = r
+            lines.append(f"{str(r.get('batching')):>10}{r.get('puts', '?'):>8}{r.get('size', '?'):>8}"
+                         f"{_f(r.get('seconds'), '.3f'):>10}{_f(r.get('puts_per_s'), '.0f'):>10}"
+                         f"{r.get('messages', '?'):>10}{_f((r.get('bw_gbs') or 0) * 1e3, '.1f'):>9}"
+                         f"{r.get('wrong', '-'):>8}")
+        if by.get("on") and by.get("off") and by["off"].get("seconds"):
+            lines.append(f"# batching on takes {by['on']['seconds'] / by['off']['seconds']:.2f}x the time of batching off")
+        return lines
+    # space-workflow
+    lines.append(f"# {header.get('writers', '?')} writers in row blocks, {header.get('readers', '?')} readers in "
+                 f"column blocks, {header.get('versions', '?')} versions of "
+                 f"{(header.get('version_bytes') or 0) / 2**20:.0f} MiB, buffers in "
+                 f"{'GPU' if header.get('placement') == 'D' else 'host'} memory; the last reader sleeps "
+                 f"{header.get('slow_ms', '?')} ms a version")
+    lines.append("#" + "rank".rjust(11) + "ops".rjust(6) + "p50 (ms)".rjust(10) + "p99 (ms)".rjust(10)
+                 + "GB/s".rjust(8) + "dropped".rjust(9) + "#wrong".rjust(8) + "  path")
+    agg: dict[str, float] = {}
+    for r in sorted((r for r in results if r.get("role") in ("writer", "reader")),
+                    key=lambda r: (r.get("role") != "writer", r.get("index", 0))):
+        name = f"{r['role']} {r.get('index', '?')}" + (" (slow)" if r.get("slow") else "")
+        agg[r["role"]] = agg.get(r["role"], 0.0) + (r.get("gbs") or 0.0)
+        lines.append(f"{name:>16}{r.get('ops', '?'):>6}{_f(r.get('p50_ms')):>10}{_f(r.get('p99_ms')):>10}"
+                     f"{_f(r.get('gbs')):>8}{r.get('dropped', '?'):>9}{r.get('wrong', '-'):>8}  {r.get('path', '')}")
+    lines.append(f"# aggregate: writers {agg.get('writer', 0):.2f} GB/s, readers {agg.get('reader', 0):.2f} GB/s")
+    for r in results:
+        if r.get("role") == "server":
+            hw, cap = r.get("high_water") or 0, r.get("capacity") or 0
+            lines.append(f"# server {r.get('address')}: memory high-water {hw / 2**20:.1f} MiB of --mem "
+                         f"{cap / 2**20:.1f} MiB ({'within' if hw <= cap else 'OVER'}), "
+                         f"{r.get('versions_dropped', '?')} versions dropped")
+    return lines
+
+
+def _put_get_lines(results: list[dict]) -> list[str]:
+    impls = []
+    for r in results:
+        if r.get("impl") not in impls:
+            impls.append(r.get("impl"))
+    lines = []
+    for route in dict.fromkeys(r.get("route") for r in results):
+        for op in ("put", "get"):
+            rows = [r for r in results if r.get("route") == route and r.get("op") == op]
+            here = [i for i in impls if any(r.get("impl") == i for r in rows)]
+            lines += ["", f"# {op}, {'a server on this node (mapped memory)' if route == 'mapped' else 'through UCX'}: "
+                          "time (us) per impl; axon time / baseline time (target <= 0.5)",
+                      "#" + "size".rjust(11) + "".join(f"{i:>15}" for i in here)
+                      + "".join(f"{'/ ' + b:>17}" for b in here if b not in ("axon", "ucx-device"))
+                      + "axon GB/s".rjust(11) + "#wrong".rjust(8)]
+            for size in dict.fromkeys(r.get("size") for r in rows):
+                at = {r.get("impl"): r for r in rows if r.get("size") == size}
+                mine = (at.get("axon") or {}).get("time_us")
+                cells = "".join(f"{_f((at.get(i) or {}).get('time_us'), '.1f'):>15}" for i in here)
+                ratios = ""
+                for b in here:
+                    if b in ("axon", "ucx-device"):
+                        continue
+                    base = (at.get(b) or {}).get("time_us")
+                    ratios += f"{mine / base:17.2f}" if mine and base else f"{'-':>17}"
+                wrong = sum((r.get("wrong") or 0) for r in at.values())
+                lines.append(f"{size:>12}{cells}{ratios}{_f((at.get('axon') or {}).get('bw_gbs')):>11}{wrong:>8}")
+    return lines
