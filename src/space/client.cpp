@@ -41,6 +41,9 @@ constexpr std::uint64_t kSharedMemoryMin = 64 * 1024;
 // and sends overlap from the first chunks on; kPipelineSlots pinned buffers are in flight.
 constexpr std::uint64_t kPipelineChunkMin = 256 * 1024, kPipelineChunkMax = 4 * 1024 * 1024;
 constexpr std::size_t kPipelineSlots = 4;
+// Below this a GPU put's part is one copy into a pinned buffer and one message: a pipeline's
+// reservation and commit would cost more round trips than its overlap saves.
+constexpr std::uint64_t kPipelineMin = 4 * 1024 * 1024;
 std::uint64_t pipelineChunk(std::uint64_t bytes) {
   return std::clamp<std::uint64_t>((bytes / 8 + 4095) / 4096 * 4096, kPipelineChunkMin, kPipelineChunkMax);
 }
@@ -374,7 +377,22 @@ class Client::Impl {
       return;
     }
     if (device && options_.gpuPath == GpuPath::Direct) {
-      putPipelined(st, s, name, version, part, data, bytes);
+      if (bytes >= kPipelineMin) {
+        putPipelined(st, s, name, version, part, data, bytes);
+        return;
+      }
+      // Too small to pipeline: one copy into a pinned buffer, one message (the buffer lives until
+      // UCX has sent it).
+      std::shared_ptr<StagingBuffer> pinned = gpu_->pinnedStaging(bytes);
+      gpu_->copy(pinned->data(), data, bytes);
+      wire::ByteWriter w = protocol::begin(Op::Put, 0);
+      w.str(name).i64(version);
+      protocol::writeBox(w, part);
+      w.u64(timeoutMs);
+      st.calls.push_back(issueCall(s, Op::Put, w.bytes(), std::make_shared<Call>(), pinned->data(), bytes,
+                                   rpc::Memory::Host, pinned));
+      bump(&ClientStats::ucxPuts);
+      setPath("GPU memory through a pinned host buffer, sent by UCX");
       return;
     }
     wire::ByteWriter w = protocol::begin(Op::Put, 0);

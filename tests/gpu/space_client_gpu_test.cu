@@ -62,7 +62,6 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
     // 12 writer blocks: 4 slabs along dimension 0 by 3 along dimension 1 (not contiguous in `dev`,
     // so each is first packed by a device-to-device copy, as a simulation's block would be).
     const std::int64_t rows[] = {0, 20, 50, 51, 96}, cols[] = {0, 30, 33, 64};
-    std::uint64_t largeBlocks = 0;  // 64 KiB and more: the others go through host memory on every path
     for (int i = 0; i < 4; ++i) {
       for (int j = 0; j < 3; ++j) {
         const std::int64_t r0 = rows[i], r1 = rows[i + 1], c0 = cols[j], c1 = cols[j + 1];
@@ -72,7 +71,6 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
                                r1 - r0, cudaMemcpyDeviceToDevice),
                   cudaSuccess);
         client.put("f", version, {r0, c0, 0}, {r1 - r0, c1 - c0, 40}, block);
-        largeBlocks += (r1 - r0) * (c1 - c0) * 40 * 8 >= 64 * 1024;
         cudaFree(block);
       }
     }
@@ -100,11 +98,29 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
     const auto st = client.stats().client;
     if (c.path == GpuPath::HostStaged) EXPECT_EQ(st.hostStagedCopies, 12u + 6u) << "12 puts and 6 gets";
     else EXPECT_EQ(st.hostStagedCopies, 0u);
+    EXPECT_EQ(st.pipelinedPuts, 0u) << "blocks under 4 MiB take one message";
     if (!c.sharedMemory && c.path == GpuPath::Direct) {
-      EXPECT_EQ(st.pipelinedPuts, largeBlocks);
-      EXPECT_GT(st.pipelineChunks, st.pipelinedPuts) << "the largest block (432 KiB) takes two chunks";
-    } else {
-      EXPECT_EQ(st.pipelinedPuts, 0u);
+      // A block of 4 MiB and more goes through pinned buffers in chunks (cut inside rows: 1111
+      // float64 a row), into one reservation committed at the end.
+      const std::int64_t R = 1000, C = 1111;
+      std::vector<double> big(R * C);
+      std::iota(big.begin(), big.end(), -7.25);
+      double* bigDev = nullptr;
+      double* bigOut = nullptr;
+      ASSERT_EQ(cudaMalloc(&bigDev, big.size() * 8), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&bigOut, big.size() * 8), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(bigDev, big.data(), big.size() * 8, cudaMemcpyHostToDevice), cudaSuccess);
+      client.define("big", {R, C}, axon::DataType::Float64, 2);
+      client.put("big", 0, {0, 0}, {R, C}, bigDev);
+      client.get("big", 0, {0, 0}, {R, C}, bigOut, big.size() * 8);
+      std::vector<double> back(big.size());
+      ASSERT_EQ(cudaMemcpy(back.data(), bigOut, back.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_TRUE(back == big) << "the pipelined block came back different";
+      const auto after = client.stats().client;
+      EXPECT_EQ(after.pipelinedPuts, 1u);
+      EXPECT_GT(after.pipelineChunks, 4u);
+      cudaFree(bigDev);
+      cudaFree(bigOut);
     }
     if (c.sharedMemory) EXPECT_GT(st.sharedMemoryGets, 0u);
     else EXPECT_GT(st.ucxGets, 0u);
