@@ -268,7 +268,7 @@ int reassembly(const Options& o) {
               p5.push_back({Box::of({a * 8, b * 8, c * 8, d * 8, e * 8}, {a * 8 + 8, b * 8 + 8, c * 8 + 8, d * 8 + 8, e * 8 + 8}), at});
               at += 8 * 8 * 8 * 8 * 8 * elem;
             }
-    cases.push_back({"5-D 26^5 of 32^5 (243 pieces)", Box::of({3, 3, 3, 3, 3}, {29, 29, 29, 29, 29}), p5});
+    cases.push_back({"5-D 26^5 of 32^5 (1024 pieces)", Box::of({3, 3, 3, 3, 3}, {29, 29, 29, 29, 29}), p5});
   }
   unsigned char* staging = nullptr;
   unsigned char* out = nullptr;

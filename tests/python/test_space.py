@@ -414,6 +414,21 @@ def test_no_server_named_and_an_unreachable_one(monkeypatch):
         space.connect("nonsense", timeout=2)
 
 
+def test_every_gpu_path_moves_host_data_and_a_bad_one_is_refused():
+    with space.Server(listen="127.0.0.1:0", mem="32M") as s:
+        with pytest.raises(axon.InvalidArgumentError, match="gpu_path 'fast' is not one of direct, ucx-device, host-staged"):
+            space.connect(s.address, timeout=5, gpu_path="fast")
+        a = np.arange(64 * 300, dtype=np.float64).reshape(64, 300)
+        for version, path in enumerate(("direct", "ucx-device", "host-staged")):
+            with space.connect(s.address, timeout=5, gpu_path=path, shared_memory=False) as c:
+                c.define("g", a.shape, "float64", keep_versions=4)
+                c.put("g", version, (0, 0), a)
+                np.testing.assert_array_equal(c.get("g", version, (3, 7), (60, 299)), a[3:60, 7:299])
+                st = c.stats()["client"]
+                # Host data never takes a GPU path's copies.
+                assert st["host_staged_copies"] == 0 and st["pipelined_puts"] == 0 and st["fused_kernels"] == 0
+
+
 def test_an_embedded_server_and_iget(tmp_path):
     with space.Server(listen="127.0.0.1:0", mem="32M") as s, space.connect(s.address, timeout=5) as c:
         c.define("e", (16, 16), "float32")
