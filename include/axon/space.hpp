@@ -36,6 +36,8 @@ enum class GpuPath {
   // To a server on this node: one DMA into its mapped memory. To another node: a pipeline through
   // pinned host buffers, each chunk copied while the previous ones are on the wire (a put lands
   // in one reservation, visible at its commit); gets land in pinned memory, then one upload.
+  // An iput of 4 MiB or more of GPU data to another node runs its pipeline before it returns:
+  // the GPU buffer may be reused at once, and only the commit is left to wait for.
   Direct,
   // To another node: GPU memory handed to UCX as is (GPUDirect RDMA where the NIC and UCX have
   // it, else UCX's own staging). On this node as Direct.

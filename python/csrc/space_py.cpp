@@ -8,6 +8,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include "axon/error.hpp"
 #include "axon/space.hpp"
 #include "bindings.hpp"
 #include "space/server.hpp"
@@ -84,6 +85,10 @@ void bindSpace(nb::module_& m) {
              o.address = address;
              o.contactFile = contactFile;
              o.timeoutSec = timeout;
+             if (gpuPath < 0 || gpuPath > static_cast<int>(space::GpuPath::HostStaged)) {
+               throw Error(ErrorCode::InvalidArgument, "space client: gpu path " + std::to_string(gpuPath) +
+                                                           " is not one of 0..2");
+             }
              o.gpuPath = static_cast<space::GpuPath>(gpuPath);  // index into axon.space._GPU_PATHS
              o.sharedMemory = sharedMemory;
              o.batchBytes = batchBytes;

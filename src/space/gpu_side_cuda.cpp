@@ -91,8 +91,14 @@ class CudaSide final : public GpuSide {
     std::lock_guard lock(mu_);
     auto& pool = pinned ? freePinned_ : free_;
     pool.emplace(bytes, p);
-    // Keep the pools small: the largest few buffers of each.
-    while (pool.size() > kPooled) {
+    // Keep the pools small: the largest few buffers of each, and page-locked memory within a bound
+    // (a get's landing buffer may be as large as the get).
+    auto pooledBytes = [&] {
+      std::size_t total = 0;
+      for (const auto& [b, q] : pool) total += b;
+      return total;
+    };
+    while (pool.size() > kPooled || (pinned && !pool.empty() && pooledBytes() > kPooledPinnedBytes)) {
       enter();
       const CUdeviceptr smallest = pool.begin()->second;
       if (pinned) {
@@ -135,7 +141,8 @@ class CudaSide final : public GpuSide {
     enter();
     auto& pool = pinned ? freePinned_ : free_;
     auto it = pool.lower_bound(bytes);
-    if (it != pool.end()) {
+    // Not a buffer far larger than asked for: a pipeline's chunk must not take a get's landing.
+    if (it != pool.end() && it->first <= std::max<std::size_t>(2 * bytes, bytes + (1u << 20))) {
       auto out = std::make_unique<PooledStaging>(*this, pinned, it->second, it->first);
       pool.erase(it);
       return out;
@@ -200,7 +207,8 @@ class CudaSide final : public GpuSide {
   std::mutex mu_;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
-  static constexpr std::size_t kPooled = 4;         // buffers kept per pool (a pipeline's slots)
+  static constexpr std::size_t kPooled = 4;  // buffers kept per pool (a pipeline's slots)
+  static constexpr std::size_t kPooledPinnedBytes = std::size_t{1} << 30;  // page-locked memory kept
   std::multimap<std::size_t, CUdeviceptr> free_;        // pooled device staging by size
   std::multimap<std::size_t, CUdeviceptr> freePinned_;  // pooled pinned host staging by size
   CUdeviceptr table_ = 0;

@@ -77,8 +77,12 @@ def _driver_command(args: argparse.Namespace, test: str) -> tuple[list[str], int
             raise UsageError(f"{test} measures GPU data: -d D D (the default)")
         out = [sub]
         if test == "space-put-get":
+            if args.range is not None and (args.minbytes is not None or args.maxbytes is not None):
+                raise UsageError("give the sizes with -m MIN:MAX or with -b/-e, not both")
             if args.range is not None:
                 mn, mx = parse_range(args.range)
+                if not args.range.partition(":")[0].strip() or ":" not in args.range:
+                    mn = min(4 << 10, mx)  # -m MAX: from this test's own smallest size
             else:
                 mn = parse_size(args.minbytes, "-b") if args.minbytes else 4 << 10
                 mx = parse_size(args.maxbytes, "-e") if args.maxbytes else 1 << 30
@@ -130,22 +134,27 @@ class _Server:
         def read() -> None:  # also drains what it prints later, so that it never blocks on the pipe
             for line in self.proc.stdout:
                 lines.put(line)
+            lines.put(None)  # its output ended: it exited
 
         threading.Thread(target=read, daemon=True).start()
-        seen = []
-        while True:
-            try:
-                line = lines.get(timeout=_SERVER_START_S)
-            except queue.Empty:
-                self.stop()
-                raise BenchError(f"the staging server did not start within {_SERVER_START_S} s: "
-                                 + " | ".join(seen[-5:])) from None
-            seen.append(line.strip())
-            if "serving at " in line:
-                self.address = line.split("serving at ", 1)[1].split()[0]
-                return
-            if self.proc.poll() is not None:
-                raise BenchError("the staging server stopped at once: " + " | ".join(seen[-5:]))
+        seen: list[str] = []
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=_SERVER_START_S)
+                except queue.Empty:
+                    raise BenchError(f"the staging server did not start within {_SERVER_START_S} s: "
+                                     + " | ".join(seen[-5:])) from None
+                if line is None:
+                    raise BenchError(f"the staging server stopped at once (exit status {self.proc.wait()}): "
+                                     + " | ".join(seen[-5:]))
+                seen.append(line.strip())
+                if "serving at " in line:
+                    self.address = line.split("serving at ", 1)[1].split()[0]
+                    return
+        except BaseException:
+            self.stop()  # never left running behind a failed start or a Ctrl-C
+            raise
 
     def stop(self) -> None:
         if self.proc.poll() is None:
