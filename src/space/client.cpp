@@ -376,32 +376,28 @@ class Client::Impl {
       addToBatch(st, s, name, version, part, data, bytes);
       return;
     }
+    // The bytes stay where they are until UCX has sent them: the caller's buffer, or a pinned copy
+    // of a GPU part too small to pipeline (kept alive by the send).
+    std::shared_ptr<StagingBuffer> pinned;
+    const char* path = device ? "GPU memory sent by UCX" : "host memory sent by UCX";
     if (device && options_.gpuPath == GpuPath::Direct) {
       if (bytes >= kPipelineMin) {
         putPipelined(st, s, name, version, part, data, bytes);
         return;
       }
-      // Too small to pipeline: one copy into a pinned buffer, one message (the buffer lives until
-      // UCX has sent it).
-      std::shared_ptr<StagingBuffer> pinned = gpu_->pinnedStaging(bytes);
+      pinned = gpu_->pinnedStaging(bytes);
       gpu_->copy(pinned->data(), data, bytes);
-      wire::ByteWriter w = protocol::begin(Op::Put, 0);
-      w.str(name).i64(version);
-      protocol::writeBox(w, part);
-      w.u64(timeoutMs);
-      st.calls.push_back(issueCall(s, Op::Put, w.bytes(), std::make_shared<Call>(), pinned->data(), bytes,
-                                   rpc::Memory::Host, pinned));
-      bump(&ClientStats::ucxPuts);
-      setPath("GPU memory through a pinned host buffer, sent by UCX");
-      return;
+      data = reinterpret_cast<const char*>(pinned->data());
+      device = false;
+      path = "GPU memory through a pinned host buffer, sent by UCX";
     }
     wire::ByteWriter w = protocol::begin(Op::Put, 0);
     w.str(name).i64(version);
     protocol::writeBox(w, part);
     w.u64(timeoutMs);
-    st.calls.push_back(issue(s, Op::Put, w, data, bytes, device ? rpc::Memory::Cuda : rpc::Memory::Host));
+    st.calls.push_back(issue(s, Op::Put, w, data, bytes, device ? rpc::Memory::Cuda : rpc::Memory::Host, pinned));
     bump(&ClientStats::ucxPuts);
-    setPath(device ? "GPU memory sent by UCX" : "host memory sent by UCX");
+    setPath(path);
   }
 
   // GPU data to a server on another node: one reservation, filled by Writes of chunks that are
@@ -432,8 +428,7 @@ class Client::Impl {
         wire::ByteWriter ww = protocol::begin(Op::Write, 0);
         ww.u64(reservation).u64(at);
         // The buffer stays alive until UCX has sent it, whatever becomes of this put.
-        writes[k] = issueCall(s, Op::Write, ww.bytes(), std::make_shared<Call>(), slots[k]->data(), n,
-                              rpc::Memory::Host, slots[k]);
+        writes[k] = issue(s, Op::Write, ww, slots[k]->data(), n, rpc::Memory::Host, slots[k]);
       }
       for (auto& wc : writes) {
         if (wc) check(*wc, waitCall(wc, st.deadline + graceDuration(), st.what));
@@ -945,14 +940,16 @@ class Client::Impl {
   }
 
   std::shared_ptr<Call> issue(int s, Op op, const wire::ByteWriter& w, const void* data = nullptr,
-                              std::size_t bytes = 0, rpc::Memory m = rpc::Memory::Host) {
-    return issueRaw(s, op, w.bytes(), data, bytes, m);
+                              std::size_t bytes = 0, rpc::Memory m = rpc::Memory::Host,
+                              std::shared_ptr<void> keepAlive = nullptr) {
+    return issueRaw(s, op, w.bytes(), data, bytes, m, std::move(keepAlive));
   }
 
-  std::shared_ptr<Call> issueRaw(int s, Op op, std::string header, const void* data, std::size_t bytes, rpc::Memory m) {
+  std::shared_ptr<Call> issueRaw(int s, Op op, std::string header, const void* data, std::size_t bytes, rpc::Memory m,
+                                 std::shared_ptr<void> keepAlive = nullptr) {
     auto c = std::make_shared<Call>();
     c->memory = m;
-    return issueCall(s, op, std::move(header), c, data, bytes, m);
+    return issueCall(s, op, std::move(header), c, data, bytes, m, std::move(keepAlive));
   }
 
   // Numbers the call (patching the id into the header), registers it, and sends it.

@@ -41,8 +41,9 @@ def _reader(stream, tag: str, q: queue.Queue) -> None:
         q.put((tag, None))
 
 
-def _child_env() -> dict:
-    env = dict(os.environ)
+def child_env(extra: dict[str, str] | None = None) -> dict:
+    """This process's environment for a program the benchmarks start, plus `extra`."""
+    env = dict(os.environ, **(extra or {}))
     # The launcher must import this very package (also when it is not installed).
     root = str(PACKAGE_DIR.parent)
     old = env.get("PYTHONPATH")
@@ -57,12 +58,14 @@ def run_driver(driver: Path, req: Request, progress: bool,
 
 
 def run_launched(cmd: list[str], req: Request, progress: bool,
-                 on_result: Callable[[dict], None] | None = None, what: str | None = None) -> Outcome:
+                 on_result: Callable[[dict], None] | None = None, what: str | None = None,
+                 env: dict[str, str] | None = None) -> Outcome:
     """Runs `cmd` (a launcher command whose PE 0 prints JSON lines: header, result, peer, note,
-    error, done), reading the lines as they come and showing progress over req's sizes."""
+    error, done), reading the lines as they come and showing progress over req's sizes. `env`:
+    variables to set for it on top of this process's."""
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=_child_env())
+                                stderr=subprocess.PIPE, env=child_env(env))
     except OSError as exc:
         raise BenchError(f"cannot start {cmd[0]}: {exc.strerror or exc}") from exc
     q: queue.Queue = queue.Queue()

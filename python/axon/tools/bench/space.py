@@ -19,7 +19,6 @@ axon_bench does; the rows are kept as they are in ``--json`` (``"tool": "axon be
 from __future__ import annotations
 
 import argparse
-import os
 import queue
 import signal
 import subprocess
@@ -33,7 +32,7 @@ from .errors import BenchError
 from .machine import machine_info
 from .programs import find_tool
 from .request import Request, _count
-from .runner import _child_env, launcher_command, run_launched
+from .runner import child_env, launcher_command, run_launched
 from .sizes import parse_range, parse_size
 
 _PROG = "axon bench"
@@ -126,7 +125,7 @@ class _Server:
         cmd = [sys.executable, "-m", "axon", "space", "serve", "--listen", "127.0.0.1:0", "--mem", mem]
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, env=_child_env(), text=True)
+                                         stderr=subprocess.STDOUT, env=child_env(), text=True)
         except OSError as exc:
             raise BenchError(f"cannot start a staging server: {exc.strerror or exc}") from exc
         lines: queue.Queue = queue.Queue()
@@ -186,13 +185,13 @@ def run_space_bench(args: argparse.Namespace) -> int:
                         None, None, None, not args.no_validate, pes or 1)
     progress = test == "space-put-get" and sys.stdout.isatty() and sys.stderr.isatty()
     server = None
-    old = os.environ.get("AXON_SPACE_ADDR")
     try:
+        env = None
         if "space_mem" in config:
             server = _Server(config["space_mem"])
-            os.environ["AXON_SPACE_ADDR"] = server.address  # _child_env copies it to the driver
+            env = {"AXON_SPACE_ADDR": server.address}
             config["server"] = server.address
-        outcome = run_launched(cmd, sizes_req, progress, what=test)
+        outcome = run_launched(cmd, sizes_req, progress, what=test, env=env)
     except BenchError as exc:
         print(f"{_PROG}: {exc}", file=sys.stderr)
         return 1
@@ -202,10 +201,6 @@ def run_space_bench(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
-        if old is None:
-            os.environ.pop("AXON_SPACE_ADDR", None)
-        else:
-            os.environ["AXON_SPACE_ADDR"] = old
 
     if outcome.error is not None:
         message = outcome.error.get("message", "the driver failed")
