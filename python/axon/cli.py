@@ -34,6 +34,8 @@ _PROG = "axon"
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
+        # No abbreviations: a program option such as --n must not be taken for --nprocs.
+        allow_abbrev=False,
         help="start N PEs of a program on this machine",
         description=(
             "Start N copies (PEs) of PROGRAM on this machine, forward their output "

@@ -406,3 +406,10 @@ def test_emulated_nodes_keep_ucx_off_cuda_ipc_unless_the_user_chose_transports()
     assert pe_environment(0, 4, "h:1", base={"UCX_TLS": "tcp,cuda_copy"}, nodes=2)["UCX_TLS"] == "tcp,cuda_copy"
     # One node: UCX is left alone.
     assert "UCX_TLS" not in pe_environment(0, 2, "h:1", base={}, nodes=1)
+
+
+def test_program_options_that_prefix_launcher_options_reach_the_program():
+    # `--n` abbreviates --nprocs and --no-prefix for argparse; it belongs to the program.
+    res = axon_run("-n", "1", *_py("import sys; print(sys.argv[1:])"), "--n", "5", "--no")
+    assert res.returncode == 0, res.stderr
+    assert _lines(res.stdout) == ["[0] ['--n', '5', '--no']"]
