@@ -97,8 +97,10 @@ fuzz: $(if $(filter cmake,$(FUZZ_CMAKE)),,$(VENV)/.ready)
 	  exit 1; \
 	fi
 
+# A short tour on the host backend (examples/tour.py): the ring halo exchange, Jacobi in two modes,
+# and the in-situ workflow through a staging server embedded in the tour; each verifies its results.
 demo: build
-	$(AXON) run -n 4 build/examples/ring_halo
+	$(VPY) examples/tour.py
 
 bench: build
 	mkdir -p bench-results

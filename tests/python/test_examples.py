@@ -31,7 +31,7 @@ def example(name: str) -> Path:
 
 
 def launch(npes: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = dict(os.environ, AXON_TIMEOUT="30", **(env or {}))
+    full_env = {**os.environ, "AXON_TIMEOUT": "30", **(env or {})}
     return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(npes), *args],
                           capture_output=True, text=True, timeout=TIMEOUT, env=full_env,
                           stdin=subprocess.DEVNULL)
@@ -111,3 +111,79 @@ def test_jacobi_gpu_modes_match_numpy(tmp_path, mode, extra, npes):
     n, iters = 61, 41  # an odd sweep count: the graph's last sweep is launched alone
     got = run_jacobi(tmp_path, npes, mode, n, iters, *extra, env={"AXON_BACKEND": "auto"})
     assert np.array_equal(got, jacobi_reference(n, iters))
+
+
+# ── The in-situ workflow (examples/insitu) ────────────────────────────────────────────────────
+
+
+@pytest.fixture(scope="module")
+def space_server():
+    import axon.space
+
+    with axon.space.Server(listen="127.0.0.1:0", mem="128M") as server:
+        yield server
+
+
+def run_insitu(server, npes: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return launch(npes, str(example("insitu")), *args, env={"AXON_SPACE_ADDR": server.address, **(env or {})})
+
+
+@pytest.mark.parametrize("npes, sim_pes, grid", [(2, 1, ["17"]), (5, 3, ["23", "19", "11"]),
+                                                 (4, 1, ["9", "30", "8"])])
+def test_insitu_analysis_agrees_with_the_in_situ_statistics(space_server, npes, sim_pes, grid):
+    res = run_insitu(space_server, npes, "--sim-pes", str(sim_pes), "--grid", *grid, "--steps", "7", "--json",
+                     "--name", "grid" + "x".join(grid))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "against the in-situ analysis: all agree" in res.stdout
+    line = next(ln for ln in res.stdout.splitlines() if '"app": "insitu"' in ln)
+    import json
+
+    result = json.loads(line.split("] ", 1)[1])
+    assert result["mismatches"] == 0 and result["steps"] == 7
+    assert (result["sim_pes"], result["analysis_pes"]) == (sim_pes, npes - sim_pes)
+    assert result["put_ms_p50"] > 0 and result["get_ms_p50"] > 0
+
+
+def test_insitu_runs_twice_on_one_server(space_server):
+    # A second run's versions follow the first's, so nothing collides and old versions go.
+    for _ in range(2):
+        res = run_insitu(space_server, 2, "--grid", "17", "--steps", "3", "--name", "twice")
+        assert res.returncode == 0, res.stdout + res.stderr
+    assert space_server.stats()["bytes_in_use"] <= 128 * 2**20
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sim-pes", "2"], "--sim-pes 2 of 2 PEs leaves none for one"),
+    (["--gpu-path", "fast"], "unknown --gpu-path 'fast'"),
+    (["--steps", "-1"], "--steps takes a positive integer, not '-1'"),
+])
+def test_insitu_bad_arguments_are_refused(space_server, args, message):
+    res = run_insitu(space_server, 2, *args)
+    assert res.returncode != 0
+    assert message in res.stdout + res.stderr
+
+
+def test_insitu_without_a_server_says_so():
+    res = launch(2, str(example("insitu")), "--steps", "1",
+                 env={"AXON_SPACE_ADDR": "127.0.0.1:1", "AXON_TIMEOUT": "5"})
+    assert res.returncode != 0
+    assert "127.0.0.1:1" in res.stdout + res.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU_OK, reason=_GPU_WHY_NOT)
+@pytest.mark.parametrize("path", ["direct", "host-staged"])
+def test_insitu_on_gpus_agrees(space_server, path):
+    res = run_insitu(space_server, 3, "--sim-pes", "2", "--grid", "40", "--steps", "5", "--gpu-path", path, "--name", "gpu",
+                     env={"AXON_BACKEND": "auto"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "GPU data" in res.stdout and "all agree" in res.stdout
+
+
+def test_the_demo_tour_verifies_every_example():
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "tour.py")], capture_output=True, text=True,
+                         timeout=TIMEOUT, stdin=subprocess.DEVNULL, env=dict(os.environ, AXON_TIMEOUT="30"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("identical (0 of 65536 values differ") == 2
+    assert "all agree" in res.stdout and "0 wrong values" in res.stdout
+    assert "every example verified its results" in res.stdout

@@ -1,11 +1,12 @@
 // The host arithmetic of the applications in examples/: Jacobi's row decomposition and visiting
-// order, and the .npy header the examples write their results with.
+// order, the in-situ workflow's statistics, and the .npy header the examples write results with.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
 #include "../../examples/common/npy.hpp"
+#include "../../examples/insitu/insitu_model.hpp"
 #include "../../examples/jacobi/jacobi_problem.hpp"
 
 namespace jac = axon::examples::jacobi;
@@ -82,4 +83,53 @@ TEST(Npy, HeaderIsPaddedToSixtyFourBytesAndNamesTheShape) {
   }
   EXPECT_NE(axon::examples::npyHeader("<f8", {5}).find("'shape': (5,)"), std::string::npos);
   EXPECT_NE(axon::examples::npyHeader("<f4", {2, 3}).find("'shape': (2, 3)"), std::string::npos);
+}
+
+namespace is = axon::examples::insitu;
+
+TEST(InsituStatistics, BinsClampAndSplitTheRangeEvenly) {
+  const is::Range r{0.0, 1.0};
+  EXPECT_EQ(is::binOf(-5.0, r, 16), 0);
+  EXPECT_EQ(is::binOf(0.0, r, 16), 0);
+  EXPECT_EQ(is::binOf(0.0625, r, 16), 1);
+  EXPECT_EQ(is::binOf(0.999, r, 16), 15);
+  EXPECT_EQ(is::binOf(1.0, r, 16), 15);
+  EXPECT_EQ(is::binOf(7.0, r, 16), 15);
+  EXPECT_EQ(is::binOf(0.0, is::rangeOf(1), 4), 2);  // change: [-0.25, 0.25)
+}
+
+TEST(InsituStatistics, SummariesOfSplitDataMergeToTheWholeAndDifferencesAreNamed) {
+  std::vector<double> v;
+  for (int i = 0; i < 1000; ++i) v.push_back(is::initialTemperature(i, 3 * i, 7));
+  const is::Summary whole = is::summarise(v.data(), v.size(), 0, 8);
+  const is::Summary a = is::summarise(v.data(), 400, 0, 8), b = is::summarise(v.data() + 400, 600, 0, 8);
+  is::Summary merged{std::min(a.min, b.min), std::max(a.max, b.max), a.sum + b.sum, a.cells + b.cells, a.hist};
+  for (std::size_t i = 0; i < merged.hist.size(); ++i) merged.hist[i] += b.hist[i];
+  EXPECT_EQ(is::difference(whole, merged), "");
+  std::uint64_t counted = 0;
+  for (auto h : whole.hist) counted += h;
+  EXPECT_EQ(counted, 1000u);
+  is::Summary off = merged;
+  ++off.hist[3];
+  EXPECT_NE(is::difference(whole, off).find("histogram bin 3"), std::string::npos);
+  off = merged;
+  off.max = 2;
+  EXPECT_NE(is::difference(whole, off).find("max"), std::string::npos);
+  off = merged;
+  off.sum += 1e-6;
+  EXPECT_NE(is::difference(whole, off).find("sum"), std::string::npos);
+}
+
+TEST(InsituShares, CoverTheAxis) {
+  for (long n = 1; n < 50; ++n)
+    for (int parts = 1; parts <= std::min<long>(n, 7); ++parts) {
+      long next = 0;
+      for (int i = 0; i < parts; ++i) {
+        const is::Share s = is::shareOf(n, parts, i);
+        EXPECT_EQ(s.first, next);
+        EXPECT_GE(s.count, 1);
+        next += s.count;
+      }
+      EXPECT_EQ(next, n);
+    }
 }
