@@ -70,14 +70,17 @@ Options parseArgs(int argc, char** argv) {
     };
     if (a == "--grid") {
       o.grid[0] = o.grid[1] = o.grid[2] = positive(a, value());
-      if (i + 2 < argc && argv[i + 1][0] != '-') {
+      if (i + 1 < argc && argv[i + 1][0] != '-') {  // NX NY NZ
+        if (i + 2 >= argc || argv[i + 2][0] == '-') throw std::invalid_argument("--grid takes N or NX NY NZ");
         o.grid[1] = positive(a, argv[++i]);
-        o.grid[2] = positive(a, value());
+        o.grid[2] = positive(a, argv[++i]);
       }
     } else if (a == "--steps") o.steps = positive(a, value());
     else if (a == "--sim-pes") o.simPes = static_cast<int>(positive(a, value()));
-    else if (a == "--bins") o.bins = static_cast<int>(std::min(positive(a, value()), 1024L));
-    else if (a == "--keep") o.keep = static_cast<int>(std::max(2L, positive(a, value())));
+    else if (a == "--bins") {
+      o.bins = static_cast<int>(positive(a, value()));
+      if (o.bins > 1024) throw std::invalid_argument("--bins takes at most 1024 bins");
+    } else if (a == "--keep") o.keep = static_cast<int>(std::min(positive(a, value()), 1000L));
     else if (a == "--gpu-path") {
       const std::string p = value();
       if (p == "direct") o.gpuPath = axon::space::GpuPath::Direct;
@@ -161,10 +164,10 @@ RoleTimes simulate(const Options& o, const axon::Team& team, axon::space::Client
   RoleTimes t;
   const auto start = Clock::now();
   for (long step = 0; step < o.steps; ++step) {
-    // The space keeps o.keep versions: start a step only once the analysis is done with the
-    // version that this step's will push out.
-    if (step >= o.keep - 1)
-      axon::signalWaitUntil(analysed, axon::Cmp::Ge, static_cast<std::uint64_t>(step - o.keep + 2));
+    // The space drops a version once o.keep newer ones are complete, so completing this step's
+    // drops step - keep: start the step only once the analysis is done with that one.
+    if (step >= o.keep)
+      axon::signalWaitUntil(analysed, axon::Cmp::Ge, static_cast<std::uint64_t>(step - o.keep + 1));
     exchangeGhosts(slab, team);
     is::stepSlab(slab);
     const auto put = Clock::now();

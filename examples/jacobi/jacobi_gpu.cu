@@ -108,15 +108,21 @@ std::vector<double> downloadInterior(const double* field, const Layout& l) {
 }
 
 // The device API reaches a node-local PE only by load/store: say so before a kernel would trap.
+// Collective, so that every PE stops with the message, not only those next to the gap.
 void requireLoadStore(const Decomposition& d) {
+  std::string problem;
   for (int pe : {d.up, d.down}) {
     if (pe < 0 || axon::gpuPeerReachable(pe)) continue;
     const std::string path = axon::pathTo(pe);
     if (path.rfind("ucx", 0) == 0) continue;  // another node: the device proxy carries it
-    throw std::runtime_error("--mode device needs PE " + std::to_string(pe) +
-                             "'s GPU heap mapped (peer access), but this PE reaches it by " + path +
-                             "; use --mode stream or twosided there");
+    problem = "--mode device needs PE " + std::to_string(pe) + "'s GPU heap mapped (peer access), but PE " +
+              std::to_string(d.me) + " reaches it by " + path + "; use --mode stream or twosided there";
   }
+  const std::int32_t ok = problem.empty() ? 1 : 0;
+  std::int32_t allOk = 0;
+  axon::allreduce(axon::Team::world(), &ok, &allOk, 1, axon::ReduceOp::Min);
+  if (!problem.empty()) throw std::runtime_error(problem);
+  if (!allOk) throw std::runtime_error("--mode device: another PE lacks peer access to its neighbour (it says which)");
 }
 
 class Stream {

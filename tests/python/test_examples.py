@@ -144,6 +144,15 @@ def test_insitu_analysis_agrees_with_the_in_situ_statistics(space_server, npes, 
     assert result["put_ms_p50"] > 0 and result["get_ms_p50"] > 0
 
 
+@pytest.mark.parametrize("keep", ["1", "2"])
+def test_insitu_with_few_kept_versions_loses_none(space_server, keep):
+    # The simulation waits for the analysis so that no version is dropped unread.
+    res = run_insitu(space_server, 3, "--sim-pes", "1", "--grid", "12", "--steps", "9", "--keep", keep,
+                     "--name", "keep" + keep)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "all agree" in res.stdout
+
+
 def test_insitu_runs_twice_on_one_server(space_server):
     # A second run's versions follow the first's, so nothing collides and old versions go.
     for _ in range(2):
@@ -156,6 +165,8 @@ def test_insitu_runs_twice_on_one_server(space_server):
     (["--sim-pes", "2"], "--sim-pes 2 of 2 PEs leaves none for one"),
     (["--gpu-path", "fast"], "unknown --gpu-path 'fast'"),
     (["--steps", "-1"], "--steps takes a positive integer, not '-1'"),
+    (["--grid", "8", "8"], "--grid takes N or NX NY NZ"),
+    (["--bins", "5000"], "--bins takes at most 1024 bins"),
 ])
 def test_insitu_bad_arguments_are_refused(space_server, args, message):
     res = run_insitu(space_server, 2, *args)
