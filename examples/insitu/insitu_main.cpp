@@ -14,7 +14,6 @@
 #include <axon/space.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
 #include "insitu_slab.hpp"
 
 namespace {
@@ -51,14 +51,7 @@ struct Options {
   std::string statsVariable() const { return name + ".in_situ_stats"; }
 };
 
-long positive(const std::string& flag, const char* text) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 10);
-  if (errno || end == text || *end || v < 1)
-    throw std::invalid_argument(flag + " takes a positive integer, not '" + text + "'");
-  return v;
-}
+using axon::examples::positiveArg;
 
 Options parseArgs(int argc, char** argv) {
   Options o;
@@ -69,18 +62,18 @@ Options parseArgs(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--grid") {
-      o.grid[0] = o.grid[1] = o.grid[2] = positive(a, value());
+      o.grid[0] = o.grid[1] = o.grid[2] = positiveArg(a, value());
       if (i + 1 < argc && argv[i + 1][0] != '-') {  // NX NY NZ
         if (i + 2 >= argc || argv[i + 2][0] == '-') throw std::invalid_argument("--grid takes N or NX NY NZ");
-        o.grid[1] = positive(a, argv[++i]);
-        o.grid[2] = positive(a, argv[++i]);
+        o.grid[1] = positiveArg(a, argv[++i]);
+        o.grid[2] = positiveArg(a, argv[++i]);
       }
-    } else if (a == "--steps") o.steps = positive(a, value());
-    else if (a == "--sim-pes") o.simPes = static_cast<int>(positive(a, value()));
+    } else if (a == "--steps") o.steps = positiveArg(a, value());
+    else if (a == "--sim-pes") o.simPes = static_cast<int>(positiveArg(a, value()));
     else if (a == "--bins") {
-      o.bins = static_cast<int>(positive(a, value()));
+      o.bins = static_cast<int>(positiveArg(a, value()));
       if (o.bins > 1024) throw std::invalid_argument("--bins takes at most 1024 bins");
-    } else if (a == "--keep") o.keep = static_cast<int>(std::min(positive(a, value()), 1000L));
+    } else if (a == "--keep") o.keep = static_cast<int>(std::min(positiveArg(a, value()), 1000L));
     else if (a == "--gpu-path") {
       const std::string p = value();
       if (p == "direct") o.gpuPath = axon::space::GpuPath::Direct;

@@ -17,6 +17,21 @@ std::vector<double> interiorOf(const double* field, const Layout& l) {
   return interior;
 }
 
+void exchangeHalos(const Decomposition& d, std::size_t rowBytes, const double* sendFirst, const double* sendLast,
+                   double* recvTop, double* recvBottom) {
+  constexpr int kGoingUp = 1, kGoingDown = 2;
+  std::vector<axon::Request> reqs;
+  if (d.up >= 0) {
+    reqs.push_back(axon::irecv(recvTop, rowBytes, d.up, kGoingDown));
+    reqs.push_back(axon::isend(sendFirst, rowBytes, d.up, kGoingUp));
+  }
+  if (d.down >= 0) {
+    reqs.push_back(axon::irecv(recvBottom, rowBytes, d.down, kGoingUp));
+    reqs.push_back(axon::isend(sendLast, rowBytes, d.down, kGoingDown));
+  }
+  axon::waitAll(reqs);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -69,23 +84,12 @@ RunResult runTwoSided(const Options& o, const Decomposition& d) {
   initialise(a.data(), d);
   initialise(b.data(), d);
   double* buf[2] = {a.data(), b.data()};
-  constexpr int kGoingUp = 1, kGoingDown = 2;
-  std::vector<axon::Request> reqs;
   axon::barrierAll();
 
   const auto start = Clock::now();
   for (long k = 0; k < o.iters; ++k) {
     double* in = buf[k % 2];
-    reqs.clear();
-    if (d.up >= 0) {
-      reqs.push_back(axon::irecv(in + l.at(0, 0), l.rowBytes(), d.up, kGoingDown));
-      reqs.push_back(axon::isend(in + l.at(1, 0), l.rowBytes(), d.up, kGoingUp));
-    }
-    if (d.down >= 0) {
-      reqs.push_back(axon::irecv(in + l.at(l.rows + 1, 0), l.rowBytes(), d.down, kGoingUp));
-      reqs.push_back(axon::isend(in + l.at(l.rows, 0), l.rowBytes(), d.down, kGoingDown));
-    }
-    axon::waitAll(reqs);
+    exchangeHalos(d, l.rowBytes(), in + l.at(1, 0), in + l.at(l.rows, 0), in, in + l.at(l.rows + 1, 0));
     sweepRows(in, buf[(k + 1) % 2], l, 1, l.rows);
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

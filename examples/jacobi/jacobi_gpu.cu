@@ -288,24 +288,6 @@ struct DeviceFields {
   double* buf[2]{};
 };
 
-constexpr int kGoingUp = 1, kGoingDown = 2;
-
-// Posts the halo exchange of one field: the rows at sendFirst/sendLast go to the neighbours, and
-// theirs arrive at recvTop/recvBottom (GPU or host memory alike).
-void exchangeHalos(const Decomposition& d, std::size_t rowBytes, const double* sendFirst, const double* sendLast,
-                   double* recvTop, double* recvBottom) {
-  std::vector<axon::Request> reqs;
-  if (d.up >= 0) {
-    reqs.push_back(axon::irecv(recvTop, rowBytes, d.up, kGoingDown));
-    reqs.push_back(axon::isend(sendFirst, rowBytes, d.up, kGoingUp));
-  }
-  if (d.down >= 0) {
-    reqs.push_back(axon::irecv(recvBottom, rowBytes, d.down, kGoingUp));
-    reqs.push_back(axon::isend(sendLast, rowBytes, d.down, kGoingDown));
-  }
-  axon::waitAll(reqs);
-}
-
 RunResult runTwoSided(const Options& o, const Decomposition& d) {
   const Layout& l = d.layout;
   DeviceFields f(d);

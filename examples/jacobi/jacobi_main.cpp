@@ -8,7 +8,6 @@
 #include <axon/axon.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
 #include "../common/npy.hpp"
 #include "jacobi_modes.hpp"
 
@@ -54,14 +54,7 @@ constexpr const char* kUsage =
     "  device, stream and staged need the GPU backend; twosided computes on the GPU where there is\n"
     "  one, else on the CPU; host computes on the CPU with host put_signal.\n";
 
-long positive(const char* flag, const char* text) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 10);
-  if (errno || end == text || *end || v < 1)
-    throw std::invalid_argument(std::string(flag) + " takes a positive integer, not '" + text + "'");
-  return v;
-}
+using axon::examples::positiveArg;
 
 jac::Options parseArgs(int argc, char** argv) {
   jac::Options o;
@@ -71,8 +64,8 @@ jac::Options parseArgs(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--n") o.n = positive("--n", value());
-    else if (a == "--iters") o.iters = positive("--iters", value());
+    if (a == "--n") o.n = positiveArg("--n", value());
+    else if (a == "--iters") o.iters = positiveArg("--iters", value());
     else if (a == "--mode") o.mode = jac::parseMode(value());
     else if (a == "--out") o.out = value();
     else if (a == "--check") o.check = true;

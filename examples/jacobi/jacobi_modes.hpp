@@ -43,6 +43,11 @@ RunResult runOnCpu(const Options& o, const Decomposition& d);
 // GPU modes: jacobi_gpu.cu. Throws std::runtime_error in a build without CUDA.
 RunResult runOnGpu(const Options& o, const Decomposition& d);
 
+// Posts the halo exchange of one field with isend/irecv and waits for it: the rows at sendFirst and
+// sendLast go to the neighbours, and theirs arrive at recvTop and recvBottom (GPU or host memory).
+void exchangeHalos(const Decomposition& d, std::size_t rowBytes, const double* sendFirst, const double* sendLast,
+                   double* recvTop, double* recvBottom);
+
 // Copies the owned rows' interior cells out of a host field.
 std::vector<double> interiorOf(const double* field, const Layout& l);
 
