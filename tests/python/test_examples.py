@@ -4,10 +4,14 @@ Jacobi: every mode's .npy result is compared with an independent NumPy solve of 
 problem (bit for bit: the stencil adds in one fixed order everywhere), on 1 to 4 PEs, with domains
 that do not divide evenly. The host-backend modes run here; the GPU modes (marked gpu) where the
 GPU backend can start.
+
+The streaming broadcast: every receiver checks every word of every frame itself (a frame that
+arrives late, torn or stale fails the run); here its report, its JSON lines and its refusals.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -198,3 +202,91 @@ def test_the_demo_tour_verifies_every_example():
     assert res.stdout.count("identical (0 of 65536 values differ") == 2
     assert "all agree" in res.stdout and "0 wrong values" in res.stdout
     assert "every example verified its results" in res.stdout
+
+
+def frame_rows(stdout: str) -> dict:
+    """The JSON lines of a frame_broadcast --json run, by transport."""
+    rows = {}
+    for line in stdout.splitlines():
+        text = line.split("] ", 1)[-1]
+        if text.startswith("{") and '"app": "frame_broadcast"' in text:
+            row = json.loads(text)
+            rows[row["transport"]] = row
+    return rows
+
+
+def run_frames(npes: int, *args: str, launcher: tuple = (), env: dict | None = None) -> dict:
+    res = subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(npes), *launcher,
+                          str(example("frame_broadcast")), "--json", *args],
+                         capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "AXON_TIMEOUT": "30", **(env or {})})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "all correct (0 of" in res.stdout, res.stdout
+    rows = frame_rows(res.stdout)
+    for row in rows.values():
+        assert row["bad_frames"] == 0 and row["fps"] > 0 and row["pes"] == npes
+        assert 0 < row["latency_p50_us"] <= row["latency_p99_us"] <= row["latency_max_us"]
+    return rows
+
+
+@pytest.mark.parametrize("npes, size", [(2, "64K"), (3, "4112")])
+def test_frame_broadcast_delivers_every_frame_on_the_host_backend(npes, size):
+    rows = run_frames(npes, "--frame-bytes", size, "--frames", "20", "--warmup", "2",
+                      env={"AXON_BACKEND": "host"})
+    assert set(rows) == {"axon", "twosided"}
+    assert all(r["frames"] == 20 and r["source"] == "host" for r in rows.values())
+
+
+def test_frame_broadcast_runs_the_transports_asked_for_in_order():
+    res = launch(2, str(example("frame_broadcast")), "--frames", "5", "--frame-bytes", "1K", "--via",
+                 "twosided,axon", env={"AXON_BACKEND": "host"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.index("| twosided |") < res.stdout.index("| axon |")
+
+
+def _nodes_available() -> bool:
+    try:
+        from axon import _axon
+    except ImportError:
+        return False
+    return os.geteuid() == 0 and bool(_axon.network_library()["available"])
+
+
+@pytest.mark.skipif(not _nodes_available(), reason="emulated nodes need root and UCX")
+def test_frame_broadcast_across_emulated_nodes():
+    rows = run_frames(4, "--frame-bytes", "256K", "--frames", "10", "--warmup", "2",
+                      launcher=("--emulate-nodes", "2"), env={"AXON_BACKEND": "host"})
+    assert set(rows) == {"axon", "twosided"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--frame-bytes", "48"], "at least 64 bytes"),
+    (["--frame-bytes", "1000"], "multiple of 16"),
+    (["--frame-bytes", "2X"], "--frame-bytes takes a size"),
+    (["--source", "camera"], "unknown --source 'camera'"),
+    (["--via", "axon,mpi"], "unknown transport 'mpi'"),
+    (["--frames", "0"], "--frames takes a positive integer"),
+])
+def test_frame_broadcast_bad_arguments_are_refused(args, message):
+    res = launch(2, str(example("frame_broadcast")), *args, env={"AXON_BACKEND": "host"})
+    assert res.returncode != 0
+    assert message in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("npes, args, message", [
+    (1, [], "needs at least one other PE"),
+    (2, ["--source", "gpu"], "--source gpu needs the GPU backend"),
+    (2, ["--via", "nccl"], "--via nccl: NCCL moves GPU frames only"),
+])
+def test_frame_broadcast_refuses_what_the_job_cannot_do(npes, args, message):
+    res = launch(npes, str(example("frame_broadcast")), *args, env={"AXON_BACKEND": "host"})
+    assert res.returncode != 0
+    assert message in res.stderr, res.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _GPU_OK, reason=_GPU_WHY_NOT)
+@pytest.mark.parametrize("source", ["host", "gpu"])
+def test_frame_broadcast_on_gpus(source):
+    rows = run_frames(2, "--frame-bytes", "1M", "--frames", "20", "--source", source)
+    assert {"axon", "twosided"} <= set(rows)

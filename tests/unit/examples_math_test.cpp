@@ -1,11 +1,14 @@
 // The host arithmetic of the applications in examples/: Jacobi's row decomposition and visiting
-// order, the in-situ workflow's statistics, and the .npy header the examples write results with.
+// order, the in-situ workflow's statistics, the streaming broadcast's frame checks, the .npy header
+// the examples write results with, and their argument parsing.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
+#include "../../examples/common/args.hpp"
 #include "../../examples/common/npy.hpp"
+#include "../../examples/frame_broadcast/frames.hpp"
 #include "../../examples/insitu/insitu_model.hpp"
 #include "../../examples/jacobi/jacobi_problem.hpp"
 
@@ -132,4 +135,64 @@ TEST(InsituShares, CoverTheAxis) {
       }
       EXPECT_EQ(next, n);
     }
+}
+
+namespace fr = axon::examples::frames;
+
+TEST(FrameChecks, FindEveryWrongWordStalePatternAndHeader) {
+  const std::size_t bytes = 4096;
+  std::vector<std::uint32_t> frame(bytes / 4);
+  for (std::uint64_t k = 0; k < 2 * fr::kPatterns; ++k) {
+    fr::fillFrame(frame.data(), bytes, k, 1000 + k);
+    fr::FrameCheck c = fr::checkFrame(frame.data(), bytes, k);
+    EXPECT_EQ(c.index, k);
+    EXPECT_EQ(c.stampNs, 1000 + k);
+    EXPECT_EQ(c.wrongWords, 0u);
+    // The previous frame's words (a frame that did not arrive): every word differs here.
+    c = fr::checkFrame(frame.data(), bytes, k + 1);
+    EXPECT_EQ(c.wrongWords, fr::wordsIn(bytes)) << "frame " << k;
+  }
+  // One bit flipped in the first, a middle and the last word: three wrong words, and the header is
+  // the frame's own.
+  fr::fillFrame(frame.data(), bytes, 5, 7);
+  for (std::size_t w : {std::size_t(4), bytes / 8, bytes / 4 - 1}) frame[w] ^= 1u << 9;
+  const fr::FrameCheck c = fr::checkFrame(frame.data(), bytes, 5);
+  EXPECT_EQ(c.wrongWords, 3u);
+  EXPECT_EQ(c.index, 5u);
+  // A frame torn between two: half its words stale.
+  std::vector<std::uint32_t> older(bytes / 4);
+  fr::fillFrame(older.data(), bytes, 4, 0);
+  fr::fillFrame(frame.data(), bytes, 5, 0);
+  std::copy(older.begin() + bytes / 8, older.end(), frame.begin() + bytes / 8);
+  EXPECT_EQ(fr::checkFrame(frame.data(), bytes, 5).wrongWords, fr::wordsIn(bytes) - (bytes / 8 - 4));
+}
+
+TEST(FrameChecks, SizesAndPercentiles) {
+  EXPECT_TRUE(fr::frameSizeProblem(64).empty());
+  EXPECT_TRUE(fr::frameSizeProblem(16L << 20).empty());
+  EXPECT_NE(fr::frameSizeProblem(48).find("at least 64"), std::string::npos);
+  EXPECT_NE(fr::frameSizeProblem(1000).find("multiple of 16"), std::string::npos);
+  std::vector<double> v;
+  EXPECT_EQ(fr::percentile(v, 0.5), 0);
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  EXPECT_EQ(fr::percentile(v, 0.5), 50);   // nearest rank: the 50th of 100
+  EXPECT_EQ(fr::percentile(v, 0.99), 99);
+  EXPECT_EQ(fr::percentile(v, 1.0), 100);
+  std::vector<double> one = {7};
+  EXPECT_EQ(fr::percentile(one, 0.99), 7);
+}
+
+TEST(ExampleArgs, ByteSizesTakeBinarySuffixesAndRefuseTheRest) {
+  using axon::examples::byteSizeArg;
+  EXPECT_EQ(byteSizeArg("--b", "4096"), 4096);
+  EXPECT_EQ(byteSizeArg("--b", "64K"), 64L << 10);
+  EXPECT_EQ(byteSizeArg("--b", "16M"), 16L << 20);
+  EXPECT_EQ(byteSizeArg("--b", "1g"), 1L << 30);
+  for (const char* bad : {"", "0", "-1", "1.5M", "1MB", "M", "12Q", "99999999999G"})
+    EXPECT_THROW(byteSizeArg("--b", bad), std::invalid_argument) << bad;
+  try {
+    byteSizeArg("--frame-bytes", "huge");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--frame-bytes"), std::string::npos);
+  }
 }
