@@ -88,20 +88,16 @@ class GpuPath final : public FramePath {
     if (source_ == Source::Gpu) {
       produceKernel<<<blocks_, kThreads, 0, stream_>>>(frame_, wordsIn(bytes_) / 4, index, stampNs);
       FRAMES_CUDA(cudaGetLastError());
-      sendFrom_ = frame_;
       return;
     }
     char* slot = ring_ + (index % kPatterns) * bytes_;
     const FrameHeader h{index, stampNs};
     std::memcpy(slot, &h, sizeof(h));
-    // Two-sided sends straight from pinned host memory (CUDA-aware send); the collectives take
-    // GPU buffers, so the frame goes up first, as an NCCL program does it.
-    if (transport_ == Transport::TwoSided) {
-      sendFrom_ = slot;
-    } else {
-      FRAMES_CUDA(cudaMemcpyAsync(frame_, slot, bytes_, cudaMemcpyHostToDevice, stream_));
-      sendFrom_ = frame_;
-    }
+    // Every transport takes the frame from GPU memory, so the frame goes up first, as an NCCL
+    // program does it, and the transports differ only in how they move it. (Sending straight
+    // from the pinned ring to GPU receivers is CUDA-aware two-sided's other way; it is much slower
+    // on one node: docs/examples.md.)
+    FRAMES_CUDA(cudaMemcpyAsync(frame_, slot, bytes_, cudaMemcpyHostToDevice, stream_));
   }
 
   void deliver() override {
@@ -119,7 +115,7 @@ class GpuPath final : public FramePath {
         break;
       case Transport::TwoSided:
         FRAMES_CUDA(cudaStreamSynchronize(stream_));  // the frame is made before it is sent
-        sendToAll(sendFrom_, frame_, bytes_);
+        sendToAll(frame_, frame_, bytes_);
         break;
     }
     // The source's frame is on its way to every PE before it makes the next one (a camera ring
@@ -145,8 +141,7 @@ class GpuPath final : public FramePath {
       case Transport::Nccl: how = "ncclBroadcast " + nccl_->version() + " on a stream"; break;
       case Transport::TwoSided: how = "isend to each PE / recv"; break;
     }
-    if (source_ == Source::Host)
-      how += transport_ == Transport::TwoSided ? ", sent from pinned host memory" : ", after a copy to the GPU";
+    if (source_ == Source::Host) how += ", after a copy to the GPU";
     return "GPU frames, " + how;
   }
 
@@ -160,7 +155,6 @@ class GpuPath final : public FramePath {
   cudaStream_t stream_ = nullptr;
   char* frame_ = nullptr;      // this PE's frame on the GPU
   char* ring_ = nullptr;       // the host source's pinned ring of kPatterns frames
-  const void* sendFrom_ = nullptr;
   FrameCheck* result_ = nullptr;
   FrameCheck* hostResult_ = nullptr;
   std::unique_ptr<bench::NcclPeer> nccl_;
