@@ -10,6 +10,7 @@
 #include "coll/algorithms.hpp"
 #include "coll/gpu_path.hpp"
 #include "coll/hierarchy.hpp"
+#include "coll/host_staging.hpp"
 #include "coll/plan.hpp"
 #include "coll/protocol.hpp"
 #include "coll/request.hpp"
@@ -62,31 +63,40 @@ coll::Plan planFor(Runtime& rt, Collective c, std::size_t count, DataType type, 
 }
 
 // GPU memory cannot be read by the host algorithms: such a call runs on host copies of the
-// buffers (GPU collectives on the workspace are the GPU backend's own path).
+// buffers, in the team's staging memory (GPU collectives on the workspace are the GPU backend's
+// own path).
 class HostCopies {
  public:
-  HostCopies(Runtime& rt, Request& q, std::pair<std::size_t, std::size_t> bytes) : rt_(rt), q_(q) {
+  HostCopies(Runtime& rt, const detail::TeamState& team, Request& q, std::pair<std::size_t, std::size_t> bytes,
+             int me)
+      : rt_(rt), q_(q) {
     GpuBackend* gpu = rt.gpu();
     if (!gpu) return;
-    if (bytes.first && gpu->isDeviceMemory(q.src)) {
-      src_.resize(bytes.first);
-      gpu->copyLocal(src_.data(), q.src, bytes.first);
-      q.src = src_.data();
+    const bool deviceSrc = bytes.first && gpu->isDeviceMemory(q.src);
+    const bool deviceDst = bytes.second && gpu->isDeviceMemory(q.dst);
+    if (!deviceSrc && !deviceDst) return;
+    if (!team.hostStaging) team.hostStaging = std::make_shared<coll::HostStaging>();
+    coll::HostStaging& staging = *team.hostStaging;
+    void* const userDst = q.dst;
+    const bool inPlace = q.src == q.dst;
+    if (deviceSrc) {
+      char* copy = staging.source(bytes.first);
+      gpu->copyLocal(copy, q.src, bytes.first);
+      q.src = copy;
     }
-    if (bytes.second && gpu->isDeviceMemory(q.dst)) {
-      userDst_ = q.dst;
-      dst_.resize(bytes.second);
-      // In place: the source copy is the destination copy.
-      if (q.collective != Collective::Alltoall && !src_.empty() && bytes.first == bytes.second) {
-        q.dst = src_.data();
-      } else {
-        q.dst = dst_.data();
-        if (q.collective == Collective::Allgather || q.collective == Collective::ReduceScatter) {
-          gpu->copyLocal(dst_.data(), userDst_, bytes.second);  // keep bytes the call leaves alone
-        }
+    if (!deviceDst) return;
+    if (q.collective != Collective::Alltoall && deviceSrc && bytes.first == bytes.second) {
+      q.dst = const_cast<void*>(q.src);  // the source's copy is private: the result may go there
+      // An in-place broadcast leaves the root's buffer as it was: nothing to copy back.
+      if (q.collective == Collective::Broadcast && q.root == me && inPlace) return;
+    } else {
+      q.dst = staging.destination(bytes.second);
+      if (q.collective == Collective::Allgather || q.collective == Collective::ReduceScatter) {
+        gpu->copyLocal(q.dst, userDst, bytes.second);  // keep bytes the call leaves alone
       }
-      dstBytes_ = bytes.second;
     }
+    userDst_ = userDst;
+    dstBytes_ = bytes.second;
   }
   void copyBack() {
     if (userDst_) rt_.gpu()->copyLocal(userDst_, q_.dst, dstBytes_);
@@ -95,7 +105,6 @@ class HostCopies {
  private:
   Runtime& rt_;
   Request& q_;
-  std::vector<char> src_, dst_;
   void* userDst_ = nullptr;
   std::size_t dstBytes_ = 0;
 };
@@ -125,7 +134,7 @@ void run(Request q, const Team& team, const char* api) {
                                          ": the team has no collective workspace");
   }
   // In-place forms name the same bytes through src; normalize them so the host copies see it.
-  HostCopies copies(rt, q, extents(q, n, elem, me));
+  HostCopies copies(rt, state, q, extents(q, n, elem, me), me);
   coll::CallRecord record{};
   record.collective = static_cast<std::uint32_t>(q.collective);
   record.dtype = static_cast<std::uint32_t>(q.type);
