@@ -34,13 +34,13 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+}  // namespace
+
 double allSum(double v) {
   double sum = 0;
   axon::allreduce(axon::Team::world(), &v, &sum, 1, axon::ReduceOp::Sum);
   return sum;
 }
-
-}  // namespace
 
 RunResult runOnCpu(const Options& o, const Decomposition& d, const Csr& a) {
   RunResult r;

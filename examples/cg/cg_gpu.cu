@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cuda_helpers.hpp"
 #include "cg_modes.hpp"
 
 namespace axon::examples::cg {
@@ -32,10 +33,6 @@ namespace ad = axon::device;
 using Clock = std::chrono::steady_clock;
 constexpr int kThreads = 256;  // a power of two: blockSum halves it
 
-void cudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
-}
-#define CG_CUDA(call) cudaCheck((call), #call)
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -187,8 +184,8 @@ __global__ void __launch_bounds__(kThreads) updatePKernel(double* pOwn, const do
 // products' partials follow the block count, so a run's sums depend on the GPU model only.
 int blocksFor(std::size_t rows) {
   int device = 0, sms = 0;
-  CG_CUDA(cudaGetDevice(&device));
-  CG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  EXAMPLES_CUDA(cudaGetDevice(&device));
+  EXAMPLES_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::size_t needed = (rows + kThreads - 1) / kThreads;
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(needed, 8u * static_cast<unsigned>(sms))));
 }
@@ -197,13 +194,13 @@ template <class T>
 class DeviceArray {
  public:
   explicit DeviceArray(std::size_t count) : count_(count) {
-    if (count) CG_CUDA(cudaMalloc(&ptr_, count * sizeof(T)));
+    if (count) EXAMPLES_CUDA(cudaMalloc(&ptr_, count * sizeof(T)));
   }
   ~DeviceArray() { cudaFree(ptr_); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
   T* get() const { return ptr_; }
-  void upload(const T* host) { CG_CUDA(cudaMemcpy(ptr_, host, count_ * sizeof(T), cudaMemcpyHostToDevice)); }
+  void upload(const T* host) { EXAMPLES_CUDA(cudaMemcpy(ptr_, host, count_ * sizeof(T), cudaMemcpyHostToDevice)); }
 
  private:
   T* ptr_ = nullptr;
@@ -213,7 +210,7 @@ class DeviceArray {
 template <class T>
 class PinnedHost {
  public:
-  PinnedHost() { CG_CUDA(cudaMallocHost(&ptr_, sizeof(T))); *ptr_ = T{}; }
+  PinnedHost() { EXAMPLES_CUDA(cudaMallocHost(&ptr_, sizeof(T))); *ptr_ = T{}; }
   ~PinnedHost() { cudaFreeHost(ptr_); }
   PinnedHost(const PinnedHost&) = delete;
   PinnedHost& operator=(const PinnedHost&) = delete;
@@ -224,46 +221,9 @@ class PinnedHost {
   T* ptr_ = nullptr;
 };
 
-class Stream {
- public:
-  Stream() { CG_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return s_; }
+using Stream = axon::examples::CudaStream;
+using axon::examples::CapturedGraph;
 
- private:
-  cudaStream_t s_{};
-};
-
-// Work captured from `enqueue` into a CUDA graph (when `wanted`), instantiated and uploaded
-// before the timing starts.
-class CapturedGraph {
- public:
-  template <class Enqueue>
-  CapturedGraph(bool wanted, cudaStream_t s, Enqueue&& enqueue) {
-    if (!wanted) return;
-    cudaGraph_t graph = nullptr;
-    CG_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    enqueue();
-    CG_CUDA(cudaStreamEndCapture(s, &graph));
-    const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
-    cudaGraphDestroy(graph);
-    cudaCheck(made, "cudaGraphInstantiate");
-    CG_CUDA(cudaGraphUpload(exec_, s));
-    axon::streamSynchronize(s);
-  }
-  ~CapturedGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  CapturedGraph(const CapturedGraph&) = delete;
-  CapturedGraph& operator=(const CapturedGraph&) = delete;
-  bool ready() const { return exec_ != nullptr; }
-  void launch(cudaStream_t s) { CG_CUDA(cudaGraphLaunch(exec_, s)); }
-
- private:
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 // This PE's part of the problem on the GPU: the matrix, x = 0, r = b = 1, p = r (own planes; ghost
 // planes 0), Ap, the partials and the scalars. p is given: the symmetric heap in device mode
@@ -287,18 +247,18 @@ struct GpuProblem {
     val.upload(a.val.data());
     const std::vector<double> ones(l.rows(), 1.0);
     r.upload(ones.data());
-    CG_CUDA(cudaMemset(x.get(), 0, l.rows() * sizeof(double)));
+    EXAMPLES_CUDA(cudaMemset(x.get(), 0, l.rows() * sizeof(double)));
     std::vector<double> p0(l.cells(), 0.0);
     std::fill(p0.begin() + static_cast<std::ptrdiff_t>(l.firstOwn()),
               p0.begin() + static_cast<std::ptrdiff_t>(l.firstOwn() + l.rows()), 1.0);
-    CG_CUDA(cudaMemcpy(p, p0.data(), l.bytes(), cudaMemcpyHostToDevice));
+    EXAMPLES_CUDA(cudaMemcpy(p, p0.data(), l.bytes(), cudaMemcpyHostToDevice));
   }
   DeviceCsr csr() const { return {rowPtr.get(), col.get(), val.get(), static_cast<long long>(l.rows())}; }
   double* pOwn() const { return p + l.firstOwn(); }
   long long rows() const { return static_cast<long long>(l.rows()); }
   std::vector<double> downloadX() const {
     std::vector<double> host(l.rows());
-    CG_CUDA(cudaMemcpy(host.data(), x.get(), l.rows() * sizeof(double), cudaMemcpyDeviceToHost));
+    EXAMPLES_CUDA(cudaMemcpy(host.data(), x.get(), l.rows() * sizeof(double), cudaMemcpyDeviceToHost));
     return host;
   }
 
@@ -392,7 +352,7 @@ RunResult runDevice(const Options& o, const Decomposition& d, const Csr& a) {
   if (converged(start.rr, start.bb, o.tol)) start.done = 1;
   g.scalars.upload(&start);
   *seen.get() = start;
-  CG_CUDA(cudaDeviceSynchronize());
+  EXAMPLES_CUDA(cudaDeviceSynchronize());
   axon::barrierAll();  // every PE's p and zeroed signals are in place before anyone puts
 
   auto enqueueIteration = [&](long k) {
@@ -402,10 +362,10 @@ RunResult runDevice(const Options& o, const Decomposition& d, const Csr& a) {
     updateXrDotKernel<<<g.blocks, kThreads, 0, s.get()>>>(g.pOwn(), g.ap.get(), g.x.get(), g.r.get(), g.rows(),
                                                           g.partials.get(), g.scalars.get(), red, 0.0);
     updatePKernel<<<g.blocks, kThreads, 0, s.get()>>>(g.pOwn(), g.r.get(), g.rows(), g.scalars.get(), true, 0.0);
-    CG_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaGetLastError());
   };
   auto enqueueReadBack = [&] {
-    CG_CUDA(cudaMemcpyAsync(seen.get(), g.scalars.get(), sizeof(Scalars), cudaMemcpyDeviceToHost, s.get()));
+    EXAMPLES_CUDA(cudaMemcpyAsync(seen.get(), g.scalars.get(), sizeof(Scalars), cudaMemcpyDeviceToHost, s.get()));
   };
   // kCheckEvery iterations (an even number: the signals' parities repeat) and the read-back.
   static_assert(kCheckEvery % 2 == 0, "a replayed graph must start on an even iteration");
@@ -445,12 +405,6 @@ RunResult runDevice(const Options& o, const Decomposition& d, const Csr& a) {
   return res;
 }
 
-double allSum(double v) {
-  double sum = 0;
-  axon::allreduce(axon::Team::world(), &v, &sum, 1, axon::ReduceOp::Sum);
-  return sum;
-}
-
 RunResult runHost(const Options& o, const Decomposition& d, const Csr& a) {
   const Layout& l = d.layout;
   DeviceArray<double> pMemory(l.cells());
@@ -462,16 +416,16 @@ RunResult runHost(const Options& o, const Decomposition& d, const Csr& a) {
   g.scalars.upload(&start);
   double rr = bDotB(l);
   const double bb = rr;
-  CG_CUDA(cudaDeviceSynchronize());
+  EXAMPLES_CUDA(cudaDeviceSynchronize());
   axon::barrierAll();
 
   RunResult res;
   res.haloSeconds = res.reduceSeconds = 0;
   // The kernel's partial to the host, then the host allreduce (timed alone).
   auto reduce = [&] {
-    CG_CUDA(cudaMemcpyAsync(localDot.get(), &g.scalars.get()->localDot, sizeof(double), cudaMemcpyDeviceToHost,
+    EXAMPLES_CUDA(cudaMemcpyAsync(localDot.get(), &g.scalars.get()->localDot, sizeof(double), cudaMemcpyDeviceToHost,
                             s.get()));
-    CG_CUDA(cudaStreamSynchronize(s.get()));
+    EXAMPLES_CUDA(cudaStreamSynchronize(s.get()));
     const auto t = Clock::now();
     const double sum = allSum(*localDot.get());
     res.reduceSeconds += since(t);
@@ -485,17 +439,17 @@ RunResult runHost(const Options& o, const Decomposition& d, const Csr& a) {
     res.haloSeconds += since(th);
     spmvDotKernel<<<g.blocks, kThreads, 0, s.get()>>>(g.csr(), g.p, static_cast<long long>(l.firstOwn()),
                                                       g.ap.get(), g.partials.get(), g.scalars.get(), red);
-    CG_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaGetLastError());
     const double alpha = rr / reduce();
     updateXrDotKernel<<<g.blocks, kThreads, 0, s.get()>>>(g.pOwn(), g.ap.get(), g.x.get(), g.r.get(), g.rows(),
                                                           g.partials.get(), g.scalars.get(), red, alpha);
-    CG_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaGetLastError());
     const double rrNew = reduce();
     const double beta = rrNew / rr;
     rr = rrNew;
     updatePKernel<<<g.blocks, kThreads, 0, s.get()>>>(g.pOwn(), g.r.get(), g.rows(), g.scalars.get(), false, beta);
-    CG_CUDA(cudaGetLastError());
-    CG_CUDA(cudaStreamSynchronize(s.get()));  // the next exchange sends the p this kernel wrote
+    EXAMPLES_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaStreamSynchronize(s.get()));  // the next exchange sends the p this kernel wrote
   }
   res.seconds = since(t0);
   res.iterations = k;
@@ -510,7 +464,7 @@ RunResult runHost(const Options& o, const Decomposition& d, const Csr& a) {
 }  // namespace
 
 RunResult runOnGpu(const Options& o, const Decomposition& d, const Csr& a) {
-  CG_CUDA(cudaSetDevice(axon::gpuDevice()));
+  EXAMPLES_CUDA(cudaSetDevice(axon::gpuDevice()));
   switch (o.mode) {
     case Mode::Device: return runDevice(o, d, a);
     case Mode::Host: return runHost(o, d, a);

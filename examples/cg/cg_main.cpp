@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../common/args.hpp"
+#include "../common/gather.hpp"
 #include "../common/npy.hpp"
 #include "cg_modes.hpp"
 
@@ -109,24 +110,12 @@ cg::RunResult runMode(const cg::Options& o, const cg::Decomposition& d, const cg
 
 // PE 0 receives every slab of x into the whole grid (z-major: a slab is one contiguous range).
 std::vector<double> gather(const cg::Decomposition& d, const std::vector<double>& mine) {
-  constexpr int kTag = 77;
-  const long n = d.layout.n;
-  if (d.me != 0) {
-    axon::send(mine.data(), mine.size() * sizeof(double), 0, kTag);
-    return {};
-  }
   const std::size_t plane = d.layout.plane();
-  std::vector<double> whole(static_cast<std::size_t>(n) * plane);
-  std::copy(mine.begin(), mine.end(), whole.begin());
-  for (int pe = 1; pe < d.pes; ++pe) {
-    const cg::Slab s = cg::slabOf(n, d.pes, pe);
-    const std::size_t bytes = static_cast<std::size_t>(s.planes) * plane * sizeof(double);
-    const axon::Status st = axon::recv(whole.data() + static_cast<std::size_t>(s.first) * plane, bytes, pe, kTag);
-    if (st.bytes != bytes)
-      throw std::runtime_error("PE " + std::to_string(pe) + " sent " + std::to_string(st.bytes) +
-                               " bytes of its slab, expected " + std::to_string(bytes));
-  }
-  return whole;
+  return axon::examples::gatherSlabs(mine, static_cast<std::size_t>(d.layout.n) * plane, [&](int pe) {
+    const cg::Slab s = cg::slabOf(d.layout.n, d.pes, pe);
+    return std::pair<std::size_t, std::size_t>(static_cast<std::size_t>(s.first) * plane,
+                                               static_cast<std::size_t>(s.planes) * plane);
+  });
 }
 
 // A JSON number, or null for a value that was not measured (negative) or not computed.

@@ -63,6 +63,9 @@ RunResult runOnGpu(const Options& o, const Decomposition& d, const Csr& a);
 // own plane goes to the PE below and its last to the PE above, theirs arrive in the ghost planes.
 void exchangePlanes(const Decomposition& d, double* v);
 
+// The sum of v over every PE (the blocking host allreduce): the host-side dot products.
+double allSum(double v);
+
 // ||b - A x|| / ||b|| from this PE's rows of x, with its own halo exchange, product on the CPU and
 // host allreduce: collective, and independent of the mode's kernels (--check). Also ||x|| and
 // ||b||, which the tolerance on the gap to the recursive residual needs.

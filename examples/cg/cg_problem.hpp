@@ -72,6 +72,11 @@ struct Decomposition {
 
 inline Decomposition decompose(long n, int pes, int me) {
   if (n < 1) throw std::invalid_argument("--n must be at least 1");
+  // Column indices are 32-bit, so a plane must fit in them: test before n * n can overflow.
+  constexpr long kMaxEdge = 46340;  // the largest n with n * n <= INT32_MAX
+  if (n > kMaxEdge)
+    throw std::invalid_argument("--n " + std::to_string(n) + " is too large: a plane of n x n cells must fit in "
+                                "32-bit column indices (n <= " + std::to_string(kMaxEdge) + ")");
   if (pes > n)
     throw std::invalid_argument("a grid of " + std::to_string(n) + " planes cannot be split over " +
                                 std::to_string(pes) + " PEs: every PE needs at least one plane");
@@ -249,7 +254,9 @@ inline double residualGapBound(long k, double xNorm, double bNorm) {
 inline double maxRelativeDifference(const std::vector<double>& x, const std::vector<double>& ref) {
   double diff = 0, scale = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
-    diff = std::max(diff, std::fabs(x[i] - ref[i]));
+    const double d = std::fabs(x[i] - ref[i]);
+    if (std::isnan(d)) return d;  // std::max would drop it: a NaN is the largest difference
+    diff = std::max(diff, d);
     scale = std::max(scale, std::fabs(ref[i]));
   }
   return scale > 0 ? diff / scale : diff;

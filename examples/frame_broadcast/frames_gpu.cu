@@ -9,16 +9,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "../common/cuda_helpers.hpp"
 #include "frames_run.hpp"
 #include "nccl_peer.hpp"
 
 namespace axon::examples::frames {
 namespace {
 
-void cudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
-}
-#define FRAMES_CUDA(call) cudaCheck((call), #call)
 
 constexpr int kThreads = 256;
 
@@ -56,38 +53,35 @@ class GpuPath final : public FramePath {
  public:
   GpuPath(Transport t, const Options& o)
       : transport_(t), source_(o.source), bytes_(static_cast<std::size_t>(o.frameBytes)), isSource_(myPe() == kSource) {
-    FRAMES_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    FRAMES_CUDA(cudaMalloc(&frame_, bytes_));
-    FRAMES_CUDA(cudaMalloc(&result_, sizeof(FrameCheck)));
-    FRAMES_CUDA(cudaMallocHost(&hostResult_, sizeof(FrameCheck)));
-    int device = 0, sms = 0;
-    FRAMES_CUDA(cudaGetDevice(&device));
-    FRAMES_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const std::size_t quads = wordsIn(bytes_) / 4;
-    blocks_ = static_cast<int>(std::min<std::size_t>((quads + kThreads - 1) / kThreads, std::size_t(sms) * 8));
-    if (isSource_ && source_ == Source::Host) {
-      FRAMES_CUDA(cudaMallocHost(&ring_, kPatterns * bytes_));
-      for (std::uint64_t p = 0; p < kPatterns; ++p) fillWords(ring_ + p * bytes_, bytes_, p);
+    try {
+      EXAMPLES_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      EXAMPLES_CUDA(cudaMalloc(&frame_, bytes_));
+      EXAMPLES_CUDA(cudaMalloc(&result_, sizeof(FrameCheck)));
+      EXAMPLES_CUDA(cudaMallocHost(&hostResult_, sizeof(FrameCheck)));
+      int device = 0, sms = 0;
+      EXAMPLES_CUDA(cudaGetDevice(&device));
+      EXAMPLES_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      const std::size_t quads = wordsIn(bytes_) / 4;
+      blocks_ = static_cast<int>(std::min<std::size_t>((quads + kThreads - 1) / kThreads, std::size_t(sms) * 8));
+      if (isSource_ && source_ == Source::Host) {
+        EXAMPLES_CUDA(cudaMallocHost(&ring_, kPatterns * bytes_));
+        for (std::uint64_t p = 0; p < kPatterns; ++p) fillWords(ring_ + p * bytes_, bytes_, p);
+      }
+      if (t == Transport::Axon)
+        streamOrdered_ = explain(Collective::Broadcast, Team::world(), bytes_, DataType::Uint8).path == "gpu-p2p";
+      if (t == Transport::Nccl) nccl_ = bench::NcclPeer::open(o.ncclLibrary);
+    } catch (...) {
+      release();
+      throw;
     }
-    if (t == Transport::Axon)
-      streamOrdered_ = explain(Collective::Broadcast, Team::world(), bytes_, DataType::Uint8).path == "gpu-p2p";
-    if (t == Transport::Nccl) nccl_ = bench::NcclPeer::open(o.ncclLibrary);
   }
 
-  ~GpuPath() override {
-    nccl_.reset();
-    cudaStreamSynchronize(stream_);
-    cudaFree(frame_);
-    cudaFree(result_);
-    cudaFreeHost(hostResult_);
-    if (ring_) cudaFreeHost(ring_);
-    cudaStreamDestroy(stream_);
-  }
+  ~GpuPath() override { release(); }
 
   void produce(std::uint64_t index, std::uint64_t stampNs) override {
     if (source_ == Source::Gpu) {
       produceKernel<<<blocks_, kThreads, 0, stream_>>>(frame_, wordsIn(bytes_) / 4, index, stampNs);
-      FRAMES_CUDA(cudaGetLastError());
+      EXAMPLES_CUDA(cudaGetLastError());
       return;
     }
     char* slot = ring_ + (index % kPatterns) * bytes_;
@@ -97,7 +91,7 @@ class GpuPath final : public FramePath {
     // program does it, and the transports differ only in how they move it. (Sending straight
     // from the pinned ring to GPU receivers is CUDA-aware two-sided's other way; it is much slower
     // on one node: docs/examples.md.)
-    FRAMES_CUDA(cudaMemcpyAsync(frame_, slot, bytes_, cudaMemcpyHostToDevice, stream_));
+    EXAMPLES_CUDA(cudaMemcpyAsync(frame_, slot, bytes_, cudaMemcpyHostToDevice, stream_));
   }
 
   void deliver() override {
@@ -106,7 +100,7 @@ class GpuPath final : public FramePath {
         if (streamOrdered_) {
           broadcastOnStream(Team::world(), frame_, frame_, bytes_, DataType::Uint8, kSource, stream_);
         } else {
-          FRAMES_CUDA(cudaStreamSynchronize(stream_));
+          EXAMPLES_CUDA(cudaStreamSynchronize(stream_));
           broadcastBlocking(frame_, bytes_);
         }
         break;
@@ -114,21 +108,21 @@ class GpuPath final : public FramePath {
         nccl_->run(Collective::Broadcast, frame_, frame_, bytes_, DataType::Uint8, ReduceOp::Sum, kSource, stream_);
         break;
       case Transport::TwoSided:
-        FRAMES_CUDA(cudaStreamSynchronize(stream_));  // the frame is made before it is sent
+        EXAMPLES_CUDA(cudaStreamSynchronize(stream_));  // the frame is made before it is sent
         sendToAll(frame_, frame_, bytes_);
         break;
     }
     // The source's frame is on its way to every PE before it makes the next one (a camera ring
     // slot comes round again after kPatterns frames).
-    if (isSource_) FRAMES_CUDA(cudaStreamSynchronize(stream_));
+    if (isSource_) EXAMPLES_CUDA(cudaStreamSynchronize(stream_));
   }
 
   FrameCheck consume(std::uint64_t index) override {
-    FRAMES_CUDA(cudaMemsetAsync(result_, 0, sizeof(FrameCheck), stream_));
+    EXAMPLES_CUDA(cudaMemsetAsync(result_, 0, sizeof(FrameCheck), stream_));
     checkKernel<<<blocks_, kThreads, 0, stream_>>>(frame_, wordsIn(bytes_) / 4, index % kPatterns, result_);
-    FRAMES_CUDA(cudaGetLastError());
-    FRAMES_CUDA(cudaMemcpyAsync(hostResult_, result_, sizeof(FrameCheck), cudaMemcpyDeviceToHost, stream_));
-    FRAMES_CUDA(cudaStreamSynchronize(stream_));
+    EXAMPLES_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaMemcpyAsync(hostResult_, result_, sizeof(FrameCheck), cudaMemcpyDeviceToHost, stream_));
+    EXAMPLES_CUDA(cudaStreamSynchronize(stream_));
     return *hostResult_;
   }
 
@@ -146,6 +140,20 @@ class GpuPath final : public FramePath {
   }
 
  private:
+  // What the constructor made, in any state it got to.
+  void release() {
+    nccl_.reset();
+    if (stream_) cudaStreamSynchronize(stream_);
+    cudaFree(frame_);
+    cudaFree(result_);
+    cudaFreeHost(hostResult_);
+    cudaFreeHost(ring_);
+    if (stream_) cudaStreamDestroy(stream_);
+    frame_ = ring_ = nullptr;
+    result_ = hostResult_ = nullptr;
+    stream_ = nullptr;
+  }
+
   Transport transport_;
   Source source_;
   std::size_t bytes_;
@@ -177,8 +185,8 @@ std::string ncclRefusal(const Options&) {
   Place mine{};
   gethostname(mine.host, sizeof(mine.host) - 1);
   int device = 0;
-  FRAMES_CUDA(cudaGetDevice(&device));
-  FRAMES_CUDA(cudaDeviceGetPCIBusId(mine.busId, sizeof(mine.busId) - 1, device));
+  EXAMPLES_CUDA(cudaGetDevice(&device));
+  EXAMPLES_CUDA(cudaDeviceGetPCIBusId(mine.busId, sizeof(mine.busId) - 1, device));
   std::vector<Place> all(static_cast<std::size_t>(nPes()));
   allgather(Team::world(), &mine, all.data(), sizeof(Place), DataType::Uint8);
   for (int a = 0; a < nPes(); ++a)

@@ -73,7 +73,9 @@ RunStats runFrames(FramePath& path, const Options& o) {
                      ", %" PRIu64 " of %zu words differ from the source's\n",
                      myPe(), k, c.index, c.wrongWords, words);
     } else if (k >= static_cast<std::uint64_t>(o.warmup)) {
-      latencyUs.push_back(static_cast<double>(done - c.stampNs) / 1e3);
+      // Signed: a receiver whose clock runs behind the source's shows negative latencies, which
+      // say so, rather than wrapping round to years.
+      latencyUs.push_back(static_cast<double>(static_cast<std::int64_t>(done - c.stampNs)) / 1e3);
     }
   };
   const auto total = static_cast<std::uint64_t>(o.warmup + o.frames);

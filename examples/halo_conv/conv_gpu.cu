@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cuda_helpers.hpp"
 #include "conv_modes.hpp"
 
 namespace axon::examples::conv {
@@ -27,10 +28,6 @@ namespace {
 namespace ad = axon::device;
 using Clock = std::chrono::steady_clock;
 
-void cudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
-}
-#define CONV_CUDA(call) cudaCheck((call), #call)
 
 // One task of the kernel: kBand output rows by kTileW columns, one thread a column. The task's
 // input rows and columns (kBand + 2R by kTileW + 2R) are staged in shared memory, where each
@@ -168,29 +165,29 @@ KernelFn kernelFor(int k) {
 // yet running. (Asking for the occupancy also loads the kernel before the timing starts.)
 int gridFor(KernelFn kernel, long tasks) {
   int device = 0, sms = 0, perSm = 0;
-  CONV_CUDA(cudaGetDevice(&device));
-  CONV_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CONV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
+  EXAMPLES_CUDA(cudaGetDevice(&device));
+  EXAMPLES_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  EXAMPLES_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
   return static_cast<int>(std::min<long>(tasks, static_cast<long>(std::max(perSm, 1)) * sms));
 }
 
 void launchLayer(KernelFn kernel, int blocks, cudaStream_t s, const ad::Context& ctx, const float* in, float* out,
                  const Geometry& g, const Exchange& x, int parity) {
   kernel<<<blocks, kThreads, 0, s>>>(ctx, in, out, g, x, parity);
-  CONV_CUDA(cudaGetLastError());
+  EXAMPLES_CUDA(cudaGetLastError());
 }
 
 // Both fields of this PE on the GPU, set to the starting state (ghost rows and padding zero).
 void uploadStart(float* a, float* b, const Decomposition& d) {
   std::vector<float> start(d.layout.cells());
   initialise(start.data(), d);
-  CONV_CUDA(cudaMemcpy(a, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
-  CONV_CUDA(cudaMemcpy(b, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
+  EXAMPLES_CUDA(cudaMemcpy(a, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
+  EXAMPLES_CUDA(cudaMemcpy(b, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
 }
 
 std::vector<float> downloadPixels(const float* field, const Layout& l) {
   std::vector<float> host(l.cells());
-  CONV_CUDA(cudaMemcpy(host.data(), field, l.bytes(), cudaMemcpyDeviceToHost));
+  EXAMPLES_CUDA(cudaMemcpy(host.data(), field, l.bytes(), cudaMemcpyDeviceToHost));
   return ownedPixels(host.data(), l);
 }
 
@@ -212,46 +209,9 @@ void requireLoadStore(const Decomposition& d) {
   if (!allOk) throw std::runtime_error("--mode device: another PE lacks peer access to its neighbour (it says which)");
 }
 
-class Stream {
- public:
-  Stream() { CONV_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return s_; }
+using Stream = axon::examples::CudaStream;
+using axon::examples::CapturedGraph;
 
- private:
-  cudaStream_t s_{};
-};
-
-// Two layers captured from `enqueue` into a CUDA graph (when `wanted`), instantiated and uploaded
-// before the timing starts.
-class GraphOfTwo {
- public:
-  template <class Enqueue>
-  GraphOfTwo(bool wanted, cudaStream_t s, Enqueue&& enqueue) {
-    if (!wanted) return;
-    cudaGraph_t graph = nullptr;
-    CONV_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    enqueue();
-    CONV_CUDA(cudaStreamEndCapture(s, &graph));
-    const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
-    cudaGraphDestroy(graph);
-    cudaCheck(made, "cudaGraphInstantiate");
-    CONV_CUDA(cudaGraphUpload(exec_, s));
-    axon::streamSynchronize(s);
-  }
-  ~GraphOfTwo() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  GraphOfTwo(const GraphOfTwo&) = delete;
-  GraphOfTwo& operator=(const GraphOfTwo&) = delete;
-  bool ready() const { return exec_ != nullptr; }
-  void launch(cudaStream_t s) { CONV_CUDA(cudaGraphLaunch(exec_, s)); }
-
- private:
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 // Device mode: both fields and the four signal words in the symmetric GPU heap.
 struct SymmetricFields {
@@ -261,7 +221,7 @@ struct SymmetricFields {
     buf[0] = field;
     buf[1] = field + d.layout.cells();
     uploadStart(buf[0], buf[1], d);
-    CONV_CUDA(cudaDeviceSynchronize());
+    EXAMPLES_CUDA(cudaDeviceSynchronize());
     axon::barrierAll();  // every PE's fields and zeroed signals are in place before anyone puts
   }
   ~SymmetricFields() {
@@ -291,7 +251,7 @@ RunResult runDevice(const Options& o, const Decomposition& d) {
     launchLayer(kernel, blocks, s.get(), ctx, f.buf[p], f.buf[1 - p], g, x, p);
   };
   // Layers 0 and 1 as a graph, replayed for 2 and 3, 4 and 5, ...; an odd last layer alone.
-  GraphOfTwo graph(o.graph && o.layers >= 2, s.get(), [&] { launch(0); launch(1); });
+  CapturedGraph graph(o.graph && o.layers >= 2, s.get(), [&] { launch(0); launch(1); });
   axon::barrierAll();  // start the clocks together
 
   const auto start = Clock::now();
@@ -311,8 +271,8 @@ RunResult runDevice(const Options& o, const Decomposition& d) {
 // Twosided mode: the fields in ordinary device memory (cudaMalloc), as an MPI code has them.
 struct DeviceFields {
   explicit DeviceFields(const Decomposition& d) {
-    CONV_CUDA(cudaMalloc(&buf[0], d.layout.bytes()));
-    CONV_CUDA(cudaMalloc(&buf[1], d.layout.bytes()));
+    EXAMPLES_CUDA(cudaMalloc(&buf[0], d.layout.bytes()));
+    EXAMPLES_CUDA(cudaMalloc(&buf[1], d.layout.bytes()));
     uploadStart(buf[0], buf[1], d);
   }
   ~DeviceFields() {
@@ -342,7 +302,7 @@ RunResult runTwoSided(const Options& o, const Decomposition& d) {
     exchangeHalos(d, l.haloBytes(), in + l.at(0, -r), in + l.at(l.rows - r, -r), in + l.at(-r, -r),
                   in + l.at(l.rows, -r));
     launchLayer(kernel, blocks, s.get(), noContext, in, f.buf[(k + 1) % 2], g, none, static_cast<int>(k % 2));
-    CONV_CUDA(cudaStreamSynchronize(s.get()));  // the next exchange sends what this layer wrote
+    EXAMPLES_CUDA(cudaStreamSynchronize(s.get()));  // the next exchange sends what this layer wrote
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return {seconds, downloadPixels(f.buf[o.layers % 2], l), "isend/irecv of GPU rows before each layer's kernel"};
@@ -351,9 +311,9 @@ RunResult runTwoSided(const Options& o, const Decomposition& d) {
 }  // namespace
 
 RunResult runOnGpu(const Options& o, const Decomposition& d) {
-  CONV_CUDA(cudaSetDevice(axon::gpuDevice()));
+  EXAMPLES_CUDA(cudaSetDevice(axon::gpuDevice()));
   const Filter f = binomialFilter(d.layout.k);
-  CONV_CUDA(cudaMemcpyToSymbol(cWeights, f.w.data(), sizeof(float) * f.k * f.k));
+  EXAMPLES_CUDA(cudaMemcpyToSymbol(cWeights, f.w.data(), sizeof(float) * f.k * f.k));
   switch (o.mode) {
     case Mode::Device: return runDevice(o, d);
     case Mode::TwoSided: return runTwoSided(o, d);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../common/args.hpp"
+#include "../common/gather.hpp"
 #include "../common/npy.hpp"
 #include "conv_modes.hpp"
 
@@ -111,23 +112,11 @@ cv::RunResult runMode(const cv::Options& o, const cv::Decomposition& d) {
 
 // PE 0 receives every slab into the whole image.
 std::vector<float> gather(const cv::Decomposition& d, const std::vector<float>& mine) {
-  constexpr int kTag = 99;
-  const long h = d.layout.height, w = d.layout.width;
-  if (d.me != 0) {
-    axon::send(mine.data(), mine.size() * sizeof(float), 0, kTag);
-    return {};
-  }
-  std::vector<float> whole(static_cast<std::size_t>(h * w));
-  std::copy(mine.begin(), mine.end(), whole.begin());
-  for (int pe = 1; pe < d.pes; ++pe) {
-    const cv::Slab s = cv::slabOf(h, d.pes, pe);
-    const std::size_t bytes = static_cast<std::size_t>(s.rows * w) * sizeof(float);
-    const axon::Status st = axon::recv(whole.data() + s.first * w, bytes, pe, kTag);
-    if (st.bytes != bytes)
-      throw std::runtime_error("PE " + std::to_string(pe) + " sent " + std::to_string(st.bytes) +
-                               " bytes of its slab, expected " + std::to_string(bytes));
-  }
-  return whole;
+  const std::size_t w = static_cast<std::size_t>(d.layout.width);
+  return axon::examples::gatherSlabs(mine, static_cast<std::size_t>(d.layout.height) * w, [&](int pe) {
+    const cv::Slab s = cv::slabOf(d.layout.height, d.pes, pe);
+    return std::pair<std::size_t, std::size_t>(static_cast<std::size_t>(s.first) * w, static_cast<std::size_t>(s.rows) * w);
+  });
 }
 
 // Compares with the serial convolution; returns the number of values that differ in any bit.

@@ -85,6 +85,12 @@ inline void checkFilterSize(long k) {
 inline Decomposition decompose(long height, long width, int k, int pes, int me) {
   if (height < 1 || width < 1) throw std::invalid_argument("the image needs at least one row and one column");
   checkFilterSize(k);
+  // Two float fields of (rows + 2R) x (width + 2R) on one PE: refuse sizes whose byte count
+  // would overflow (at most 2^30 rows and columns keeps every product below 2^63).
+  constexpr long kMaxSide = 1L << 30;
+  if (height > kMaxSide || width > kMaxSide)
+    throw std::invalid_argument("a " + std::to_string(height) + " x " + std::to_string(width) +
+                                " image is too large: at most " + std::to_string(kMaxSide) + " rows and columns");
   if (pes > height)
     throw std::invalid_argument("a " + std::to_string(height) + "-row image cannot be split over " +
                                 std::to_string(pes) + " PEs: every PE needs at least one row");

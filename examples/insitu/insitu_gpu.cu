@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/cuda_helpers.hpp"
 #include "insitu_slab.hpp"
 
 namespace axon::examples::insitu {
@@ -16,10 +17,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxBins = 1024;
 
-void cudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
-}
-#define INSITU_CUDA(call) cudaCheck((call), #call)
 
 int gridFor(std::size_t cells) {
   return static_cast<int>(std::min<std::size_t>((cells + kThreads - 1) / kThreads, 4096));
@@ -60,7 +57,7 @@ __global__ void __launch_bounds__(kThreads) summariseKernel(const double* values
     lo = fmin(lo, v);
     hi = fmax(hi, v);
     sum += v;
-    atomicAdd(&blockHist[binOf(v, r, bins)], 1ull);
+    ::atomicAdd(&blockHist[binOf(v, r, bins)], 1ull);
   }
   mins[threadIdx.x] = lo;
   maxs[threadIdx.x] = hi;
@@ -80,15 +77,15 @@ __global__ void __launch_bounds__(kThreads) summariseKernel(const double* values
     partial[3 * blockIdx.x + 2] = sums[0];
   }
   for (int b = threadIdx.x; b < bins; b += blockDim.x)
-    if (blockHist[b]) atomicAdd(&hist[b], blockHist[b]);
+    if (blockHist[b]) ::atomicAdd(&hist[b], blockHist[b]);
 }
 
 }  // namespace
 
 double* gpuAllocate(std::size_t count) {
   void* p = nullptr;
-  INSITU_CUDA(cudaMalloc(&p, count * sizeof(double)));
-  INSITU_CUDA(cudaMemset(p, 0, count * sizeof(double)));
+  EXAMPLES_CUDA(cudaMalloc(&p, count * sizeof(double)));
+  EXAMPLES_CUDA(cudaMemset(p, 0, count * sizeof(double)));
   return static_cast<double*>(p);
 }
 
@@ -96,14 +93,14 @@ void gpuFree(double* p) { cudaFree(p); }
 
 void gpuInitialise(Slab& s) {
   initialiseKernel<<<gridFor(s.cells()), kThreads>>>(s.cur, s.x0, s.nx, s.ny, s.nz);
-  INSITU_CUDA(cudaGetLastError());
-  INSITU_CUDA(cudaDeviceSynchronize());
+  EXAMPLES_CUDA(cudaGetLastError());
+  EXAMPLES_CUDA(cudaDeviceSynchronize());
 }
 
 void gpuStep(Slab& s) {
   stepKernel<<<gridFor(s.cells()), kThreads>>>(s.cur, s.next, s.change, s.square, s.nx, s.ny, s.nz);
-  INSITU_CUDA(cudaGetLastError());
-  INSITU_CUDA(cudaDeviceSynchronize());  // the puts that follow read the variables from the host
+  EXAMPLES_CUDA(cudaGetLastError());
+  EXAMPLES_CUDA(cudaDeviceSynchronize());  // the puts that follow read the variables from the host
   std::swap(s.cur, s.next);
 }
 
@@ -116,14 +113,14 @@ Summary gpuSummarise(const double* values, std::size_t count, int variable, int 
   const int blocks = gridFor(count);
   double* partial = nullptr;
   unsigned long long* hist = nullptr;
-  INSITU_CUDA(cudaMalloc(&partial, 3 * blocks * sizeof(double)));
-  INSITU_CUDA(cudaMalloc(&hist, bins * sizeof(unsigned long long)));
-  INSITU_CUDA(cudaMemset(hist, 0, bins * sizeof(unsigned long long)));
+  EXAMPLES_CUDA(cudaMalloc(&partial, 3 * blocks * sizeof(double)));
+  EXAMPLES_CUDA(cudaMalloc(&hist, bins * sizeof(unsigned long long)));
+  EXAMPLES_CUDA(cudaMemset(hist, 0, bins * sizeof(unsigned long long)));
   summariseKernel<<<blocks, kThreads>>>(values, static_cast<long>(count), variable, bins, partial, hist);
-  INSITU_CUDA(cudaGetLastError());
+  EXAMPLES_CUDA(cudaGetLastError());
   std::vector<double> host(3 * static_cast<std::size_t>(blocks));
-  INSITU_CUDA(cudaMemcpy(host.data(), partial, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  INSITU_CUDA(cudaMemcpy(s.hist.data(), hist, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  EXAMPLES_CUDA(cudaMemcpy(host.data(), partial, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  EXAMPLES_CUDA(cudaMemcpy(s.hist.data(), hist, bins * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   cudaFree(partial);
   cudaFree(hist);
   s.min = host[0];

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cuda_helpers.hpp"
 #include "jacobi_modes.hpp"
 
 namespace axon::examples::jacobi {
@@ -24,10 +25,6 @@ namespace ad = axon::device;
 using Clock = std::chrono::steady_clock;
 constexpr int kThreads = 256;
 
-void cudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(e));
-}
-#define JACOBI_CUDA(call) cudaCheck((call), #call)
 
 // One row r of the sweep, by one block: threads across the columns.
 __device__ void sweepRow(const double* in, double* out, long cols, long n, long r) {
@@ -88,8 +85,8 @@ __global__ void __launch_bounds__(kThreads) sweepExchangeKernel(ad::Context ctx,
 
 int sweepBlocks(long rows) {
   int device = 0, sms = 0;
-  JACOBI_CUDA(cudaGetDevice(&device));
-  JACOBI_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  EXAMPLES_CUDA(cudaGetDevice(&device));
+  EXAMPLES_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   return static_cast<int>(std::min<long>(rows, 8L * sms));
 }
 
@@ -97,13 +94,13 @@ int sweepBlocks(long rows) {
 void uploadStart(double* a, double* b, const Decomposition& d) {
   std::vector<double> start(d.layout.cells());
   initialise(start.data(), d);
-  JACOBI_CUDA(cudaMemcpy(a, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
-  JACOBI_CUDA(cudaMemcpy(b, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
+  EXAMPLES_CUDA(cudaMemcpy(a, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
+  EXAMPLES_CUDA(cudaMemcpy(b, start.data(), d.layout.bytes(), cudaMemcpyHostToDevice));
 }
 
 std::vector<double> downloadInterior(const double* field, const Layout& l) {
   std::vector<double> host(l.cells());
-  JACOBI_CUDA(cudaMemcpy(host.data(), field, l.bytes(), cudaMemcpyDeviceToHost));
+  EXAMPLES_CUDA(cudaMemcpy(host.data(), field, l.bytes(), cudaMemcpyDeviceToHost));
   return interiorOf(host.data(), l);
 }
 
@@ -125,46 +122,9 @@ void requireLoadStore(const Decomposition& d) {
   if (!allOk) throw std::runtime_error("--mode device: another PE lacks peer access to its neighbour (it says which)");
 }
 
-class Stream {
- public:
-  Stream() { JACOBI_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(s_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return s_; }
+using Stream = axon::examples::CudaStream;
+using axon::examples::CapturedGraph;
 
- private:
-  cudaStream_t s_{};
-};
-
-// Two sweeps captured from `enqueue` into a CUDA graph (when `wanted`), instantiated and
-// uploaded before the timing starts.
-class GraphOfTwo {
- public:
-  template <class Enqueue>
-  GraphOfTwo(bool wanted, cudaStream_t s, Enqueue&& enqueue) {
-    if (!wanted) return;
-    cudaGraph_t graph = nullptr;
-    JACOBI_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    enqueue();
-    JACOBI_CUDA(cudaStreamEndCapture(s, &graph));
-    const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
-    cudaGraphDestroy(graph);
-    cudaCheck(made, "cudaGraphInstantiate");
-    JACOBI_CUDA(cudaGraphUpload(exec_, s));
-    axon::streamSynchronize(s);
-  }
-  ~GraphOfTwo() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  GraphOfTwo(const GraphOfTwo&) = delete;
-  GraphOfTwo& operator=(const GraphOfTwo&) = delete;
-  bool ready() const { return exec_ != nullptr; }
-  void launch(cudaStream_t s) { JACOBI_CUDA(cudaGraphLaunch(exec_, s)); }
-
- private:
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 // Device and stream modes: both fields and the signal words in the symmetric GPU heap.
 struct SymmetricFields {
@@ -174,7 +134,7 @@ struct SymmetricFields {
     buf[0] = field;
     buf[1] = field + d.layout.cells();
     uploadStart(buf[0], buf[1], d);
-    JACOBI_CUDA(cudaDeviceSynchronize());
+    EXAMPLES_CUDA(cudaDeviceSynchronize());
     axon::barrierAll();  // every PE's fields and zeroed signals are in place before anyone puts
   }
   ~SymmetricFields() {
@@ -200,10 +160,10 @@ RunResult runDevice(const Options& o, const Decomposition& d) {
     const int p = static_cast<int>(k % 2);
     sweepExchangeKernel<<<blocks, kThreads, 0, s.get()>>>(ctx, f.buf[p], f.buf[1 - p], l.cols(), l.n, l.rows, x, p,
                                                           k > 0);
-    JACOBI_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaGetLastError());
   };
   // Sweeps 1 and 2 as a graph, replayed for 3 and 4, 5 and 6, ...
-  GraphOfTwo graph(o.graph && o.iters >= 3, s.get(), [&] { launch(1); launch(2); });
+  CapturedGraph graph(o.graph && o.iters >= 3, s.get(), [&] { launch(1); launch(2); });
 
   const auto start = Clock::now();
   launch(0);
@@ -231,7 +191,7 @@ void enqueueStreamSweep(const Decomposition& d, const SymmetricFields& f, long k
   std::uint64_t* fromAbove = reinterpret_cast<std::uint64_t*>(&f.signals[p]);
   std::uint64_t* fromBelow = reinterpret_cast<std::uint64_t*>(&f.signals[2 + p]);
   sweepKernel<<<blocks, kThreads, 0, s>>>(in, out, l.cols(), l.n, l.rows);
-  JACOBI_CUDA(cudaGetLastError());
+  EXAMPLES_CUDA(cudaGetLastError());
   if (d.up >= 0)
     axon::putSignalOnStream(out + l.at(d.rowsOf(d.up) + 1, 0), out + l.at(1, 0), l.rowBytes(), fromBelow, 1,
                             axon::SignalOp::Add, d.up, s);
@@ -253,7 +213,7 @@ RunResult runStream(const Options& o, const Decomposition& d) {
   SymmetricFields f(d);
   Stream s;
   const int blocks = sweepBlocks(l.rows);
-  GraphOfTwo graph(o.graph && o.iters >= 2, s.get(), [&] {
+  CapturedGraph graph(o.graph && o.iters >= 2, s.get(), [&] {
     enqueueStreamSweep(d, f, 0, s.get(), blocks);
     enqueueStreamSweep(d, f, 1, s.get(), blocks);
   });
@@ -275,8 +235,8 @@ RunResult runStream(const Options& o, const Decomposition& d) {
 // A field in ordinary device memory (cudaMalloc), as an MPI code would have it.
 struct DeviceFields {
   explicit DeviceFields(const Decomposition& d) {
-    JACOBI_CUDA(cudaMalloc(&buf[0], d.layout.bytes()));
-    JACOBI_CUDA(cudaMalloc(&buf[1], d.layout.bytes()));
+    EXAMPLES_CUDA(cudaMalloc(&buf[0], d.layout.bytes()));
+    EXAMPLES_CUDA(cudaMalloc(&buf[1], d.layout.bytes()));
     uploadStart(buf[0], buf[1], d);
   }
   ~DeviceFields() {
@@ -300,8 +260,8 @@ RunResult runTwoSided(const Options& o, const Decomposition& d) {
     double* in = f.buf[k % 2];
     exchangeHalos(d, l.rowBytes(), in + l.at(1, 0), in + l.at(l.rows, 0), in, in + l.at(l.rows + 1, 0));
     sweepKernel<<<blocks, kThreads, 0, s.get()>>>(in, f.buf[(k + 1) % 2], l.cols(), l.n, l.rows);
-    JACOBI_CUDA(cudaGetLastError());
-    JACOBI_CUDA(cudaStreamSynchronize(s.get()));  // the next exchange sends what this sweep wrote
+    EXAMPLES_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaStreamSynchronize(s.get()));  // the next exchange sends what this sweep wrote
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return {seconds, downloadInterior(f.buf[o.iters % 2], l), "isend/irecv of GPU rows between sweep kernels"};
@@ -314,7 +274,7 @@ RunResult runStaged(const Options& o, const Decomposition& d) {
   const int blocks = sweepBlocks(l.rows);
   // send[0], send[1]: this PE's first and last rows; recv[0], recv[1]: the ghost rows.
   double* pinned = nullptr;
-  JACOBI_CUDA(cudaMallocHost(&pinned, 4 * l.rowBytes()));
+  EXAMPLES_CUDA(cudaMallocHost(&pinned, 4 * l.rowBytes()));
   const long w = l.cols();
   double *sendFirst = pinned, *sendLast = pinned + w, *recvTop = pinned + 2 * w, *recvBottom = pinned + 3 * w;
   axon::barrierAll();
@@ -322,19 +282,19 @@ RunResult runStaged(const Options& o, const Decomposition& d) {
   const auto start = Clock::now();
   for (long k = 0; k < o.iters; ++k) {
     double* in = f.buf[k % 2];
-    JACOBI_CUDA(cudaMemcpyAsync(sendFirst, in + l.at(1, 0), l.rowBytes(), cudaMemcpyDeviceToHost, s.get()));
-    JACOBI_CUDA(cudaMemcpyAsync(sendLast, in + l.at(l.rows, 0), l.rowBytes(), cudaMemcpyDeviceToHost, s.get()));
-    JACOBI_CUDA(cudaStreamSynchronize(s.get()));
+    EXAMPLES_CUDA(cudaMemcpyAsync(sendFirst, in + l.at(1, 0), l.rowBytes(), cudaMemcpyDeviceToHost, s.get()));
+    EXAMPLES_CUDA(cudaMemcpyAsync(sendLast, in + l.at(l.rows, 0), l.rowBytes(), cudaMemcpyDeviceToHost, s.get()));
+    EXAMPLES_CUDA(cudaStreamSynchronize(s.get()));
     exchangeHalos(d, l.rowBytes(), sendFirst, sendLast, recvTop, recvBottom);
     if (d.up >= 0)
-      JACOBI_CUDA(cudaMemcpyAsync(in, recvTop, l.rowBytes(), cudaMemcpyHostToDevice, s.get()));
+      EXAMPLES_CUDA(cudaMemcpyAsync(in, recvTop, l.rowBytes(), cudaMemcpyHostToDevice, s.get()));
     if (d.down >= 0)
-      JACOBI_CUDA(cudaMemcpyAsync(in + l.at(l.rows + 1, 0), recvBottom, l.rowBytes(), cudaMemcpyHostToDevice,
+      EXAMPLES_CUDA(cudaMemcpyAsync(in + l.at(l.rows + 1, 0), recvBottom, l.rowBytes(), cudaMemcpyHostToDevice,
                                   s.get()));
     sweepKernel<<<blocks, kThreads, 0, s.get()>>>(in, f.buf[(k + 1) % 2], l.cols(), l.n, l.rows);
-    JACOBI_CUDA(cudaGetLastError());
+    EXAMPLES_CUDA(cudaGetLastError());
   }
-  JACOBI_CUDA(cudaStreamSynchronize(s.get()));
+  EXAMPLES_CUDA(cudaStreamSynchronize(s.get()));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   cudaFreeHost(pinned);
   return {seconds, downloadInterior(f.buf[o.iters % 2], l),
@@ -344,7 +304,7 @@ RunResult runStaged(const Options& o, const Decomposition& d) {
 }  // namespace
 
 RunResult runOnGpu(const Options& o, const Decomposition& d) {
-  JACOBI_CUDA(cudaSetDevice(axon::gpuDevice()));
+  EXAMPLES_CUDA(cudaSetDevice(axon::gpuDevice()));
   switch (o.mode) {
     case Mode::Device: return runDevice(o, d);
     case Mode::Stream: return runStream(o, d);

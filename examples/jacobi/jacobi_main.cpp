@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../common/args.hpp"
+#include "../common/gather.hpp"
 #include "../common/npy.hpp"
 #include "jacobi_modes.hpp"
 
@@ -93,23 +94,11 @@ jac::RunResult runMode(const jac::Options& o, const jac::Decomposition& d) {
 
 // PE 0 receives every slab into the whole interior.
 std::vector<double> gather(const jac::Decomposition& d, const std::vector<double>& mine) {
-  constexpr int kTag = 99;
-  const long n = d.layout.n;
-  if (d.me != 0) {
-    axon::send(mine.data(), mine.size() * sizeof(double), 0, kTag);
-    return {};
-  }
-  std::vector<double> whole(static_cast<std::size_t>(n * n));
-  std::copy(mine.begin(), mine.end(), whole.begin());
-  for (int pe = 1; pe < d.pes; ++pe) {
-    const jac::Slab s = jac::slabOf(n, d.pes, pe);
-    const std::size_t bytes = static_cast<std::size_t>(s.rows * n) * sizeof(double);
-    const axon::Status st = axon::recv(whole.data() + s.first * n, bytes, pe, kTag);
-    if (st.bytes != bytes)
-      throw std::runtime_error("PE " + std::to_string(pe) + " sent " + std::to_string(st.bytes) +
-                               " bytes of its slab, expected " + std::to_string(bytes));
-  }
-  return whole;
+  const std::size_t n = static_cast<std::size_t>(d.layout.n);
+  return axon::examples::gatherSlabs(mine, n * n, [&](int pe) {
+    const jac::Slab s = jac::slabOf(d.layout.n, d.pes, pe);
+    return std::pair<std::size_t, std::size_t>(static_cast<std::size_t>(s.first) * n, static_cast<std::size_t>(s.rows) * n);
+  });
 }
 
 // Compares with the serial solve; returns the number of values that differ in any bit.

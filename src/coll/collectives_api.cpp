@@ -68,19 +68,20 @@ coll::Plan planFor(Runtime& rt, Collective c, std::size_t count, DataType type, 
 class HostCopies {
  public:
   HostCopies(Runtime& rt, const detail::TeamState& team, Request& q, std::pair<std::size_t, std::size_t> bytes,
-             int me)
+             int me, const char* api)
       : rt_(rt), q_(q) {
     GpuBackend* gpu = rt.gpu();
     if (!gpu) return;
     const bool deviceSrc = bytes.first && gpu->isDeviceMemory(q.src);
     const bool deviceDst = bytes.second && gpu->isDeviceMemory(q.dst);
     if (!deviceSrc && !deviceDst) return;
-    if (!team.hostStaging) team.hostStaging = std::make_shared<coll::HostStaging>();
     coll::HostStaging& staging = *team.hostStaging;
+    held_ = staging.lock();
+    const std::string who = "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name;
     void* const userDst = q.dst;
     const bool inPlace = q.src == q.dst;
     if (deviceSrc) {
-      char* copy = staging.source(bytes.first);
+      char* copy = staging.source(bytes.first, who);
       gpu->copyLocal(copy, q.src, bytes.first);
       q.src = copy;
     }
@@ -90,7 +91,7 @@ class HostCopies {
       // An in-place broadcast leaves the root's buffer as it was: nothing to copy back.
       if (q.collective == Collective::Broadcast && q.root == me && inPlace) return;
     } else {
-      q.dst = staging.destination(bytes.second);
+      q.dst = staging.destination(bytes.second, who);
       if (q.collective == Collective::Allgather || q.collective == Collective::ReduceScatter) {
         gpu->copyLocal(q.dst, userDst, bytes.second);  // keep bytes the call leaves alone
       }
@@ -107,6 +108,7 @@ class HostCopies {
   Request& q_;
   void* userDst_ = nullptr;
   std::size_t dstBytes_ = 0;
+  std::unique_lock<std::mutex> held_;  // the team's staging, until the call has copied back
 };
 
 void run(Request q, const Team& team, const char* api) {
@@ -134,7 +136,7 @@ void run(Request q, const Team& team, const char* api) {
                                          ": the team has no collective workspace");
   }
   // In-place forms name the same bytes through src; normalize them so the host copies see it.
-  HostCopies copies(rt, state, q, extents(q, n, elem, me), me);
+  HostCopies copies(rt, state, q, extents(q, n, elem, me), me, api);
   coll::CallRecord record{};
   record.collective = static_cast<std::uint32_t>(q.collective);
   record.dtype = static_cast<std::uint32_t>(q.type);

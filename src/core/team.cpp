@@ -11,6 +11,7 @@
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
 #include "coll/hierarchy.hpp"
+#include "coll/host_staging.hpp"
 #include "core/runtime.hpp"
 #include "p2p/engine.hpp"
 #include "core/team_state.hpp"
@@ -37,6 +38,7 @@ Team TeamState::make(int slot, std::vector<int> members, int myWorldRank, bool s
   s->myIndex = it == s->members.end() ? -1 : static_cast<int>(it - s->members.begin());
   s->sharedMemory = sharedMemory;
   s->name = std::move(name);
+  s->hostStaging = std::make_shared<coll::HostStaging>();
   return Team(std::move(s));
 }
 

@@ -39,9 +39,9 @@ struct TeamState {
   // When the members sit on several nodes: each node's part and its leader's network level
   // (coll/hierarchy.hpp), which then carries the team's host collectives.
   mutable std::shared_ptr<coll::Hierarchy> hierarchy;
-  // Host copies of GPU buffers for the host-path collectives above (coll/host_staging.hpp);
-  // made by the first such call.
-  mutable std::shared_ptr<coll::HostStaging> hostStaging;
+  // Host copies of GPU buffers for the host-path collectives above (coll/host_staging.hpp),
+  // made with the team (empty until a call needs it).
+  std::shared_ptr<coll::HostStaging> hostStaging;
 
   static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                    std::string name);

@@ -393,6 +393,50 @@ TEST(GpuColl, BlockingCallsTakeDeviceAndHostBuffers) {
   axon::barrier(world);
 }
 
+// Every blocking collective on device buffers, at a large, a small and a middling count in turn.
+// Where the team has no GPU workspace (AXON_P2P=0, or across nodes) these run on host copies that
+// the team keeps between calls: a smaller call after a larger one must not see the larger one's
+// bytes, a broadcast's root and the members a reduce does not write must keep their buffers.
+TEST(GpuColl, BlockingCallsOnDeviceBuffersEveryCollectiveAndSize) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no collectives to stage";
+  const auto world = axon::Team::world();
+  const DataType t = DataType::Int32;
+  constexpr double kUntouched = 9;  // not an input value: a write where none belongs shows
+  for (const std::size_t count : {std::size_t(70001), std::size_t(3), std::size_t(5000)}) {
+    const std::string what = "count " + std::to_string(count);
+    for (int root = 0; root < np(); ++root) {
+      DeviceArray inPlace(t, count);
+      inPlace.fill([&](std::size_t i) { return me() == root ? inputAt(root, i) : kUntouched; });
+      axon::broadcast(world, inPlace.ptr, inPlace.ptr, count, t, root);
+      EXPECT_VALUES(inPlace.read(), inputAt(root, i), "in-place broadcast from " + std::to_string(root) + ", " + what);
+      DeviceArray src(t, count), dst(t, count);
+      src.fill([&](std::size_t i) { return inputAt(me(), i); });
+      dst.fill([](std::size_t) { return kUntouched; });
+      axon::broadcast(world, src.ptr, dst.ptr, count, t, root);
+      EXPECT_VALUES(dst.read(), inputAt(root, i), "broadcast from " + std::to_string(root) + ", " + what);
+      EXPECT_VALUES(src.read(), inputAt(me(), i), "broadcast's source, " + what);
+      dst.fill([](std::size_t) { return kUntouched; });
+      axon::reduce(world, src.ptr, dst.ptr, count, t, ReduceOp::Sum, root);
+      EXPECT_VALUES(dst.read(), me() == root ? reducedAt(ReduceOp::Sum, i) : kUntouched,
+                    "reduce to " + std::to_string(root) + ", " + what);
+    }
+    DeviceArray src(t, count), dst(t, count);
+    src.fill([&](std::size_t i) { return inputAt(me(), i); });
+    axon::allreduce(world, src.ptr, dst.ptr, count, t, ReduceOp::Max);
+    EXPECT_VALUES(dst.read(), reducedAt(ReduceOp::Max, i), "allreduce, " + what);
+    axon::allreduce(world, src.ptr, src.ptr, count, t, ReduceOp::Sum);
+    EXPECT_VALUES(src.read(), reducedAt(ReduceOp::Sum, i), "in-place allreduce, " + what);
+    DeviceArray blocks(t, count * np()), scattered(t, count), exchanged(t, count * np());
+    blocks.fill([&](std::size_t i) { return inputAt(me(), i); });
+    axon::reduceScatter(world, blocks.ptr, scattered.ptr, count, t, ReduceOp::Sum);
+    EXPECT_VALUES(scattered.read(), reducedAt(ReduceOp::Sum, me() * count + i), "reduce_scatter, " + what);
+    axon::alltoall(world, blocks.ptr, exchanged.ptr, count, t);
+    EXPECT_VALUES(exchanged.read(), inputAt(static_cast<int>(i / count), me() * count + i % count),
+                  "alltoall, " + what);
+  }
+  axon::barrier(world);
+}
+
 // A team split by colour into a grouping that is not a strided range ({0, 1, 3} of 4 PEs): its
 // GPU workspace carries a member table, which the stream, blocking and device-callable calls and
 // the device barrier read. Heap buffers at the same offset everywhere would invite the Direct

@@ -47,6 +47,15 @@ def cg_reference(n: int, iters: int) -> tuple[np.ndarray, float]:
     return x, (rr / bb) ** 0.5
 
 
+def iterations_to_converge(n: int, tol: float = 1e-8) -> int:
+    """The first iteration after which NumPy's CG has ||r|| / ||b|| < tol: where every mode must
+    stop (device mode, which looks at the residual only every 10 iterations, included)."""
+    for iters in range(1, 10 * n):
+        if cg_reference(n, iters)[1] < tol:
+            return iters
+    raise AssertionError(f"NumPy's CG did not reach {tol} on n={n}")
+
+
 def json_result(stdout: str) -> dict:
     line = next(ln for ln in stdout.splitlines() if '"app": "cg"' in ln)
     return json.loads(line.split("] ", 1)[1])
@@ -75,7 +84,7 @@ def test_cg_cpu_converges_and_matches_numpy(tmp_path, npes):
     n = 13  # 13 planes: slabs of 5, 4, 4 on 3 PEs
     res, result, x = run_cg(tmp_path, npes, "cpu", n, "--check")
     assert result["converged"] and result["rel_residual"] < 1e-8
-    assert 10 < result["iters"] < 100
+    assert result["iters"] == iterations_to_converge(n)
     assert result["checked"] and result["ok"]
     assert result["residual_gap"] <= result["residual_gap_bound"]
     assert result["serial_max_rel_diff"] <= 1e-9
@@ -122,6 +131,13 @@ def test_cg_bad_arguments_are_refused(args, message):
     assert "usage: cg" in res.stdout + res.stderr
 
 
+@pytest.mark.parametrize("n", ["46341", "4294967296"])
+def test_cg_refuses_a_grid_too_large_for_its_column_indices(n):
+    res = launch(1, str(example("cg")), "--n", n, "--mode", "cpu", env={"AXON_BACKEND": "host"})
+    assert res.returncode != 0
+    assert f"--n {n} is too large: a plane of n x n cells must fit in 32-bit column indices" in res.stdout + res.stderr
+
+
 def test_cg_refuses_more_pes_than_planes():
     res = launch(3, str(example("cg")), "--n", "2")
     assert res.returncode != 0
@@ -143,6 +159,7 @@ def test_cg_gpu_modes_converge_and_match_numpy(tmp_path, mode, extra, npes):
     n = 23  # slabs of 8, 8, 7
     res, result, x = run_cg(tmp_path, npes, mode, n, "--check", *extra, env={"AXON_BACKEND": "auto"})
     assert result["converged"] and result["ok"], res.stdout
+    assert result["iters"] == iterations_to_converge(n)
     assert result["serial_max_rel_diff"] <= 1e-9
     assert_matches_numpy(x, result)
 

@@ -113,6 +113,13 @@ def test_conv_refuses_slabs_thinner_than_the_halo():
             in res.stdout + res.stderr)
 
 
+def test_conv_refuses_an_image_too_large_to_address():
+    res = launch(1, str(example("halo_conv")), "--height", "1", "--width", "4611686018427387904", "--filter", "1",
+                 "--mode", "host", env={"AXON_BACKEND": "host"})
+    assert res.returncode != 0
+    assert "image is too large: at most 1073741824 rows and columns" in res.stdout + res.stderr
+
+
 def test_conv_refuses_more_pes_than_rows():
     res = launch(3, str(example("halo_conv")), "--height", "2", "--width", "8", "--filter", "1", "--mode", "host")
     assert res.returncode != 0
@@ -138,9 +145,11 @@ def test_conv_defaults_to_host_mode_on_the_host_backend():
 @pytest.mark.parametrize("mode, extra", [("device", ()), ("device", ("--no-graph",)), ("twosided", ())])
 @pytest.mark.parametrize("npes", [1, 2, 3])
 def test_conv_gpu_modes_match_numpy(tmp_path, mode, extra, npes):
-    # 300 columns: two column tiles of the kernel; 61 rows: a last band shorter than R on some PEs;
-    # an odd layer count: the graph's last layer is launched alone.
-    height, width, k, layers = 61, 300, 7, 5
+    # 300 columns: two column tiles of the kernel; 50 rows (slabs of 50 / 25, 25 / 17, 17, 16, in
+    # bands of 16 rows): a last band of 2 rows on 1 PE and of 1 row on 3, shorter than R = 3, so
+    # that the band before it reads the ghost rows below too and must wait for them; an odd layer
+    # count: the graph's last layer is launched alone.
+    height, width, k, layers = 50, 300, 7, 5
     got = run_conv(tmp_path, npes, mode, height, width, k, layers, *extra, env={"AXON_BACKEND": "auto"})
     np.testing.assert_allclose(got, conv_reference(height, width, k, layers), rtol=0, atol=1e-5)
 

@@ -192,6 +192,7 @@ TEST(ExampleArgs, ByteSizesTakeBinarySuffixesAndRefuseTheRest) {
     EXPECT_THROW(byteSizeArg("--b", bad), std::invalid_argument) << bad;
   try {
     byteSizeArg("--frame-bytes", "huge");
+    ADD_FAILURE() << "'huge' was taken as a size";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--frame-bytes"), std::string::npos);
   }
