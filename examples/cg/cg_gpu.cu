@@ -377,14 +377,14 @@ RunResult runDevice(const Options& o, const Decomposition& d, const Csr& a) {
   const auto t0 = Clock::now();
   long launched = 0;
   while (launched < o.iters && !seen->done) {
-    const long todo = std::min(kCheckEvery, o.iters - launched);
-    if (todo == kCheckEvery && graph.ready()) {
+    const long batch = std::min(kCheckEvery, o.iters - launched);
+    if (batch == kCheckEvery && graph.ready()) {
       graph.launch(s.get());
     } else {
-      for (long k = launched; k < launched + todo; ++k) enqueueIteration(k);
+      for (long k = launched; k < launched + batch; ++k) enqueueIteration(k);
       enqueueReadBack();
     }
-    launched += todo;
+    launched += batch;
     axon::streamSynchronize(s.get());
     if (seen->failed)
       throw std::runtime_error("a device-side allreduce failed in iteration " + std::to_string(seen->failedAt) +

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/split.hpp"
+
 #if defined(__CUDACC__)
 #define CG_HOST_DEVICE __host__ __device__
 #else
@@ -33,8 +35,8 @@ struct Slab {
 
 // Balanced contiguous slabs: the first n % pes PEs take one plane more.
 inline Slab slabOf(long n, int pes, int pe) {
-  const long base = n / pes, extra = n % pes;
-  return {pe * base + std::min<long>(pe, extra), base + (pe < extra ? 1 : 0)};
+  const auto [first, planes] = balancedPart(n, pes, pe);
+  return {first, planes};
 }
 
 // A PE's local vector (the one the matrix-vector product reads):

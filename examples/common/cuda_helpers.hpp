@@ -5,6 +5,10 @@
 #include <axon/gpu.hpp>
 #include <cuda_runtime.h>
 
+#include <axon/axon.hpp>
+
+#include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +60,51 @@ class CapturedGraph {
 
  private:
   cudaGraphExec_t exec_ = nullptr;
+};
+
+// The device API reaches a node-local PE only by load/store: say so before a kernel would trap.
+// Collective, so that every PE stops with the message, not only those next to the gap. PEs on
+// other nodes pass (the device proxy carries them); -1 stands for no neighbour.
+inline void requireLoadStore(std::initializer_list<int> neighbours, int me, const std::string& otherModes) {
+  std::string problem;
+  for (int pe : neighbours) {
+    if (pe < 0 || axon::gpuPeerReachable(pe)) continue;
+    const std::string path = axon::pathTo(pe);
+    if (path.rfind("ucx", 0) == 0) continue;
+    problem = "--mode device needs PE " + std::to_string(pe) + "'s GPU heap mapped (peer access), but PE " +
+              std::to_string(me) + " reaches it by " + path + "; use " + otherModes + " there";
+  }
+  const std::int32_t ok = problem.empty() ? 1 : 0;
+  std::int32_t allOk = 0;
+  axon::allreduce(axon::Team::world(), &ok, &allOk, 1, axon::ReduceOp::Min);
+  if (!problem.empty()) throw std::runtime_error(problem);
+  if (!allOk) throw std::runtime_error("--mode device: another PE lacks peer access to its neighbour (it says which)");
+}
+
+// Two fields of `cells` elements and four signal words (two per neighbour, one per parity) in
+// the symmetric GPU heap, the fields filled by upload(buf[0], buf[1]); every PE's are in place
+// before the constructor returns, so that no PE puts into a neighbour that is not ready.
+template <class T>
+struct SymmetricFields {
+  template <class Upload>
+  SymmetricFields(std::size_t cells, Upload&& upload) {
+    field = static_cast<T*>(axon::malloc(2 * cells * sizeof(T)));
+    signals = static_cast<unsigned long long*>(axon::calloc(4, sizeof(unsigned long long)));  // [2] + [2]
+    buf[0] = field;
+    buf[1] = field + cells;
+    upload(buf[0], buf[1]);
+    EXAMPLES_CUDA(cudaDeviceSynchronize());
+    axon::barrierAll();
+  }
+  ~SymmetricFields() {
+    axon::free(signals);
+    axon::free(field);
+  }
+  SymmetricFields(const SymmetricFields&) = delete;
+  SymmetricFields& operator=(const SymmetricFields&) = delete;
+  T* field;
+  unsigned long long* signals;
+  T* buf[2];
 };
 
 }  // namespace axon::examples

@@ -121,14 +121,7 @@ std::vector<float> gather(const cv::Decomposition& d, const std::vector<float>& 
 
 // Compares with the serial convolution; returns the number of values that differ in any bit.
 long compareWithSerial(const cv::Options& o, const std::vector<float>& whole, double* maxDiff) {
-  const std::vector<float> ref = cv::convolveSerial(o.height, o.width, o.filter, o.layers);
-  long wrong = 0;
-  *maxDiff = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (std::memcmp(&ref[i], &whole[i], sizeof(float)) != 0) ++wrong;
-    *maxDiff = std::max(*maxDiff, std::fabs(static_cast<double>(ref[i]) - whole[i]));
-  }
-  return wrong;
+  return axon::examples::bitDifferences(cv::convolveSerial(o.height, o.width, o.filter, o.layers), whole, maxDiff);
 }
 
 }  // namespace

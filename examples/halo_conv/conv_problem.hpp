@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/split.hpp"
+
 // The per-pixel arithmetic is shared with the GPU kernels (conv_gpu.cu), so that every mode adds
 // in one order.
 #if defined(__CUDACC__)
@@ -40,8 +42,8 @@ struct Slab {
 
 // Balanced contiguous slabs: the first h % pes PEs take one row more.
 inline Slab slabOf(long height, int pes, int pe) {
-  const long base = height / pes, extra = height % pes;
-  return {pe * base + std::min<long>(pe, extra), base + (pe < extra ? 1 : 0)};
+  const auto [first, rows] = balancedPart(height, pes, pe);
+  return {first, rows};
 }
 
 // A PE's local image: R ghost rows, the `rows` owned rows, R ghost rows; every row padded with R

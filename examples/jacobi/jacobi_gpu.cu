@@ -104,52 +104,19 @@ std::vector<double> downloadInterior(const double* field, const Layout& l) {
   return interiorOf(host.data(), l);
 }
 
-// The device API reaches a node-local PE only by load/store: say so before a kernel would trap.
-// Collective, so that every PE stops with the message, not only those next to the gap.
-void requireLoadStore(const Decomposition& d) {
-  std::string problem;
-  for (int pe : {d.up, d.down}) {
-    if (pe < 0 || axon::gpuPeerReachable(pe)) continue;
-    const std::string path = axon::pathTo(pe);
-    if (path.rfind("ucx", 0) == 0) continue;  // another node: the device proxy carries it
-    problem = "--mode device needs PE " + std::to_string(pe) + "'s GPU heap mapped (peer access), but PE " +
-              std::to_string(d.me) + " reaches it by " + path + "; use --mode stream or twosided there";
-  }
-  const std::int32_t ok = problem.empty() ? 1 : 0;
-  std::int32_t allOk = 0;
-  axon::allreduce(axon::Team::world(), &ok, &allOk, 1, axon::ReduceOp::Min);
-  if (!problem.empty()) throw std::runtime_error(problem);
-  if (!allOk) throw std::runtime_error("--mode device: another PE lacks peer access to its neighbour (it says which)");
-}
 
 using Stream = axon::examples::CudaStream;
 using axon::examples::CapturedGraph;
 
 
-// Device and stream modes: both fields and the signal words in the symmetric GPU heap.
-struct SymmetricFields {
-  explicit SymmetricFields(const Decomposition& d) {
-    field = static_cast<double*>(axon::malloc(2 * d.layout.bytes()));
-    signals = static_cast<unsigned long long*>(axon::calloc(4, sizeof(unsigned long long)));  // [2] + [2]
-    buf[0] = field;
-    buf[1] = field + d.layout.cells();
-    uploadStart(buf[0], buf[1], d);
-    EXAMPLES_CUDA(cudaDeviceSynchronize());
-    axon::barrierAll();  // every PE's fields and zeroed signals are in place before anyone puts
-  }
-  ~SymmetricFields() {
-    axon::free(signals);
-    axon::free(field);
-  }
-  SymmetricFields(const SymmetricFields&) = delete;
-  SymmetricFields& operator=(const SymmetricFields&) = delete;
-  double* field;
-  unsigned long long* signals;
-  double* buf[2];
+// Both fields of this PE and its signal words in the symmetric GPU heap, at the starting state.
+struct SymmetricFields : axon::examples::SymmetricFields<double> {
+  explicit SymmetricFields(const Decomposition& d)
+      : axon::examples::SymmetricFields<double>(d.layout.cells(), [&](double* a, double* b) { uploadStart(a, b, d); }) {}
 };
 
 RunResult runDevice(const Options& o, const Decomposition& d) {
-  requireLoadStore(d);
+  axon::examples::requireLoadStore({d.up, d.down}, d.me, "--mode stream or twosided");
   const Layout& l = d.layout;
   SymmetricFields f(d);
   Stream s;

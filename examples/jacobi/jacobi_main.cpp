@@ -103,14 +103,7 @@ std::vector<double> gather(const jac::Decomposition& d, const std::vector<double
 
 // Compares with the serial solve; returns the number of values that differ in any bit.
 long compareWithSerial(const jac::Options& o, const std::vector<double>& whole, double* maxDiff) {
-  const std::vector<double> ref = jac::solveSerial(o.n, o.iters);
-  long wrong = 0;
-  *maxDiff = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (std::memcmp(&ref[i], &whole[i], sizeof(double)) != 0) ++wrong;
-    *maxDiff = std::max(*maxDiff, std::fabs(ref[i] - whole[i]));
-  }
-  return wrong;
+  return axon::examples::bitDifferences(jac::solveSerial(o.n, o.iters), whole, maxDiff);
 }
 
 }  // namespace

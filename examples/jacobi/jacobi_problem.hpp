@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/split.hpp"
+
 // The stencil is shared with the GPU kernels (jacobi_gpu.cu), so that every mode adds in one order.
 #if defined(__CUDACC__)
 #define JACOBI_HOST_DEVICE __host__ __device__
@@ -27,8 +29,8 @@ struct Slab {
 
 // Balanced contiguous slabs: the first n % pes PEs take one row more.
 inline Slab slabOf(long n, int pes, int pe) {
-  const long base = n / pes, extra = n % pes;
-  return {pe * base + std::min<long>(pe, extra), base + (pe < extra ? 1 : 0)};
+  const auto [first, rows] = balancedPart(n, pes, pe);
+  return {first, rows};
 }
 
 // A PE's local field: `rows` owned rows between two ghost rows (0 and rows + 1), each row n + 2
