@@ -27,7 +27,7 @@
 
 #include "axon/space.hpp"
 #include "bench_cli.hpp"
-#include "kernels/space_kernels.hpp"
+#include "space/space_kernels.hpp"
 #include "space/box.hpp"
 #include "space/server.hpp"
 

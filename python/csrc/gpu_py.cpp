@@ -13,7 +13,7 @@
 #include "axon/onesided.hpp"
 #include "axon/team.hpp"
 #include "bindings.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "nanobind/ndarray.h"
 #include "nanobind/stl/string.h"
 #include "nanobind/stl/vector.h"

@@ -5,7 +5,7 @@
 
 #include "axon/memory.hpp"
 #include "bindings.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "nanobind/ndarray.h"
 
 namespace nb = nanobind;

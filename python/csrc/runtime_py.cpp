@@ -1,7 +1,7 @@
 #include "axon/runtime.hpp"
 
 #include "bindings.hpp"
-#include "bootstrap/launch_detect.hpp"
+#include "core/launch_detect.hpp"
 #include "nanobind/stl/map.h"
 #include "nanobind/stl/string.h"
 #include "transport/network_transport.hpp"

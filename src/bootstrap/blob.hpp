@@ -19,9 +19,9 @@ constexpr std::uint16_t kBlobVersion = 1;
 // What a value holds; a reader names the kind it expects.
 enum class BlobKind : std::uint16_t {
   Step = 1,   // a set-up step's outcome wrapping its payload (bootstrap/setup_step.hpp)
-  PeerCard,   // init: host identity, pid, heap segment (core/runtime.cpp)
-  HeapCall,   // an allocation call (memory/memory_api.cpp)
-  TeamSplit,  // team_split_strided's arguments and free slots (core/team.cpp)
+  PeerCard,   // init: host identity, pid, heap segment (runtime/runtime.cpp)
+  HeapCall,   // an allocation call (runtime/memory_api.cpp)
+  TeamSplit,  // team_split_strided's arguments and free slots (runtime/team.cpp)
   GpuCard,    // the GPU backend's start-up card (gpu/cuda_backend.cpp)
   Word,       // one 64-bit number
   Text,       // one string

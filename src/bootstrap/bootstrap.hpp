@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/launch_detect.hpp"
+#include "core/launch_detect.hpp"
 #include "bootstrap/store_client.hpp"
 #include "bootstrap/store_server.hpp"
 

@@ -15,8 +15,9 @@
 #include "coll/protocol.hpp"
 #include "coll/request.hpp"
 #include "coll/workspace.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon {
 
@@ -56,10 +57,8 @@ using coll::checkRequest;
 using coll::extents;
 using coll::Request;
 
-coll::Plan planFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members) {
-  const std::string& forced = rt.env().algo[static_cast<int>(c)];
-  return coll::makePlan({c, count, dataTypeSize(type), members, rt.env().collBuffer,
-                         forced.empty() ? std::nullopt : coll::algoFromName(forced)});
+coll::Plan planFor(PeContext& rt, Collective c, std::size_t count, DataType type, int members) {
+  return coll::makePlan({c, count, dataTypeSize(type), members, rt.env().collBuffer, coll::forcedAlgo(rt.env(), c)});
 }
 
 // GPU memory cannot be read by the host algorithms: such a call runs on host copies of the
@@ -67,7 +66,7 @@ coll::Plan planFor(Runtime& rt, Collective c, std::size_t count, DataType type, 
 // own path).
 class HostCopies {
  public:
-  HostCopies(Runtime& rt, const detail::TeamState& team, Request& q, std::pair<std::size_t, std::size_t> bytes,
+  HostCopies(PeContext& rt, const detail::TeamState& team, Request& q, std::pair<std::size_t, std::size_t> bytes,
              int me, const char* api)
       : rt_(rt), q_(q) {
     GpuBackend* gpu = rt.gpu();
@@ -104,7 +103,7 @@ class HostCopies {
   }
 
  private:
-  Runtime& rt_;
+  PeContext& rt_;
   Request& q_;
   void* userDst_ = nullptr;
   std::size_t dstBytes_ = 0;
@@ -112,7 +111,7 @@ class HostCopies {
 };
 
 void run(Request q, const Team& team, const char* api) {
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   const detail::TeamState& state = detail::requireValidTeam(team, api);
   const int n = static_cast<int>(state.members.size());
   const int me = state.myIndex;
@@ -173,7 +172,7 @@ void run(Request q, const Team& team, const char* api) {
 }
 
 void runOnStream(Request q, const Team& team, Stream stream, const char* api) {
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   const detail::TeamState& state = detail::requireValidTeam(team, api);
   const int n = static_cast<int>(state.members.size());
   const int me = state.myIndex;
@@ -239,7 +238,7 @@ void alltoallOnStream(const Team& team, const void* src, void* dst, std::size_t 
 }
 
 device::CollHandle deviceCollHandle(const Team& team) {
-  Runtime& rt = runtime("device_coll_handle");
+  PeContext& rt = peContext("device_coll_handle");
   const detail::TeamState& state = detail::requireValidTeam(team, "device_coll_handle");
   if (!state.gpuWorkspace && state.hierarchy && rt.gpu()) {
     // Across nodes no workspace maps every member: the device proxy runs each call as the host's
@@ -288,7 +287,7 @@ void alltoall(const Team& team, const void* src, void* dst, std::size_t count, D
 }
 
 Explanation explain(Collective c, const Team& team, std::size_t count, DataType type) {
-  Runtime& rt = runtime("explain");
+  PeContext& rt = peContext("explain");
   const detail::TeamState& state = detail::requireValidTeam(team, "explain");
   if (static_cast<unsigned>(c) > static_cast<unsigned>(Collective::Alltoall)) {
     coll::badArgument(rt, "explain", "collective " + std::to_string(static_cast<int>(c)) + " is not an axon::Collective");

@@ -5,7 +5,7 @@
 #include "axon/error.hpp"
 #include "coll/describe_call.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "gpu/gpu_backend.hpp"
 
@@ -88,14 +88,13 @@ void proposeOffsets(const GpuBackend& gpu, const detail::TeamState& team, const 
 
 }  // namespace
 
-GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members, bool withReason) {
-  const std::string& forced = rt.env().algo[static_cast<int>(c)];
+GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type, int members, bool withReason) {
   return makeGpuPlan({c, count, dataTypeSize(type), members, rt.env().collGpuChannels, rt.env().collGpuChunk,
-                      rt.env().collGpuLlMax, rt.env().collGpuLlChunk,
-                      forced.empty() ? std::nullopt : algoFromName(forced), withReason, rt.env().collGpuDirect});
+                      rt.env().collGpuLlMax, rt.env().collGpuLlChunk, forcedAlgo(rt.env(), c), withReason,
+                      rt.env().collGpuDirect});
 }
 
-void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* api) {
+void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const char* api) {
   const device::CollError* e = team.gpuWorkspace ? team.gpuWorkspace->error() : nullptr;
   if (!e) return;
   const std::string me = "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name + ": ";
@@ -118,7 +117,7 @@ void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* ap
   throw Error(code, me + by + what + ". The team's collectives are stopped: destroy the team and split a new one");
 }
 
-void requireDeviceBuffers(Runtime& rt, const GpuBackend& gpu, const Request& q,
+void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q,
                           std::pair<std::size_t, std::size_t> bytes, const char* api) {
   if (bytes.first && !gpu.isDeviceMemory(q.src)) {
     badArgument(rt, api, "src " + rt.describe(q.src) + " is not GPU memory; stream-ordered collectives take device buffers");
@@ -128,7 +127,7 @@ void requireDeviceBuffers(Runtime& rt, const GpuBackend& gpu, const Request& q,
   }
 }
 
-void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* stream, const char* api) {
+void runOnGpu(PeContext& rt, const detail::TeamState& team, Request q, void* stream, const char* api) {
   GpuBackend& gpu = *rt.gpu();
   GpuTeamWorkspace& ws = *team.gpuWorkspace;
   throwIfGpuFailed(rt, team, api);

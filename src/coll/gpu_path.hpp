@@ -8,7 +8,7 @@
 
 namespace axon {
 class GpuBackend;
-class Runtime;
+class PeContext;
 namespace detail {
 struct TeamState;
 }
@@ -17,18 +17,18 @@ struct TeamState;
 namespace axon::coll {
 
 // withReason: build explain()'s sentence too (not on the call path).
-GpuPlan gpuPlanFor(Runtime& rt, Collective c, std::size_t count, DataType type, int members,
+GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type, int members,
                    bool withReason = false);
 
 // `q` is checked. stream == nullptr: blocking, on the workspace's own stream; otherwise enqueued
 // on `stream` (a CUstream) with device buffers only. Throws the team's earlier failure, if any.
-void runOnGpu(Runtime& rt, const detail::TeamState& team, Request q, void* stream, const char* api);
+void runOnGpu(PeContext& rt, const detail::TeamState& team, Request q, void* stream, const char* api);
 // Throws InvalidArgument unless src and dst (`bytes` of each, 0: unused) are GPU memory, as the
 // stream forms require.
-void requireDeviceBuffers(Runtime& rt, const GpuBackend& gpu, const Request& q,
+void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q,
                           std::pair<std::size_t, std::size_t> bytes, const char* api);
 
 // Throws CollectiveMismatch / Timeout when a collective of the team's GPU workspace failed earlier.
-void throwIfGpuFailed(Runtime& rt, const detail::TeamState& team, const char* api);
+void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const char* api);
 
 }  // namespace axon::coll

@@ -11,7 +11,7 @@
 #include "coll/net_protocol.hpp"
 #include "coll/plan.hpp"
 #include "coll/protocol.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "transport/network_transport.hpp"
 
 namespace axon::coll {
@@ -19,7 +19,7 @@ namespace {
 
 // Zeroed scratch of blocks * blockBytes bytes (padding the leaders send is never read, but never
 // uninitialized either).
-std::vector<char> scratch(Runtime& rt, std::size_t blocks, std::size_t blockBytes, const char* api) {
+std::vector<char> scratch(PeContext& rt, std::size_t blocks, std::size_t blockBytes, const char* api) {
   if (blockBytes && blocks > std::numeric_limits<std::size_t>::max() / blockBytes) {
     throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": " + api + ": " +
                                                 std::to_string(blocks) + " blocks of " + std::to_string(blockBytes) +
@@ -40,7 +40,7 @@ void copyBytes(void* dst, const void* src, std::size_t bytes) {
 // One call's steps: the calls on both levels (local: null when this PE is alone on its node;
 // net: null unless this PE leads its node) and the plans of each step.
 struct Steps {
-  Runtime& rt;
+  PeContext& rt;
   const HierarchyLayout& layout;
   int myNode, myLocal;
   Call* local;
@@ -58,9 +58,8 @@ struct Steps {
     return makePlan({c, count, elem, localMembers(), rt.env().collBuffer, std::nullopt});
   }
   Plan leaderPlan(Collective c, std::size_t count) const {
-    const std::string& forced = rt.env().algo[static_cast<int>(q.collective)];
     std::optional<Algo> algo;
-    if (c == q.collective && !forced.empty()) algo = algoFromName(forced);
+    if (c == q.collective) algo = forcedAlgo(rt.env(), c);
     return makeLeaderPlan({c, count, elem, layout.nodes(), rt.env().collBuffer, algo});
   }
   Buffers buf(const void* src, void* dst, std::size_t count, int root) const {
@@ -209,10 +208,12 @@ struct Steps {
 
 }  // namespace
 
-std::shared_ptr<Hierarchy> Hierarchy::create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes) {
+std::shared_ptr<Hierarchy> Hierarchy::create(PeContext& rt, NetworkTransport& net, const detail::TeamState& team,
+                                             std::size_t halfBytes) {
   std::vector<std::string> names;
   for (int pe : team.members) names.push_back(rt.nodeName(pe));
   auto h = std::make_shared<Hierarchy>();
+  h->net_ = &net;
   h->layout_ = HierarchyLayout::of(names);
   const HierarchyLayout& l = h->layout_;
   h->myNode_ = l.nodeOf[team.myIndex];
@@ -224,7 +225,7 @@ std::shared_ptr<Hierarchy> Hierarchy::create(Runtime& rt, const detail::TeamStat
   h->leaders_.myIndex = h->myLocal_ == 0 ? h->myNode_ : -1;
   h->leaders_.name = team.name + "/leaders";
   if (h->local_.members.size() > 1) h->localWs_ = Workspace::create(rt, h->local_, halfBytes);
-  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, h->leaders_, halfBytes);
+  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, net, h->leaders_, halfBytes);
   return h;
 }
 
@@ -232,7 +233,7 @@ void Hierarchy::release() {
   if (netWs_) netWs_->release();
 }
 
-void Hierarchy::run(Runtime& rt, const Request& q, const CallRecord& record, const char* api) {
+void Hierarchy::run(PeContext& rt, const Request& q, const CallRecord& record, const char* api) {
   std::lock_guard one(callMutex_);
   std::optional<ShmCall> local;
   std::optional<NetCall> net;
@@ -265,7 +266,7 @@ void Hierarchy::run(Runtime& rt, const Request& q, const CallRecord& record, con
   }
 }
 
-void Hierarchy::explain(Runtime& rt, Explanation& e, std::size_t count, DataType type) const {
+void Hierarchy::explain(PeContext& rt, Explanation& e, std::size_t count, DataType type) const {
   const std::size_t elem = dataTypeSize(type);
   const int n = static_cast<int>(layout_.nodeOf.size());
   const char* steps = "";
@@ -290,15 +291,10 @@ void Hierarchy::explain(Runtime& rt, Explanation& e, std::size_t count, DataType
       leaderCount = w * w * count;
       break;
   }
-  const std::string& forced = rt.env().algo[static_cast<int>(e.collective)];
-  std::optional<Algo> algo;
-  if (!forced.empty()) algo = algoFromName(forced);
+  const std::optional<Algo> algo = forcedAlgo(rt.env(), e.collective);
   const Plan lp = makeLeaderPlan({leaderStep, leaderCount, elem, layout_.nodes(), rt.env().collBuffer, algo});
   std::string link = "the network";
-  if (NetworkTransport* netTransport = rt.router().network()) {
-    const int other = leaders_.members[myNode_ == 0 ? 1 : 0];
-    link = netTransport->pathTo(other);
-  }
+  if (net_) link = net_->pathTo(leaders_.members[myNode_ == 0 ? 1 : 0]);
   e.path = "hierarchical";
   e.algorithm = std::string(algoName(lp.algo)) + " among node leaders";
   e.reason = std::to_string(n) + " PEs on " + std::to_string(layout_.nodes()) + " nodes (up to " +

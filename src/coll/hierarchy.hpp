@@ -19,26 +19,29 @@
 #include "core/team_state.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 }
 
 namespace axon::coll {
 
 class Hierarchy {
  public:
-  // Collective over the team's members: the workspace of each node's part, and the leaders'.
-  static std::shared_ptr<Hierarchy> create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes);
+  // Collective over the team's members: the workspace of each node's part, and the leaders' on
+  // `net`, the transport to the other nodes.
+  static std::shared_ptr<Hierarchy> create(PeContext& rt, NetworkTransport& net, const detail::TeamState& team,
+                                           std::size_t halfBytes);
   // Gives the leaders' network region back; after the team's last barrier (Team::destroy).
   void release();
 
   const HierarchyLayout& layout() const { return layout_; }
   // Runs one call of the team on host buffers; `record` describes it (as on one node).
-  void run(Runtime& rt, const Request& q, const CallRecord& record, const char* api);
+  void run(PeContext& rt, const Request& q, const CallRecord& record, const char* api);
   // explain(): fills `e` (path "hierarchical") with both levels' choices.
-  void explain(Runtime& rt, Explanation& e, std::size_t count, DataType type) const;
+  void explain(PeContext& rt, Explanation& e, std::size_t count, DataType type) const;
 
  private:
   HierarchyLayout layout_;
+  NetworkTransport* net_ = nullptr;  // to the other nodes
   int myNode_ = 0, myLocal_ = 0;
   detail::TeamState local_, leaders_;     // this PE's node part and the leaders, as teams for names
   std::unique_ptr<Workspace> localWs_;    // when this node's part has more than one member

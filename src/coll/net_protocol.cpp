@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "axon/error.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "transport/network_transport.hpp"
 
@@ -19,7 +19,7 @@ std::uint64_t loadAcquire(const std::uint64_t& w) {
 
 }  // namespace
 
-NetCall::NetCall(Runtime& rt, const detail::TeamState& leaders, NetWorkspace& ws, CallRecord record, const char* api,
+NetCall::NetCall(PeContext& rt, const detail::TeamState& leaders, NetWorkspace& ws, CallRecord record, const char* api,
                  Call* local)
     : Call(rt, leaders, ws, ws.members(), ws.me(), record, api), ws_(ws), net_(ws.transport()), local_(local) {
   checkAbort();

@@ -13,7 +13,7 @@ namespace axon::coll {
 class NetCall final : public Call {
  public:
   // `local`: this leader's call inside its node, if any: a mismatch told there stops waits here.
-  NetCall(Runtime& rt, const detail::TeamState& leaders, NetWorkspace& ws, CallRecord record, const char* api,
+  NetCall(PeContext& rt, const detail::TeamState& leaders, NetWorkspace& ws, CallRecord record, const char* api,
           Call* local);
 
   void publish(std::uint64_t r, std::span<const int> readers, std::size_t bytes) override;

@@ -6,23 +6,22 @@
 #include "axon/error.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "transport/network_transport.hpp"
 
 namespace axon::coll {
 
-std::unique_ptr<NetWorkspace> NetWorkspace::create(Runtime& rt, const detail::TeamState& leaders,
-                                                   std::size_t halfBytes) {
+std::unique_ptr<NetWorkspace> NetWorkspace::create(PeContext& rt, NetworkTransport& net,
+                                                   const detail::TeamState& leaders, std::size_t halfBytes) {
   const int n = static_cast<int>(leaders.members.size());
   std::unique_ptr<NetWorkspace> ws(new NetWorkspace(n, leaders.myIndex, netLayout(n, halfBytes)));
-  ws->net_ = rt.router().network();
+  ws->net_ = &net;
   ws->worldRanks_ = leaders.members;
   const std::string what = "the network collective workspace of team " + leaders.name + " (AXON_COLL_BUFFER sets its size)";
   SetupStep expose(rt.bootstrap(), "coll-net-" + leaders.name, leaders.members, what);
   std::string mine;
   try {
-    if (!ws->net_) throw Error(ErrorCode::Internal, "no network transport, yet the team spans nodes");
     void* base = nullptr;
     const std::string registration = ws->net_->exposeRegion(ws->layout_.total, ws->myRegion_, base);
     ws->base_ = static_cast<char*>(base);

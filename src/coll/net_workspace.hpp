@@ -23,7 +23,7 @@
 #include "transport/transport.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 class NetworkTransport;
 namespace detail {
 struct TeamState;
@@ -56,7 +56,8 @@ class NetWorkspace : public ProtocolState {
  public:
   // Collective over the leaders (through the bootstrap store): each exposes its region and
   // accepts the others'.
-  static std::unique_ptr<NetWorkspace> create(Runtime& rt, const detail::TeamState& leaders, std::size_t halfBytes);
+  static std::unique_ptr<NetWorkspace> create(PeContext& rt, NetworkTransport& net, const detail::TeamState& leaders,
+                                              std::size_t halfBytes);
   // Gives the region back and forgets the peers'. Call when no leader writes any more (after the
   // team's last barrier); the transport frees what is left at finalize.
   void release();

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "axon/device/coll_types.hpp"
+#include "axon/error.hpp"
 #include "coll/schedule.hpp"
 
 namespace axon::coll {
@@ -153,10 +154,22 @@ std::string allowedAlgorithms(Collective c) {
   return s;
 }
 
-std::string algoVariable(Collective c) {
-  std::string s = "AXON_ALGO_";
-  for (const char* p = collectiveName(c); *p; ++p) s += static_cast<char>(*p == '_' ? '_' : std::toupper(*p));
-  return s;
+std::optional<Algo> forcedAlgo(const Env& env, Collective c) {
+  const std::string& name = env.algo[static_cast<int>(c)];
+  return name.empty() ? std::nullopt : algoFromName(name);
+}
+
+void checkForcedAlgorithms(const Env& env) {
+  for (int i = 0; i < static_cast<int>(env.algo.size()); ++i) {
+    const auto c = static_cast<Collective>(i);
+    const std::string& value = env.algo[i];
+    if (value.empty()) continue;
+    auto algo = algoFromName(value);
+    if (!algo || !algorithmAllowed(c, *algo)) {
+      throw Error(ErrorCode::InvalidArgument,
+                  algoVariable(c) + "='" + value + "' is not one of " + allowedAlgorithms(c));
+    }
+  }
 }
 
 Plan makePlan(const PlanInput& in) {

@@ -20,8 +20,12 @@ std::optional<Algo> algoFromName(std::string_view name);
 // The algorithms AXON_ALGO_<COLLECTIVE> may name for `c`, e.g. "oneshot, twoshot, ring".
 std::string allowedAlgorithms(Collective c);
 bool algorithmAllowed(Collective c, Algo a);
-// "AXON_ALGO_ALLREDUCE"
-std::string algoVariable(Collective c);
+// The algorithm AXON_ALGO_<COLLECTIVE> forces for `c`, if any (core/env.hpp reads the variables;
+// checkForcedAlgorithms has refused bad names at init).
+std::optional<Algo> forcedAlgo(const Env& env, Collective c);
+// Throws InvalidArgument naming the variable when an AXON_ALGO_<COLLECTIVE> names an algorithm
+// that collective does not have. init() calls it before joining the job.
+void checkForcedAlgorithms(const Env& env);
 
 struct PlanInput {
   Collective collective;

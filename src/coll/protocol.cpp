@@ -7,9 +7,9 @@
 #include "axon/error.hpp"
 #include "coll/describe_call.hpp"
 #include "coll/plan.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
-#include "onesided/wait.hpp"
+#include "core/wait.hpp"
 
 namespace axon::coll {
 namespace {
@@ -36,7 +36,7 @@ std::string describeCall(const CallRecord& r) {
                                             algoName(static_cast<Algo>(r.algo)), "buffer " + std::to_string(r.chunkBytes)});
 }
 
-Call::Call(Runtime& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
+Call::Call(PeContext& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
            const char* api)
     : rt_(rt), team_(team), state_(state), record_(record), api_(api), onCheck_([this] {
         checkAbort();
@@ -92,7 +92,7 @@ void Call::mismatch(const std::string& text) {
   throw Error(ErrorCode::CollectiveMismatch, message);
 }
 
-ShmCall::ShmCall(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api)
+ShmCall::ShmCall(PeContext& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api)
     : Call(rt, team, ws, ws.members(), ws.me(), record, api), ws_(ws) {
   // A peer scanning our record sees seq 0 while the fields change, and skips it.
   CallRecord& cur = ws_.header(me()).current;

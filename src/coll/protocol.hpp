@@ -23,7 +23,7 @@
 #include "coll/workspace.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 namespace detail {
 struct TeamState;
 }
@@ -70,7 +70,7 @@ class Call {
 
  protected:
   // Starts a call: refuses it if an earlier one failed on this level of the team.
-  Call(Runtime& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
+  Call(PeContext& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
        const char* api);
 
   // This PE's ack[reader] and its half for round r.
@@ -87,7 +87,7 @@ class Call {
   void published(std::uint64_t r, std::span<const int> readers);
   void readSomething() { readSomething_ = true; }
 
-  Runtime& rt_;
+  PeContext& rt_;
   const detail::TeamState& team_;
   ProtocolState& state_;
   CallRecord record_;
@@ -108,7 +108,7 @@ std::string describeCall(const CallRecord& r);
 // The shared-memory level: every member maps every member's workspace.
 class ShmCall final : public Call {
  public:
-  ShmCall(Runtime& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api);
+  ShmCall(PeContext& rt, const detail::TeamState& team, Workspace& ws, CallRecord record, const char* api);
 
   void publish(std::uint64_t r, std::span<const int> readers, std::size_t bytes) override;
   const char* await(int p, std::uint64_t r) override;

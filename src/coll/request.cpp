@@ -3,12 +3,12 @@
 #include <limits>
 
 #include "axon/error.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "gpu/gpu_backend.hpp"
 
 namespace axon::coll {
 
-void badArgument(Runtime& rt, const char* api, const std::string& what) {
+void badArgument(PeContext& rt, const char* api, const std::string& what) {
   throw Error(ErrorCode::InvalidArgument, "PE " + std::to_string(rt.myPe()) + ": " + api + ": " + what);
 }
 
@@ -20,7 +20,7 @@ bool overlaps(const char* a, std::size_t na, const char* b, std::size_t nb) {
 // A buffer whose extent is known (in a symmetric heap, or a device allocation the driver knows)
 // must hold what the call reads or writes there: the kernels or copies would otherwise run past
 // it, into the neighbouring allocations or off the mapping. Other host memory cannot be checked.
-void checkExtent(Runtime& rt, const void* p, std::size_t bytes, const char* api, const char* role) {
+void checkExtent(PeContext& rt, const void* p, std::size_t bytes, const char* api, const char* role) {
   if (!bytes) return;
   if (rt.heapContaining(p)) {
     rt.resolve(p, bytes, rt.myPe(), api, role);  // throws OutOfBounds past the allocation
@@ -52,7 +52,7 @@ std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t
   }
 }
 
-void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api) {
+void checkRequest(PeContext& rt, const Request& q, int n, int me, const char* api) {
   if (static_cast<unsigned>(q.type) > static_cast<unsigned>(DataType::Float64)) {
     badArgument(rt, api, "data type " + std::to_string(static_cast<int>(q.type)) + " is not an axon::DataType");
   }

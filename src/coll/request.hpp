@@ -9,7 +9,7 @@
 #include "axon/collectives.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 }
 
 namespace axon::coll {
@@ -36,7 +36,7 @@ inline bool rooted(Collective c) { return c == Collective::Broadcast || c == Col
 std::pair<std::size_t, std::size_t> extents(const Request& q, int n, std::size_t elem, int me);
 // Throws InvalidArgument / InvalidPe naming this PE and `api`, and OutOfBounds where src or dst
 // is in a symmetric heap or device allocation too small for what the call touches there.
-void checkRequest(Runtime& rt, const Request& q, int n, int me, const char* api);
-[[noreturn]] void badArgument(Runtime& rt, const char* api, const std::string& what);
+void checkRequest(PeContext& rt, const Request& q, int n, int me, const char* api);
+[[noreturn]] void badArgument(PeContext& rt, const char* api, const std::string& what);
 
 }  // namespace axon::coll

@@ -5,12 +5,12 @@
 
 #include "axon/error.hpp"
 #include "bootstrap/setup_step.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 
 namespace axon::coll {
 
-std::unique_ptr<Workspace> Workspace::create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes) {
+std::unique_ptr<Workspace> Workspace::create(PeContext& rt, const detail::TeamState& team, std::size_t halfBytes) {
   const int n = static_cast<int>(team.members.size());
   const WorkspaceLayout layout = workspaceLayout(n, halfBytes);
   std::unique_ptr<Workspace> ws(new Workspace(n, team.myIndex, layout));

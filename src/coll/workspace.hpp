@@ -15,7 +15,7 @@
 #include "memory/shm_segment.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 namespace detail {
 struct TeamState;
 }
@@ -25,7 +25,7 @@ namespace coll {
 class Workspace : public ProtocolState {
  public:
   // Collective over the team's members (through the bootstrap store).
-  static std::unique_ptr<Workspace> create(Runtime& rt, const detail::TeamState& team, std::size_t halfBytes);
+  static std::unique_ptr<Workspace> create(PeContext& rt, const detail::TeamState& team, std::size_t halfBytes);
 
   int members() const { return members_; }
   int me() const { return me_; }

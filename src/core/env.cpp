@@ -6,7 +6,6 @@
 
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
-#include "coll/plan.hpp"
 
 extern char** environ;
 
@@ -214,18 +213,17 @@ Env Env::fromVars(const EnvVars& vars) {
     }
     env.collGpuChannels = static_cast<int>(n);
   }
+  // Read here, checked against each collective's algorithms by coll::checkForcedAlgorithms at init.
   for (int c = 0; c < static_cast<int>(env.algo.size()); ++c) {
-    const auto coll = static_cast<Collective>(c);
-    const std::string name = coll::algoVariable(coll);
-    auto v = lookup(vars, name.c_str());
-    if (!v) continue;
-    auto algo = coll::algoFromName(*v);
-    if (!algo || !coll::algorithmAllowed(coll, *algo)) {
-      throw Error(ErrorCode::InvalidArgument, name + "='" + *v + "' is not one of " + coll::allowedAlgorithms(coll));
-    }
-    env.algo[c] = *v;
+    if (auto v = lookup(vars, algoVariable(static_cast<Collective>(c)).c_str())) env.algo[c] = *v;
   }
   return env;
+}
+
+std::string algoVariable(Collective c) {
+  std::string s = "AXON_ALGO_";
+  for (const char* p = collectiveName(c); *p; ++p) s += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
+  return s;
 }
 
 EnvVars Env::processVars() {

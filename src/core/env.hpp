@@ -8,7 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "bootstrap/launch_detect.hpp"
+#include "axon/collectives.hpp"
+#include "core/launch_detect.hpp"
 
 namespace axon {
 
@@ -56,6 +57,9 @@ struct Env {
   static Env fromVars(const EnvVars& vars);
   static EnvVars processVars();
 };
+
+// "AXON_ALGO_REDUCE_SCATTER": the variable that forces `c`'s algorithm (Env::algo).
+std::string algoVariable(Collective c);
 
 // "64M", "4G", "123", "1.5G" -> bytes. Throws InvalidArgument naming `what` on a bad value.
 std::size_t parseByteSize(const std::string& text, const std::string& what);

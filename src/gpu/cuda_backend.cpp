@@ -13,7 +13,7 @@
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "gpu/copy_async.hpp"
 #include "gpu/device_proxy.hpp"
 #include "gpu/driver.hpp"
@@ -23,12 +23,15 @@
 #include "gpu/ipc_buffers.hpp"
 #include "gpu/nvml.hpp"
 #include "memory/peer_growth.hpp"
+#include "memory/symmetric_heap.hpp"
 #include "kernels/coll_kernels.hpp"
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
 #include "transport/staged/stage_proxy.hpp"
 #include "transport/staged/staged_stream_ops.hpp"
 #include "transport/staged/staged_transport.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "core/env.hpp"
 
 namespace axon {
 namespace gpu {
@@ -66,7 +69,7 @@ CUdevice chooseDevice(const DriverApi& cu, const Env& env, int myPe) {
 
 class CudaBackend final : public GpuBackend {
  public:
-  CudaBackend(const DriverApi& cu, Runtime& rt) : cu_(cu), myPe_(rt.myPe()), nPes_(rt.nPes()), nodeLocal_(rt.nodeLocal()) {
+  CudaBackend(const DriverApi& cu, PeContext& rt) : cu_(cu), myPe_(rt.myPe()), nPes_(rt.nPes()), nodeLocal_(rt.nodeLocal()) {
     device_ = chooseDevice(cu, rt.env(), myPe_);
     cuCheck(cu.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
     cuCheck(cu.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
@@ -120,7 +123,8 @@ class CudaBackend final : public GpuBackend {
     pollStream_ = stream_ = nullptr;
   }
 
-  void connect(Runtime& rt) override {
+  void connect(const GpuSetup& setup) override {
+    PeContext& rt = setup.pe;
     Bootstrap& boot = rt.bootstrap();
     // Every PE publishes where it receives memory handles and which GPU it drives.
     wire::BlobWriter mine(wire::BlobKind::GpuCard);
@@ -160,7 +164,7 @@ class CudaBackend final : public GpuBackend {
     auto sizes = grow.finish(wire::wordBlob(heap_->mapped()));
     mapPeerGrowth(boot, *heap_, mappedSizes(sizes, grow), "gpu-heap-map", "mapping the PEs' GPU heaps");
     reportPeers(rt);
-    startStagedPath(rt);
+    startStagedPath(setup);
     startDeviceProxy(rt);
     warnIfKernelsLoadLazily(rt);
     buildContext();
@@ -195,7 +199,7 @@ class CudaBackend final : public GpuBackend {
   // Kernels reach the PEs on other nodes through the host proxy. Node-local PEs they reach by
   // load/store only (the proxy refuses a node-local GPU it cannot map; the stream-ordered calls
   // take the staged path to it).
-  void startDeviceProxy(Runtime& rt) {
+  void startDeviceProxy(PeContext& rt) {
     if (!spansNodes()) return;
     deviceProxy_ = std::make_unique<DeviceProxy>(cu_, ctx_, myPe_, heap_->base(), nodeLocal_);
     rt.progressEngine().add(deviceProxy_.get());
@@ -211,7 +215,7 @@ class CudaBackend final : public GpuBackend {
   // or one load each (cudaFuncGetAttributes) before such a wait. Said once per node.
   // Stream-ordered messages make kernels wait for the host too, on one node as well: said at the
   // first one, once per PE, when the start-up warning was not given.
-  void warnIfKernelsLoadLazily(Runtime& rt) {
+  void warnIfKernelsLoadLazily(PeContext& rt) {
     if (!deviceProxy_ && !staged_ && !spansNodes()) return;
     const auto& local = rt.nodeLocal();
     if (std::find(local.begin(), local.end(), true) - local.begin() != myPe_) {
@@ -238,7 +242,7 @@ class CudaBackend final : public GpuBackend {
 
   // One line per node-local peer at AXON_LOG=info: the link between the GPUs (NVML) and the path
   // axon takes, so a slow transfer can be traced to a missing NVLink or peer mapping.
-  void reportPeers(Runtime& rt) {
+  void reportPeers(PeContext& rt) {
     for (int p = 0; p < nPes_; ++p) {
       if (p == myPe_ || !rt.nodeLocal()[p]) continue;
       std::string link = gpuLink(busId_, busIds_[p]);
@@ -255,7 +259,8 @@ class CudaBackend final : public GpuBackend {
   // When any PE's GPU cannot map some node-local peer's GPU heap, every PE sets up the staged
   // path: one channel per sender in its host heap (the same allocation on every PE) and a proxy
   // thread serving it.
-  void startStagedPath(Runtime& rt) {
+  void startStagedPath(const GpuSetup& setup) {
+    PeContext& rt = setup.pe;
     Bootstrap& boot = rt.bootstrap();
     bool missing = false;
     for (int p = 0; p < nPes_; ++p) missing |= rt.nodeLocal()[p] && !heap_->reachable(p);
@@ -272,7 +277,7 @@ class CudaBackend final : public GpuBackend {
     }
     const std::size_t chunk = std::max<std::size_t>(64u << 10, rt.env().stageChunk / 4096 * 4096);
     const std::size_t perSender = staged::channelBytes(chunk);
-    SymmetricHeap& host = rt.hostHeap();
+    SymmetricHeap& host = setup.hostHeap;
     SetupStep grow(boot, "stage-heap", boot.worldRanks(), "the staged path's channels");
     std::optional<std::size_t> offset;
     std::size_t total = 0;
@@ -290,15 +295,15 @@ class CudaBackend final : public GpuBackend {
     }
     auto sizes = grow.finish(wire::wordBlob(host.mapped()));
     mapPeerGrowth(boot, host, mappedSizes(sizes, grow), "stage-heap-map", "mapping the staged path's channels");
-    rt.pinHostHeap();
+    setup.pinHostHeap();
     char* mine = static_cast<char*>(host.peerAddress(myPe_, *offset));
     std::memset(mine, 0, total);
     const std::size_t at = *offset;
     const int me = myPe_;
     proxy_ = std::make_unique<staged::StageProxy>(cu_, ctx_, myPe_, nPes_, mine, chunk, heap_->base(),
                                                   heap_->capacity(), static_cast<char*>(scratch_) + 128);
-    staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&rt, at, me, perSender](int p) {
-      return static_cast<char*>(rt.hostHeap().peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
+    staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&host, at, me, perSender](int p) {
+      return static_cast<char*>(host.peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
     });
     stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
     // Served by the PE's one progress engine (its thread, and every wait for the proxy).
@@ -543,7 +548,7 @@ class CudaBackend final : public GpuBackend {
     kernels::barrier(stream, context_, team);
   }
 
-  std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,
+  std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(PeContext& rt, const detail::TeamState& team,
                                                         std::string& whyNot) override {
     makeCurrent();
     const CollWorkspaceConfig config{rt.env().collGpuChannels, rt.env().collGpuChunk, rt.env().collGpuLlChunk,
@@ -641,7 +646,7 @@ class CudaBackend final : public GpuBackend {
 }  // namespace
 }  // namespace gpu
 
-std::unique_ptr<GpuBackend> makeGpuBackend(Runtime& rt, std::string& whyNot) {
+std::unique_ptr<GpuBackend> makeGpuBackend(PeContext& rt, std::string& whyNot) {
   const gpu::DriverApi* cu = gpu::driver();
   if (!cu) {
     whyNot = gpu::driverUnavailableReason();

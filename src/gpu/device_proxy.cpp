@@ -6,7 +6,9 @@
 #include "axon/collectives.hpp"
 #include "axon/onesided.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
+#include "memory/heap_space.hpp"
+#include "transport/transport.hpp"
 
 namespace axon::gpu {
 namespace {
@@ -124,7 +126,7 @@ void DeviceProxy::runCollective(const device::ProxyRequest& r) {
 }
 
 void DeviceProxy::addToControlWord(const device::ProxyRequest& r) {
-  Runtime& rt = runtime("barrier");
+  PeContext& rt = peContext("barrier");
   const std::size_t offset = static_cast<std::size_t>(r.sig - reinterpret_cast<std::uintptr_t>(gpuHeapBase_));
   const RemoteRef counter{r.pe, offset, nullptr, HeapKind::Gpu};
   rt.transportFor(counter, nullptr, "barrier").signal(counter, r.value, static_cast<SignalOp>(r.atomicOp));

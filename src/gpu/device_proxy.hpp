@@ -28,7 +28,7 @@
 #include "axon/team.hpp"
 #include "core/progress_engine.hpp"
 #include "gpu/driver.hpp"
-#include "transport/staged/poll_pacer.hpp"
+#include "core/poll_pacer.hpp"
 
 namespace axon::gpu {
 

@@ -19,10 +19,20 @@
 
 namespace axon {
 
-class Runtime;
+class PeContext;
+class SymmetricHeap;
 namespace detail {
 struct TeamState;
 }
+
+// What the GPU backend's set-up takes from the runtime that builds it (as NetworkSetup does for
+// the network): the PE, and the host heap where the staged path keeps its channels.
+struct GpuSetup {
+  PeContext& pe;
+  SymmetricHeap& hostHeap;
+  // After the host heap grew (the staged path's channels): pins the new ranges for the GPU.
+  std::function<void()> pinHostHeap;
+};
 
 // A team's GPU collective workspace: every member's, mapped for this GPU's loads and stores
 // (gpu/gpu_coll_workspace.cpp). Freed with the team.
@@ -54,7 +64,7 @@ class GpuBackend {
   virtual ~GpuBackend() = default;
 
   // Second phase of init, collective over the world: exchange memory handles, map the peers.
-  virtual void connect(Runtime& rt) = 0;
+  virtual void connect(const GpuSetup& setup) = 0;
   // Before the heaps go, or a team's slot is reused: waits for the GPU to finish this PE's work
   // on every stream. `api` names the call in the error.
   virtual void synchronize(const char* api) = 0;
@@ -126,7 +136,7 @@ class GpuBackend {
   virtual void enqueueHostOp(void* stream, std::function<HostCompletion()> start, std::string what) = 0;
   // Collective over the team's members: their GPU collective workspaces, mapped here. nullptr,
   // with `whyNot` set, on every member alike when some member cannot map some other's memory.
-  virtual std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(Runtime& rt, const detail::TeamState& team,
+  virtual std::shared_ptr<GpuTeamWorkspace> createTeamWorkspace(PeContext& rt, const detail::TeamState& team,
                                                                 std::string& whyNot) = 0;
   // After a team is destroyed: zero its device barrier row for the next team in the slot, and
   // stop serving its device collectives.
@@ -139,6 +149,6 @@ class GpuBackend {
 
 // The GPU backend for this process, or nullptr with `whyNot` set (no driver, no GPU, a build
 // without CUDA). Throws when a GPU exists but cannot be set up.
-std::unique_ptr<GpuBackend> makeGpuBackend(Runtime& rt, std::string& whyNot);
+std::unique_ptr<GpuBackend> makeGpuBackend(PeContext& rt, std::string& whyNot);
 
 }  // namespace axon

@@ -9,10 +9,11 @@
 #include "bootstrap/setup_step.hpp"
 #include "core/fd_channel.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "gpu/copy_async.hpp"
 #include "gpu/gpu_heap.hpp"
+#include "core/env.hpp"
 
 namespace axon::gpu {
 namespace {
@@ -122,7 +123,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
     return "";
   }
 
-  void buildHandle(Runtime& rt, const detail::TeamState& team, const CollWorkspaceConfig& config,
+  void buildHandle(PeContext& rt, const detail::TeamState& team, const CollWorkspaceConfig& config,
                    const device::CollLayout& layout) {
     handle_.base = reinterpret_cast<char*>(reservation_);
     handle_.stride = static_cast<long long>(size_);
@@ -223,7 +224,7 @@ std::string fallbackReason(const SetupStep::Outcome& out) { return out.failure ?
 
 }  // namespace
 
-std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdevice device, CUcontext ctx, Runtime& rt,
+std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdevice device, CUcontext ctx, PeContext& rt,
                                                       const detail::TeamState& team,
                                                       const CollWorkspaceConfig& config, std::string& whyNot) {
   const int n = static_cast<int>(team.members.size());

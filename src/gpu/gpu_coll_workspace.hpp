@@ -25,7 +25,7 @@ struct CollWorkspaceConfig {
 
 // Collective over the team's members. nullptr with `whyNot` set, on every member alike, when some
 // member could not create or map the memory (no peer access between two of the GPUs, ...).
-std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdevice device, CUcontext ctx, Runtime& rt,
+std::shared_ptr<GpuTeamWorkspace> createCollWorkspace(const DriverApi& cu, CUdevice device, CUcontext ctx, PeContext& rt,
                                                       const detail::TeamState& team,
                                                       const CollWorkspaceConfig& config, std::string& whyNot);
 

@@ -3,7 +3,7 @@
 
 namespace axon {
 
-std::unique_ptr<GpuBackend> makeGpuBackend(Runtime&, std::string& whyNot) {
+std::unique_ptr<GpuBackend> makeGpuBackend(PeContext&, std::string& whyNot) {
   whyNot = "this build of axon has no CUDA support (it was built without nvcc or with AXON_CUDA=OFF)";
   return nullptr;
 }

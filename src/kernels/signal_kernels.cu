@@ -9,7 +9,7 @@
 #include "axon/device/device.hpp"
 #include "axon/error.hpp"
 #include "kernels/kernels.hpp"
-#include "transport/staged/stream_op_ring.hpp"
+#include "kernels/stream_op_ring.hpp"
 
 namespace axon::kernels {
 namespace {

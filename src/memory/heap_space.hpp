@@ -49,7 +49,7 @@ class HeapSpace {
   const SymmetricAllocator& allocator() const { return allocator_; }
 
   // Every PE's mapped size as the last allocation exchange reported it: the same on every PE, so
-  // every PE decides alike whether there is growth to map (memory/memory_api.cpp).
+  // every PE decides alike whether there is growth to map (runtime/memory_api.cpp).
   std::vector<std::size_t>& exchangedMapped() { return exchangedMapped_; }
 
  private:

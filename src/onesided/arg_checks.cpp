@@ -3,7 +3,7 @@
 #include <string>
 
 #include "axon/error.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 
 namespace axon {
 
@@ -28,7 +28,7 @@ void checkCmp(Cmp cmp, const char* api) {
   }
 }
 
-RemoteRef resolveSignal(Runtime& rt, const std::uint64_t* sig, int pe, const char* api) {
+RemoteRef resolveSignal(PeContext& rt, const std::uint64_t* sig, int pe, const char* api) {
   RemoteRef ref = rt.resolve(sig, sizeof(std::uint64_t), pe, api, "sig");
   if (reinterpret_cast<std::uintptr_t>(sig) % alignof(std::uint64_t) != 0) {
     throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +

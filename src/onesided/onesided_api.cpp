@@ -3,11 +3,12 @@
 
 #include "axon/error.hpp"
 #include "axon/onesided.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "onesided/arg_checks.hpp"
 #include "onesided/team_barrier.hpp"
-#include "onesided/wait.hpp"
+#include "core/wait.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon {
 
@@ -27,7 +28,7 @@ namespace {
 
 template <bool Nbi>
 void doPut(void* dest, const void* src, std::size_t bytes, int pe, const char* api) {
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   RemoteRef ref = rt.resolve(dest, bytes, pe, api, "dest");
   checkLocal(src, bytes, api, "src");
   if (bytes == 0) return;
@@ -38,7 +39,7 @@ void doPut(void* dest, const void* src, std::size_t bytes, int pe, const char* a
 
 template <bool Nbi>
 void doGet(void* dest, const void* src, std::size_t bytes, int pe, const char* api) {
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   RemoteRef ref = rt.resolve(src, bytes, pe, api, "src");
   checkLocal(dest, bytes, api, "dest");
   if (bytes == 0) return;
@@ -50,7 +51,7 @@ void doGet(void* dest, const void* src, std::size_t bytes, int pe, const char* a
 template <bool Nbi>
 void doPutSignal(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig,
                  std::uint64_t value, SignalOp op, int pe, const char* api) {
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   checkSignalOp(op, api);
   RemoteRef data = rt.resolve(dest, bytes, pe, api, "dest");
   RemoteRef flag = resolveSignal(rt, sig, pe, api);
@@ -90,21 +91,21 @@ void putSignalNbi(void* dest, const void* src, std::size_t bytes, std::uint64_t*
 }
 
 void signalOp(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe) {
-  Runtime& rt = runtime("signal_op");
+  PeContext& rt = peContext("signal_op");
   checkSignalOp(op, "signal_op");
   RemoteRef flag = resolveSignal(rt, sig, pe, "signal_op");
   rt.transportFor(flag, nullptr, "signal_op").signal(flag, value, op);
 }
 
 std::uint64_t signalFetch(const std::uint64_t* sig) {
-  Runtime& rt = runtime("signal_fetch");
+  PeContext& rt = peContext("signal_fetch");
   RemoteRef ref = resolveSignal(rt, sig, rt.myPe(), "signal_fetch");
   if (ref.heap == HeapKind::Gpu) return rt.gpu()->readWord(sig);
   return std::atomic_ref<const std::uint64_t>(*sig).load(std::memory_order_acquire);
 }
 
 std::uint64_t signalWaitUntil(std::uint64_t* sig, Cmp cmp, std::uint64_t value) {
-  Runtime& rt = runtime("signal_wait_until");
+  PeContext& rt = peContext("signal_wait_until");
   checkCmp(cmp, "signal_wait_until");
   RemoteRef ref = resolveSignal(rt, sig, rt.myPe(), "signal_wait_until");
   if (ref.heap == HeapKind::Gpu) {
@@ -128,7 +129,7 @@ void atomic(AtomicOp op, void* dest, std::size_t width, const void* operand, con
     throw Error(ErrorCode::InvalidArgument, "axon: unknown atomic operation");
   }
   const char* api = names[index];
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   if (width != 4 && width != 8) {
     throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": atomics take 4- or 8-byte integers");
   }
@@ -143,22 +144,22 @@ void atomic(AtomicOp op, void* dest, std::size_t width, const void* operand, con
 }  // namespace detail
 
 void fence() {
-  runtime("fence").fenceAll();
+  peContext("fence").fenceAll();
 }
 
 void quiet() {
-  runtime("quiet").quietAll();
+  peContext("quiet").quietAll();
 }
 
 void barrierAll() {
-  Runtime& rt = runtime("barrier_all");
+  PeContext& rt = peContext("barrier_all");
   rt.quietAll();
-  teamBarrier(rt, *rt.world().state(), "barrier_all");
+  teamBarrier(rt, *Team::world().state(), "barrier_all");
 }
 
 void syncAll() {
-  Runtime& rt = runtime("sync_all");
-  teamBarrier(rt, *rt.world().state(), "sync_all");
+  PeContext& rt = peContext("sync_all");
+  teamBarrier(rt, *Team::world().state(), "sync_all");
 }
 
 }  // namespace axon

@@ -4,14 +4,15 @@
 
 #include "axon/error.hpp"
 #include "axon/gpu.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "onesided/arg_checks.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon {
 namespace {
 
-GpuBackend& requireGpu(Runtime& rt, const char* api) {
+GpuBackend& requireGpu(PeContext& rt, const char* api) {
   if (GpuBackend* g = rt.gpu()) return *g;
   throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + " needs the GPU backend, which is off: " +
                                           rt.gpuUnavailableReason());
@@ -19,7 +20,7 @@ GpuBackend& requireGpu(Runtime& rt, const char* api) {
 
 // A signal for stream-ordered use: in the GPU heap (kernels update it with GPU atomics, which
 // are not atomic with the host's on host memory), 8-byte aligned.
-RemoteRef resolveGpuSignal(Runtime& rt, const std::uint64_t* sig, int pe, const char* api) {
+RemoteRef resolveGpuSignal(PeContext& rt, const std::uint64_t* sig, int pe, const char* api) {
   RemoteRef ref = resolveSignal(rt, sig, pe, api);
   if (ref.heap != HeapKind::Gpu) {
     throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": sig " + rt.describe(sig) +
@@ -62,33 +63,33 @@ const detail::TeamState& teamState(const Team& team, const char* api) {
 
 }  // namespace
 
-bool gpuEnabled() { return runtime("gpu_enabled").gpu() != nullptr; }
+bool gpuEnabled() { return peContext("gpu_enabled").gpu() != nullptr; }
 
 int gpuDevice() {
-  Runtime& rt = runtime("gpu_device");
+  PeContext& rt = peContext("gpu_device");
   return requireGpu(rt, "gpu_device").deviceOrdinal();
 }
 
-const char* gpuUnavailableReason() { return runtime("gpu_unavailable_reason").gpuUnavailableReason().c_str(); }
+const char* gpuUnavailableReason() { return peContext("gpu_unavailable_reason").gpuUnavailableReason().c_str(); }
 
 device::Context deviceContext() {
-  Runtime& rt = runtime("device_context");
+  PeContext& rt = peContext("device_context");
   return requireGpu(rt, "device_context").deviceContext();
 }
 
 device::Team deviceTeam(const Team& team) {
-  runtime("device_team");
+  peContext("device_team");
   return toDeviceTeam(teamState(team, "device_team"), "device_team");
 }
 
 bool gpuPeerReachable(int pe) {
-  Runtime& rt = runtime("gpu_peer_reachable");
+  PeContext& rt = peContext("gpu_peer_reachable");
   rt.checkPe(pe, "gpu_peer_reachable");
   return requireGpu(rt, "gpu_peer_reachable").peerReachable(pe);
 }
 
 void putOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream stream) {
-  Runtime& rt = runtime("put_on_stream");
+  PeContext& rt = peContext("put_on_stream");
   GpuBackend& gpu = requireGpu(rt, "put_on_stream");
   RemoteRef ref = rt.resolve(dest, bytes, pe, "put_on_stream", "dest");
   checkLocal(src, bytes, "put_on_stream", "src");
@@ -96,7 +97,7 @@ void putOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream 
 }
 
 void getOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream stream) {
-  Runtime& rt = runtime("get_on_stream");
+  PeContext& rt = peContext("get_on_stream");
   GpuBackend& gpu = requireGpu(rt, "get_on_stream");
   RemoteRef ref = rt.resolve(src, bytes, pe, "get_on_stream", "src");
   checkLocal(dest, bytes, "get_on_stream", "dest");
@@ -105,7 +106,7 @@ void getOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream 
 
 void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig, std::uint64_t value,
                        SignalOp op, int pe, Stream stream) {
-  Runtime& rt = runtime("put_signal_on_stream");
+  PeContext& rt = peContext("put_signal_on_stream");
   GpuBackend& gpu = requireGpu(rt, "put_signal_on_stream");
   checkSignalOp(op, "put_signal_on_stream");
   RemoteRef data = rt.resolve(dest, bytes, pe, "put_signal_on_stream", "dest");
@@ -116,14 +117,14 @@ void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint
 }
 
 void signalOpOnStream(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe, Stream stream) {
-  Runtime& rt = runtime("signal_op_on_stream");
+  PeContext& rt = peContext("signal_op_on_stream");
   GpuBackend& gpu = requireGpu(rt, "signal_op_on_stream");
   checkSignalOp(op, "signal_op_on_stream");
   gpu.signalOnStream(resolveGpuSignal(rt, sig, pe, "signal_op_on_stream"), value, op, stream);
 }
 
 void signalWaitUntilOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, Stream stream) {
-  Runtime& rt = runtime("signal_wait_until_on_stream");
+  PeContext& rt = peContext("signal_wait_until_on_stream");
   GpuBackend& gpu = requireGpu(rt, "signal_wait_until_on_stream");
   checkCmp(cmp, "signal_wait_until_on_stream");
   resolveGpuSignal(rt, sig, rt.myPe(), "signal_wait_until_on_stream");
@@ -131,12 +132,12 @@ void signalWaitUntilOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, S
 }
 
 void quietOnStream(Stream stream) {
-  Runtime& rt = runtime("quiet_on_stream");
+  PeContext& rt = peContext("quiet_on_stream");
   requireGpu(rt, "quiet_on_stream").quietOnStream(stream);
 }
 
 void barrierOnStream(const Team& team, Stream stream) {
-  Runtime& rt = runtime("barrier_on_stream");
+  PeContext& rt = peContext("barrier_on_stream");
   GpuBackend& gpu = requireGpu(rt, "barrier_on_stream");
   const auto& s = teamState(team, "barrier_on_stream");
   device::Team t = toDeviceTeam(s, "barrier_on_stream");
@@ -151,12 +152,12 @@ void barrierOnStream(const Team& team, Stream stream) {
 }
 
 void barrierAllOnStream(Stream stream) {
-  Runtime& rt = runtime("barrier_all_on_stream");
-  barrierOnStream(rt.world(), stream);
+  PeContext& rt = peContext("barrier_all_on_stream");
+  barrierOnStream(Team::world(), stream);
 }
 
 void streamSynchronize(Stream stream) {
-  Runtime& rt = runtime("stream_synchronize");
+  PeContext& rt = peContext("stream_synchronize");
   requireGpu(rt, "stream_synchronize").synchronizeStream(stream);
 }
 

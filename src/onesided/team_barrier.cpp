@@ -3,9 +3,11 @@
 #include <atomic>
 #include <string>
 
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
-#include "onesided/wait.hpp"
+#include "core/wait.hpp"
+#include "core/control_block.hpp"
+#include "transport/transport.hpp"
 
 namespace axon {
 
@@ -15,7 +17,7 @@ int disseminationRounds(int n) {
   return rounds;
 }
 
-void teamBarrier(Runtime& rt, const detail::TeamState& team, const char* what) {
+void teamBarrier(PeContext& rt, const detail::TeamState& team, const char* what) {
   const int n = static_cast<int>(team.members.size());
   // Round r: signal the PE 2^r ahead, wait for the one 2^r behind. Counters only grow, so a fast
   // PE that enters the next barrier early cannot be mistaken for this one: this barrier waits for

@@ -5,13 +5,13 @@
 
 namespace axon {
 
-class Runtime;
+class PeContext;
 namespace detail {
 struct TeamState;
 }
 
 // Synchronizes the team (no quiet). `what` names the caller for error messages.
-void teamBarrier(Runtime& rt, const detail::TeamState& team, const char* what);
+void teamBarrier(PeContext& rt, const detail::TeamState& team, const char* what);
 
 // Rounds of the dissemination barrier for n PEs: ceil(log2(n)). Pure, unit-tested.
 int disseminationRounds(int n);

@@ -6,20 +6,22 @@
 
 #include "axon/error.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
-#include "onesided/wait.hpp"
+#include "core/wait.hpp"
+#include "core/env.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon::p2p {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string me(const Runtime& rt) { return "PE " + std::to_string(rt.myPe()) + ": "; }
+std::string me(const PeContext& rt) { return "PE " + std::to_string(rt.myPe()) + ": "; }
 
 }  // namespace
 
-Engine::Engine(Runtime& rt, std::unique_ptr<LocalChannel> local, Channel* network)
+Engine::Engine(PeContext& rt, std::unique_ptr<LocalChannel> local, Channel* network)
     : rt_(rt), local_(std::move(local)), network_(network) {
   const auto n = static_cast<std::size_t>(rt.nPes());
   share_ = rt.env().p2pUnexpected / n;

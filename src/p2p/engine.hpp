@@ -1,5 +1,5 @@
 // Two-sided messages of one PE: matching (p2p/matcher.hpp, one per team), the order of each
-// destination's sends, eager credit, and the channels that move the data (p2p/channel.hpp): the
+// destination's sends, eager credit, and the channels that move the data (transport/message_channel.hpp): the
 // node's shared-memory rings for PEs of this node, UCX for PEs of other nodes.
 //
 // Credit bounds what waits unmatched here: each sender may have AXON_P2P_UNEXPECTED / nPes bytes
@@ -30,12 +30,12 @@
 #include <vector>
 
 #include "core/progress_engine.hpp"
-#include "p2p/channel.hpp"
+#include "transport/message_channel.hpp"
 #include "p2p/local_channel.hpp"
 #include "p2p/matcher.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 namespace detail {
 struct TeamState;
 }
@@ -46,7 +46,7 @@ namespace axon::p2p {
 class Engine final : public ProgressClient, private Sink {
  public:
   // `network`: the channel to PEs of other nodes, or nullptr when the job runs on one node.
-  Engine(Runtime& rt, std::unique_ptr<LocalChannel> local, Channel* network);
+  Engine(PeContext& rt, std::unique_ptr<LocalChannel> local, Channel* network);
   ~Engine() override;
 
   // Team slots; context slot + kTeamSlots holds the team's stream-ordered messages.
@@ -128,7 +128,7 @@ class Engine final : public ProgressClient, private Sink {
   bool progressLocked();
   std::string timeoutMessage(const Operation& op);
 
-  Runtime& rt_;
+  PeContext& rt_;
   std::unique_ptr<LocalChannel> local_;
   Channel* network_;
   std::mutex mutex_;

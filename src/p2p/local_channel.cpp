@@ -12,7 +12,7 @@
 #include "axon/error.hpp"
 #include "bootstrap/setup_step.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "gpu/gpu_backend.hpp"
 
@@ -46,7 +46,7 @@ SlotHeader slotHeader(SlotKind kind, std::uint64_t bytes, std::uint64_t id, std:
 
 }  // namespace
 
-std::unique_ptr<LocalChannel> LocalChannel::create(Runtime& rt, const detail::TeamState& node, RingLayout layout) {
+std::unique_ptr<LocalChannel> LocalChannel::create(PeContext& rt, const detail::TeamState& node, RingLayout layout) {
   std::unique_ptr<LocalChannel> ch(new LocalChannel(rt, node, layout));
   const int n = static_cast<int>(node.members.size());
   const std::uint64_t bytes = layout.inboxBytes(n);
@@ -96,7 +96,7 @@ std::unique_ptr<LocalChannel> LocalChannel::create(Runtime& rt, const detail::Te
   return ch;
 }
 
-LocalChannel::LocalChannel(Runtime& rt, const detail::TeamState& node, RingLayout layout)
+LocalChannel::LocalChannel(PeContext& rt, const detail::TeamState& node, RingLayout layout)
     : rt_(rt), layout_(layout), me_(node.myIndex), peOf_(node.members), localOf_(rt.nPes(), -1) {
   const std::size_t n = node.members.size();
   for (std::size_t i = 0; i < n; ++i) localOf_[node.members[i]] = static_cast<int>(i);

@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "memory/shm_segment.hpp"
-#include "p2p/channel.hpp"
+#include "transport/message_channel.hpp"
 #include "p2p/ring_layout.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 namespace detail {
 struct TeamState;
 }
@@ -35,7 +35,7 @@ namespace axon::p2p {
 class LocalChannel final : public Channel {
  public:
   // Collective over `node` (the node team): makes this PE's inbox and maps the others'.
-  static std::unique_ptr<LocalChannel> create(Runtime& rt, const detail::TeamState& node, RingLayout layout);
+  static std::unique_ptr<LocalChannel> create(PeContext& rt, const detail::TeamState& node, RingLayout layout);
   ~LocalChannel() override;
   LocalChannel(const LocalChannel&) = delete;
   LocalChannel& operator=(const LocalChannel&) = delete;
@@ -52,7 +52,7 @@ class LocalChannel final : public Channel {
   std::string describePath(int pe, std::uint64_t bytes, bool onDevice, bool eager) const override;
 
  private:
-  LocalChannel(Runtime& rt, const detail::TeamState& node, RingLayout layout);
+  LocalChannel(PeContext& rt, const detail::TeamState& node, RingLayout layout);
 
   // A stream of a send's data through the ring, asked for by the receiver.
   struct Stream {
@@ -83,7 +83,7 @@ class LocalChannel final : public Channel {
     return *reinterpret_cast<RingControl*>(inboxes_[owner].base() + layout_.ringOffset(ring));
   }
 
-  Runtime& rt_;
+  PeContext& rt_;
   RingLayout layout_;
   int me_;                      // this PE's index in the node
   std::vector<int> peOf_;       // [local] world rank

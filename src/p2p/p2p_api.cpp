@@ -1,20 +1,20 @@
 // The public two-sided API (axon/p2p.hpp): argument checks and the engine of this PE.
 #include "axon/p2p.hpp"
 
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "p2p/engine.hpp"
 
 namespace axon {
 namespace {
 
-p2p::Engine& engine(const char* api) { return runtime(api).messages(); }
+p2p::Engine& engine(const char* api) { return peContext(api).messages(); }
 
 }  // namespace
 
 bool Request::test(Status* status) {
   if (!op_) throw Error(ErrorCode::InvalidArgument, "axon: test on an invalid (empty) request");
-  if (!op_->done()) runtime("test").progress();
+  if (!op_->done()) peContext("test").progress();
   if (!op_->done()) return false;
   op_->rethrow();
   if (status) *status = op_->status;

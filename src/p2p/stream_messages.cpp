@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "axon/p2p.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "p2p/engine.hpp"
-#include "p2p/operation.hpp"
+#include "transport/message_operation.hpp"
+#include "core/env.hpp"
+#include "gpu/gpu_backend.hpp"
 
 namespace axon {
 namespace {
@@ -35,7 +37,7 @@ struct Group {
 };
 thread_local Group group;
 
-std::string me(Runtime& rt) { return "PE " + std::to_string(rt.myPe()) + ": "; }
+std::string me(PeContext& rt) { return "PE " + std::to_string(rt.myPe()) + ": "; }
 
 std::string describe(const std::vector<StreamCall>& calls) {
   if (calls.size() == 1) {
@@ -50,11 +52,11 @@ std::string describe(const std::vector<StreamCall>& calls) {
 }
 
 // Enqueues `calls` on `stream` as one step: posted together, ended together.
-void enqueue(Runtime& rt, std::vector<StreamCall> calls, Stream stream) {
+void enqueue(PeContext& rt, std::vector<StreamCall> calls, Stream stream) {
   const double timeoutSec = rt.env().timeoutSec;
   const std::string what = describe(calls);
   auto start = [calls = std::move(calls), timeoutSec]() -> GpuBackend::HostCompletion {
-    p2p::Engine& e = runtime("stream-ordered message").messages();
+    p2p::Engine& e = peContext("stream-ordered message").messages();
     auto ops = std::make_shared<std::vector<std::shared_ptr<p2p::Operation>>>();
     for (const StreamCall& c : calls) {
       const char* api = c.send ? "send_on_stream" : "recv_on_stream";
@@ -87,7 +89,7 @@ void enqueue(Runtime& rt, std::vector<StreamCall> calls, Stream stream) {
 
 void call(bool send, void* buf, std::size_t bytes, int peer, Stream stream, const Team& team) {
   const char* api = send ? "send_on_stream" : "recv_on_stream";
-  Runtime& rt = runtime(api);
+  PeContext& rt = peContext(api);
   const detail::TeamState& state = detail::requireValidTeam(team, api);
   if (!rt.gpu()) {
     throw Error(ErrorCode::Unsupported, me(rt) + api + ": stream-ordered messages need the GPU backend, which is off (" +
@@ -126,12 +128,12 @@ void recvOnStream(void* buf, std::size_t capacity, int source, Stream stream, co
 }
 
 void groupStart() {
-  runtime("group_start");
+  peContext("group_start");
   ++group.depth;
 }
 
 void groupEnd() {
-  Runtime& rt = runtime("group_end");
+  PeContext& rt = peContext("group_end");
   if (group.depth == 0) {
     throw Error(ErrorCode::InvalidArgument, me(rt) + "group_end without a group_start on this thread");
   }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/space_kernels.hpp"
+#include "space/space_kernels.hpp"
 
 namespace axon::space {
 

@@ -1,6 +1,6 @@
 // The staging-space client's GPU work: the driver (loaded at run time), a stream of its own, a pool
 // of device staging buffers, servers' arenas pinned chunk by chunk, and the fused reassembly
-// kernel (kernels/space_kernels.cu).
+// kernel (space/space_kernels.cu).
 #include <algorithm>
 #include <map>
 #include <mutex>

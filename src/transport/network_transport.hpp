@@ -55,7 +55,7 @@ class NetworkTransport : public Transport, public ProgressClient {
   // A PE whose endpoint failed (peer gone, link down), or -1; `why` gets the reason.
   virtual int failedPeer(std::string* why) const = 0;
 
-  // Two-sided messages to PEs on other nodes (p2p/channel.hpp).
+  // Two-sided messages to PEs on other nodes (transport/message_channel.hpp).
   virtual p2p::Channel& messageChannel() = 0;
 };
 

@@ -1,4 +1,4 @@
-// libFuzzer target: launcher detection (bootstrap/launch_detect.cpp) over arbitrary environments.
+// libFuzzer target: launcher detection (core/launch_detect.cpp) over arbitrary environments.
 //
 // The input is a list of variables, one a line ('\n'): "NAME=VALUE" (no '=': an empty value), or a
 // byte >= 0x80 followed by the value, which names the (byte - 0x80) % N-th variable detectLaunch
@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "axon/error.hpp"
-#include "bootstrap/launch_detect.hpp"
+#include "core/launch_detect.hpp"
 
 namespace {
 

@@ -56,7 +56,7 @@ std::string encodeRequest(const StoreRequest& q) {
 }
 
 // The readers of the runtime's own kinds live in anonymous namespaces next to their writers
-// (core/runtime.cpp, memory/memory_api.cpp, core/team.cpp, gpu/cuda_backend.cpp); these read the
+// (runtime/runtime.cpp, runtime/memory_api.cpp, runtime/team.cpp, gpu/cuda_backend.cpp); these read the
 // same fields in the same order, so decodeBlob sees what those readers would hand it.
 void decodeValue(std::string_view blob) {
   const std::string origin = "the fuzzer's value";

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/space_kernels.hpp"
+#include "space/space_kernels.hpp"
 #include "space/box.hpp"
 
 namespace axon::space {

@@ -155,7 +155,7 @@ TEST(CollPlan, AlgoVariablesAreParsedAndChecked) {
   Env env = Env::fromVars({{"AXON_ALGO_ALLREDUCE", "ring"}, {"AXON_COLL_BUFFER", "64K"}});
   EXPECT_EQ(env.algo[static_cast<int>(Collective::Allreduce)], "ring");
   EXPECT_EQ(env.collBuffer, 64u * 1024);
-  std::string m = test::errorMessageOf([] { Env::fromVars({{"AXON_ALGO_BROADCAST", "ring"}}); },
+  std::string m = test::errorMessageOf([] { checkForcedAlgorithms(Env::fromVars({{"AXON_ALGO_BROADCAST", "ring"}})); },
                                        ErrorCode::InvalidArgument);
   EXPECT_TRUE(test::contains(m, "AXON_ALGO_BROADCAST='ring' is not one of oneshot, chain"));
   m = test::errorMessageOf([] { Env::fromVars({{"AXON_COLL_BUFFER", "1K"}}); }, ErrorCode::InvalidArgument);

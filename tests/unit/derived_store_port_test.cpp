@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "bootstrap/launch_detect.hpp"
+#include "core/launch_detect.hpp"
 
 namespace axon {
 namespace {

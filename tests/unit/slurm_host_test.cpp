@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "bootstrap/launch_detect.hpp"
+#include "core/launch_detect.hpp"
 #include "expect_error.hpp"
 
 namespace axon {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "expect_error.hpp"
-#include "kernels/space_kernels.hpp"
+#include "space/space_kernels.hpp"
 
 namespace axon::space {
 namespace {
@@ -415,7 +415,7 @@ TEST(SpaceBox, LargeCopiesAreSharedByThreads) {
   EXPECT_TRUE(a == flatSrc);
 }
 
-// The reassembly table's summary (kernels/region_runs.cpp): runs numbered in order, the longest
+// The reassembly table's summary (space/region_runs.cpp): runs numbered in order, the longest
 // run, and the widest unit dividing every run's source and destination address and its length,
 // checked run by run against the planned copies.
 TEST(SpaceBox, RunSummaryNumbersRunsAndFindsTheWidestUnit) {

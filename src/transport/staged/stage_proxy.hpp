@@ -12,7 +12,7 @@
 
 #include "core/progress_engine.hpp"
 #include "gpu/driver.hpp"
-#include "transport/staged/poll_pacer.hpp"
+#include "core/poll_pacer.hpp"
 #include "transport/staged/stage_channel.hpp"
 
 namespace axon::staged {

@@ -36,8 +36,8 @@
 
 #include "core/progress_engine.hpp"
 #include "gpu/driver.hpp"
-#include "transport/staged/poll_pacer.hpp"
-#include "transport/staged/stream_op_ring.hpp"
+#include "core/poll_pacer.hpp"
+#include "kernels/stream_op_ring.hpp"
 
 namespace axon::staged {
 

@@ -4,13 +4,13 @@
 #include <atomic>
 #include <cstring>
 
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
 #include "gpu/copy_async.hpp"
-#include "onesided/wait.hpp"
+#include "core/wait.hpp"
 
 namespace axon::staged {
 
-StagedTransport::StagedTransport(const gpu::DriverApi& cu, Runtime& rt, std::size_t chunk,
+StagedTransport::StagedTransport(const gpu::DriverApi& cu, PeContext& rt, std::size_t chunk,
                                  std::function<char*(int)> channelOf)
     : cu_(cu), rt_(rt), chunk_(chunk), channelOf_(std::move(channelOf)), seq_(rt.nPes(), 0) {
   gpu::cuCheck(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "staged path: cuStreamCreate");

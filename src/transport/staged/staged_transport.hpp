@@ -13,7 +13,7 @@
 #include "transport/transport.hpp"
 
 namespace axon {
-class Runtime;
+class PeContext;
 }
 
 namespace axon::staged {
@@ -21,7 +21,7 @@ namespace axon::staged {
 class StagedTransport final : public Transport {
  public:
   // `channelOf(pe)` is where this process sees its own channel in PE pe's host heap.
-  StagedTransport(const gpu::DriverApi& cu, Runtime& rt, std::size_t chunk, std::function<char*(int)> channelOf);
+  StagedTransport(const gpu::DriverApi& cu, PeContext& rt, std::size_t chunk, std::function<char*(int)> channelOf);
   ~StagedTransport() override;
 
   bool reaches(int pe) const noexcept override { return true; }
@@ -47,7 +47,7 @@ class StagedTransport final : public Transport {
   std::uint64_t singleRequest(int pe, const char* api, const std::function<void(StageSlot&)>& fill);
 
   const gpu::DriverApi& cu_;
-  Runtime& rt_;
+  PeContext& rt_;
   // The host API and the stream worker (staged_stream_ops.hpp) both send through this transport;
   // one transfer at a time keeps each channel's requests in sequence.
   std::mutex mutex_;

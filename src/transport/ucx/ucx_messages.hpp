@@ -1,4 +1,4 @@
-// Two-sided messages to PEs on other nodes (p2p/channel.hpp) as UCX active messages: the header
+// Two-sided messages to PEs on other nodes (transport/message_channel.hpp) as UCX active messages: the header
 // travels as the message's header and the data as its payload, eagerly (UCX copies it through
 // its buffers) up to AXON_P2P_EAGER, else by UCX's rendezvous, which the receiver starts only
 // once the message is matched and completes straight into the receive buffer
@@ -18,7 +18,7 @@
 #include <mutex>
 #include <vector>
 
-#include "p2p/channel.hpp"
+#include "transport/message_channel.hpp"
 #include "transport/ucx/ucx_worker.hpp"
 
 namespace axon::ucx {

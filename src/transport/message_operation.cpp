@@ -1,4 +1,4 @@
-#include "p2p/operation.hpp"
+#include "transport/message_operation.hpp"
 
 namespace axon::p2p {
 

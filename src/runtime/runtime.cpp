@@ -1,4 +1,4 @@
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "core/host_identity.hpp"
 
 #include <unistd.h>
@@ -15,6 +15,7 @@
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
 #include "coll/hierarchy.hpp"
+#include "coll/plan.hpp"
 #include "coll/workspace.hpp"
 #include "core/log.hpp"
 #include "core/team_state.hpp"
@@ -70,6 +71,7 @@ struct PeerCard {
 }  // namespace
 
 Runtime::Runtime(Env env) : env_(std::move(env)) {
+  coll::checkForcedAlgorithms(env_);  // a bad AXON_ALGO_* fails before this PE joins the job
   logThreshold() = env_.logLevel;
   boot_ = std::make_unique<Bootstrap>(env_.launch, env_.timeoutSec);
   heap_ = std::make_shared<SymmetricHeap>(myPe(), nPes(), env_.heapMax, env_.heapChunk);
@@ -209,7 +211,7 @@ void Runtime::startGpu() {
     return;
   }
   pinned_.assign(nPes(), 0);
-  gpu_->connect(*this);
+  gpu_->connect(GpuSetup{*this, *heap_, [this] { pinHostHeap(); }});
   router_->setGpu(gpu_.get());
   pinHostHeap();
   log(LogLevel::Info, myPe(), "GPU backend on " + gpu_->description());
@@ -353,6 +355,8 @@ Runtime& runtime(const char* api) {
   return *g_runtime;
 }
 
+PeContext& peContext(const char* api) { return runtime(api); }
+
 void init() {
   std::lock_guard lock(g_lifecycle);
   if (g_runtime) {
@@ -388,7 +392,7 @@ std::string pathTo(int pe) {
 
 void Runtime::attachCollectiveWorkspace(const detail::TeamState& team) {
   if (!team.sharedMemory) {
-    if (team.members.size() > 1 && spansNodes()) team.hierarchy = coll::Hierarchy::create(*this, team, env_.collBuffer);
+    if (team.members.size() > 1 && spansNodes()) team.hierarchy = coll::Hierarchy::create(*this, *router_->network(), team, env_.collBuffer);
     return;
   }
   if (gpu_ && team.members.size() > 1) {

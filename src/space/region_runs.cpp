@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/space_kernels.hpp"
+#include "space/space_kernels.hpp"
 
 namespace axon::kernels {
 

@@ -12,7 +12,7 @@
 
 namespace axon {
 
-class Runtime;
+class PeContext;
 
 inline bool compareValue(std::uint64_t seen, Cmp cmp, std::uint64_t value) {
   switch (cmp) {
@@ -41,11 +41,11 @@ struct WaitSite {
 
 // Returns the value that satisfied the comparison. Throws Timeout or PeerDead with the PE, the
 // address, the expected and the seen value.
-std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+std::uint64_t waitUntil(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site);
 // The same for a word the host cannot load directly (GPU memory): `read` fetches its value.
 using WordReader = std::function<std::uint64_t(const std::uint64_t*)>;
-std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+std::uint64_t waitUntil(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site, const WordReader& read);
 
 }  // namespace axon

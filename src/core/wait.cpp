@@ -1,4 +1,4 @@
-#include "onesided/wait.hpp"
+#include "core/wait.hpp"
 
 #include <sched.h>
 
@@ -7,7 +7,9 @@
 
 #include "axon/error.hpp"
 #include "core/log.hpp"
-#include "core/runtime.hpp"
+#include "core/pe_context.hpp"
+#include "core/env.hpp"
+#include "core/progress_engine.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -33,7 +35,7 @@ std::string expectedText(Cmp cmp, std::uint64_t value) {
 }
 
 template <class Read>
-std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                        const WaitSite& site, const Read& read, int spinIterations) {
   // Over UCX's TCP and shared-memory transports data lands only when this PE polls its worker:
   // every check polls (a no-op on one node), and the engine's own thread stands aside meanwhile.
@@ -98,14 +100,14 @@ std::uint64_t waitLoop(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uin
 
 }  // namespace
 
-std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+std::uint64_t waitUntil(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site) {
   std::atomic_ref<const std::uint64_t> ref(*word);
   return waitLoop(rt, word, cmp, value, site, [&] { return ref.load(std::memory_order_acquire); },
                   kSpinIterations);
 }
 
-std::uint64_t waitUntil(Runtime& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
+std::uint64_t waitUntil(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site, const WordReader& read) {
   // Each read is a copy from the GPU (microseconds), so spin far less before backing off.
   return waitLoop(rt, word, cmp, value, site, [&] { return read(word); }, 16);

@@ -1,4 +1,4 @@
-#include "bootstrap/launch_detect.hpp"
+#include "core/launch_detect.hpp"
 
 #include <charconv>
 #include <cstdint>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "p2p/operation.hpp"
+#include "transport/message_operation.hpp"
 
 namespace axon::p2p {
 

@@ -12,7 +12,7 @@
 #include "bootstrap/setup_step.hpp"
 #include "coll/hierarchy.hpp"
 #include "coll/host_staging.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "p2p/engine.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "axon/error.hpp"
-#include "kernels/space_kernels.hpp"
+#include "space/space_kernels.hpp"
 
 namespace axon::kernels {
 namespace {

@@ -15,7 +15,7 @@
 #include "axon/runtime.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
-#include "core/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "memory/peer_growth.hpp"
 
 namespace axon {
