@@ -79,9 +79,9 @@ class DeviceBuffers {
 // refused every overlap of src and dst but the in-place forms, which the Direct kernels handle.
 // A team with a member table proposes nothing: its members' heap slots are not evenly spaced,
 // which the Direct kernels assume, so its calls take the Simple protocol.
-void proposeOffsets(const GpuBackend& gpu, const detail::TeamState& team, const Request& q,
-                    std::pair<std::size_t, std::size_t> bytes, kernels::CollLaunch& launch) {
-  if (team.gpuWorkspace->handle().members) return;
+void proposeOffsets(const GpuBackend& gpu, const detail::TeamState& team, const GpuTeamWorkspace& ws,
+                    const Request& q, std::pair<std::size_t, std::size_t> bytes, kernels::CollLaunch& launch) {
+  if (ws.handle().members) return;
   if (bytes.first) launch.srcOffset = gpu.symmetricOffset(q.src, bytes.first, team.members);
   if (bytes.second) launch.dstOffset = gpu.symmetricOffset(q.dst, bytes.second, team.members);
 }
@@ -94,8 +94,8 @@ GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type
                       rt.env().collGpuDirect});
 }
 
-void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const char* api) {
-  const device::CollError* e = team.gpuWorkspace ? team.gpuWorkspace->error() : nullptr;
+void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api) {
+  const device::CollError* e = ws.error();
   if (!e) return;
   const std::string me = "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name + ": ";
   const std::string by = e->pe == rt.myPe() ? "" : "the team's GPU collectives were stopped by PE " + std::to_string(e->pe) + ", which reported: ";
@@ -127,10 +127,10 @@ void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q
   }
 }
 
-void runOnGpu(PeContext& rt, const detail::TeamState& team, Request q, void* stream, const char* api) {
+void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws, Request q, void* stream,
+              const char* api) {
   GpuBackend& gpu = *rt.gpu();
-  GpuTeamWorkspace& ws = *team.gpuWorkspace;
-  throwIfGpuFailed(rt, team, api);
+  throwIfGpuFailed(rt, team, ws, api);
   const int n = static_cast<int>(team.members.size());
   const std::size_t elem = dataTypeSize(q.type);
   const auto bytes = extents(q, n, elem, team.myIndex);
@@ -153,16 +153,16 @@ void runOnGpu(PeContext& rt, const detail::TeamState& team, Request q, void* str
   if (stream) {
     launch.src = q.src;
     launch.dst = q.dst;
-    if (plan.direct) proposeOffsets(gpu, team, q, bytes, launch);
+    if (plan.direct) proposeOffsets(gpu, team, ws, q, bytes, launch);
     ws.enqueue(launch, stream);
     return;
   }
   DeviceBuffers staged(gpu, ws, q, bytes);
   launch.src = q.src;
   launch.dst = q.dst;
-  if (plan.direct) proposeOffsets(gpu, team, q, bytes, launch);
+  if (plan.direct) proposeOffsets(gpu, team, ws, q, bytes, launch);
   ws.run(launch);
-  throwIfGpuFailed(rt, team, api);
+  throwIfGpuFailed(rt, team, ws, api);
   staged.copyBack();
 }
 

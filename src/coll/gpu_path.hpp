@@ -8,6 +8,7 @@
 
 namespace axon {
 class GpuBackend;
+class GpuTeamWorkspace;
 class PeContext;
 namespace detail {
 struct TeamState;
@@ -20,15 +21,17 @@ namespace axon::coll {
 GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type, int members,
                    bool withReason = false);
 
-// `q` is checked. stream == nullptr: blocking, on the workspace's own stream; otherwise enqueued
-// on `stream` (a CUstream) with device buffers only. Throws the team's earlier failure, if any.
-void runOnGpu(PeContext& rt, const detail::TeamState& team, Request q, void* stream, const char* api);
+// `q` is checked; `ws` is the team's GPU workspace. stream == nullptr: blocking, on the workspace's
+// own stream; otherwise enqueued on `stream` (a CUstream) with device buffers only. Throws the
+// team's earlier failure, if any.
+void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws, Request q, void* stream,
+              const char* api);
 // Throws InvalidArgument unless src and dst (`bytes` of each, 0: unused) are GPU memory, as the
 // stream forms require.
 void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q,
                           std::pair<std::size_t, std::size_t> bytes, const char* api);
 
 // Throws CollectiveMismatch / Timeout when a collective of the team's GPU workspace failed earlier.
-void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const char* api);
+void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api);
 
 }  // namespace axon::coll

@@ -9,11 +9,8 @@
 #include "axon/team.hpp"
 
 namespace axon {
-class GpuTeamWorkspace;
 namespace coll {
-class Workspace;
-class Hierarchy;
-class HostStaging;
+class TeamCollectives;
 }
 namespace detail {
 
@@ -28,20 +25,15 @@ struct TeamState {
   std::string name;          // "world", "node", "split3"; used in messages and store keys
   mutable int splits = 0;    // teams split from this one so far, for unique names
 
-  // This PE's collective workspace for the team (coll/workspace.hpp); null on teams whose members
-  // do not share memory.
-  mutable std::shared_ptr<coll::Workspace> workspace;
-  // With the GPU backend, when every member's GPU maps every other's memory: the GPU collective
-  // workspace, which then carries all of the team's collectives (host buffers are staged through
-  // device memory), instead of `workspace`. Otherwise null, and `gpuWhyNot` says why.
-  mutable std::shared_ptr<GpuTeamWorkspace> gpuWorkspace;
+  // How the team's collectives run (coll/team_collectives.hpp): chosen when the team is made,
+  // collectively, by coll::makeTeamCollectives; released by Team::destroy.
+  mutable std::shared_ptr<coll::TeamCollectives> collectives;
+  // Why the team has no GPU collective workspace (its members' GPUs do not all map each other);
+  // empty when it has one, or when its members do not all share a node.
   mutable std::string gpuWhyNot;
-  // When the members sit on several nodes: each node's part and its leader's network level
-  // (coll/hierarchy.hpp), which then carries the team's host collectives.
-  mutable std::shared_ptr<coll::Hierarchy> hierarchy;
-  // Host copies of GPU buffers for the host-path collectives above (coll/host_staging.hpp),
-  // made with the team (empty until a call needs it).
-  std::shared_ptr<coll::HostStaging> hostStaging;
+  // The members as a table in GPU memory, for kernels on a team that is not a strided range: the
+  // GPU workspace keeps one (null without a GPU workspace).
+  mutable const int* deviceMembers = nullptr;
 
   static Team make(int slot, std::vector<int> members, int myWorldRank, bool sharedMemory,
                    std::string name);

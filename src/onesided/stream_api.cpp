@@ -40,8 +40,8 @@ device::Team toDeviceTeam(const detail::TeamState& s, const char* api) {
   for (std::size_t i = 0; i < s.members.size(); ++i) {
     if (s.members[i] == t.start + static_cast<int>(i) * t.stride) continue;
     // Any grouping: kernels read the members from the table in the team's GPU workspace.
-    if (s.gpuWorkspace && s.gpuWorkspace->handle().members) {
-      t.members = s.gpuWorkspace->handle().members;
+    if (s.deviceMembers) {
+      t.members = s.deviceMembers;
       break;
     }
     throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": team " + s.name +
@@ -152,7 +152,7 @@ void barrierOnStream(const Team& team, Stream stream) {
 }
 
 void barrierAllOnStream(Stream stream) {
-  PeContext& rt = peContext("barrier_all_on_stream");
+  peContext("barrier_all_on_stream");  // before init or after finalize: the error names this call
   barrierOnStream(Team::world(), stream);
 }
 

@@ -14,9 +14,8 @@
 #include "axon/runtime.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
-#include "coll/hierarchy.hpp"
 #include "coll/plan.hpp"
-#include "coll/workspace.hpp"
+#include "coll/team_collectives.hpp"
 #include "core/log.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
@@ -92,8 +91,8 @@ Runtime::Runtime(Env env) : env_(std::move(env)) {
   // each is named after its first PE ("node0", "node2"), so that two nodes' steps never meet.
   node_ = detail::TeamState::make(1, local, myPe(), true, allLocal ? "node" : "node" + std::to_string(local.front()));
   teamSlots_ = 0b11;
-  attachCollectiveWorkspace(*world_.state());
-  attachCollectiveWorkspace(*node_.state());
+  attachCollectives(*world_.state());
+  attachCollectives(*node_.state());
   startMessages();
 }
 
@@ -390,17 +389,8 @@ std::string pathTo(int pe) {
   return rt.router().pathTo(pe, rt.defaultHeap().kind());
 }
 
-void Runtime::attachCollectiveWorkspace(const detail::TeamState& team) {
-  if (!team.sharedMemory) {
-    if (team.members.size() > 1 && spansNodes()) team.hierarchy = coll::Hierarchy::create(*this, *router_->network(), team, env_.collBuffer);
-    return;
-  }
-  if (gpu_ && team.members.size() > 1) {
-    team.gpuWorkspace = gpu_->createTeamWorkspace(*this, team, team.gpuWhyNot);
-    if (team.gpuWorkspace) return;
-    log(LogLevel::Info, myPe(), "team " + team.name + ": collectives take the host path (" + team.gpuWhyNot + ")");
-  }
-  team.workspace = coll::Workspace::create(*this, team, env_.collBuffer);
+void Runtime::attachCollectives(const detail::TeamState& team) {
+  team.collectives = coll::makeTeamCollectives(*this, router_->network(), team, env_.collBuffer);
 }
 
 }  // namespace axon

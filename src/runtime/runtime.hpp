@@ -75,9 +75,9 @@ class Runtime final : public PeContext {
   bool spansNodes() const { return router_->network() != nullptr; }
   Router& router() { return *router_; }
 
-  // Creates the team's collective workspace when its members share memory. Collective over the
-  // team's members.
-  void attachCollectiveWorkspace(const detail::TeamState& team);
+  // Gives the team its collectives (coll::makeTeamCollectives chooses the path). Collective over
+  // the team's members.
+  void attachCollectives(const detail::TeamState& team);
 
   Team world() const { return world_; }
   Team node() const { return node_; }

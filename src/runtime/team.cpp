@@ -10,8 +10,7 @@
 #include "axon/team.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
-#include "coll/hierarchy.hpp"
-#include "coll/host_staging.hpp"
+#include "coll/team_collectives.hpp"
 #include "runtime/runtime.hpp"
 #include "p2p/engine.hpp"
 #include "core/team_state.hpp"
@@ -38,7 +37,6 @@ Team TeamState::make(int slot, std::vector<int> members, int myWorldRank, bool s
   s->myIndex = it == s->members.end() ? -1 : static_cast<int>(it - s->members.begin());
   s->sharedMemory = sharedMemory;
   s->name = std::move(name);
-  s->hostStaging = std::make_shared<coll::HostStaging>();
   return Team(std::move(s));
 }
 
@@ -142,7 +140,7 @@ Team joinSplit(Runtime& rt, int slot, std::vector<int> members, std::string name
   rt.teamSlotsInUse() |= std::uint64_t{1} << slot;
   // The slot's counters are zero on every member: fresh, or zeroed by the destroy that freed it.
   Team team = detail::TeamState::make(slot, std::move(members), rt.myPe(), shared, std::move(name));
-  rt.attachCollectiveWorkspace(*team.state());
+  rt.attachCollectives(*team.state());
   return team;
 }
 
@@ -228,10 +226,10 @@ void Team::destroy() {
   }
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   rt.messages().forgetTeam(s.slot);
-  s.workspace.reset();  // no member touches it after the barrier above
-  if (s.hierarchy) s.hierarchy->release();  // nor writes into this leader's network region
-  s.hierarchy.reset();
-  s.gpuWorkspace.reset();  // synchronized above; peers' mappings keep the memory alive until they let go too
+  // No member touches the team's workspaces after the barrier above, nor writes into this
+  // leader's network region; the GPU is synchronized.
+  if (s.collectives) s.collectives->release();
+  s.collectives.reset();
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();
 }

@@ -1,0 +1,66 @@
+// The GPU path ("gpu-p2p"): every member's GPU maps every other's workspace, and each call is a
+// kernel on it (coll/gpu_path.hpp): the blocking calls with any buffers (host buffers staged
+// through device memory), the stream-ordered ones with device buffers, and kernels through the
+// workspace's device handle.
+#include <cstdint>
+
+#include "coll/gpu_path.hpp"
+#include "coll/team_collectives.hpp"
+#include "core/pe_context.hpp"
+#include "core/team_state.hpp"
+#include "gpu/gpu_backend.hpp"
+
+namespace axon::coll {
+namespace {
+
+class GpuCollectives final : public TeamCollectives {
+ public:
+  GpuCollectives(PeContext& rt, const detail::TeamState& team, std::shared_ptr<GpuTeamWorkspace> ws)
+      : rt_(rt), team_(team), ws_(std::move(ws)) {
+    team_.deviceMembers = ws_->handle().members;
+  }
+
+  void run(Request q, const char* api) override { runOnGpu(rt_, team_, *ws_, q, nullptr, api); }
+
+  void enqueue(Request q, void* stream, const char* api) override {
+    // runOnGpu takes a null stream for the blocking form (the workspace's own stream, waited for);
+    // here null is the caller's legacy default stream, so name that one (CU_STREAM_LEGACY, also
+    // cudaStreamLegacy) and keep the call ordered on it without blocking.
+    runOnGpu(rt_, team_, *ws_, q, stream ? stream : reinterpret_cast<void*>(std::uintptr_t{1}), api);
+  }
+
+  void explain(Explanation& e, std::size_t count, DataType type) const override {
+    const GpuPlan gp = gpuPlanFor(rt_, e.collective, count, type, static_cast<int>(team_.members.size()), true);
+    e.algorithm = algoName(gp.algo);
+    e.path = "gpu-p2p";
+    e.reason = gp.reason + "; " + std::to_string(gp.channels) + " channel(s); host buffers are staged through "
+               "device memory";
+    e.chunkBytes = gp.chunkBytes;
+    e.rounds = gp.rounds;
+  }
+
+  device::CollHandle deviceHandle(const Team&) override {
+    throwIfGpuFailed(rt_, team_, *ws_, "device_coll_handle");
+    return ws_->handle();
+  }
+
+  // Synchronized by Team::destroy; the peers' mappings keep the memory alive until they let go too.
+  void release() override {
+    team_.deviceMembers = nullptr;
+    ws_.reset();
+  }
+
+ private:
+  PeContext& rt_;
+  const detail::TeamState& team_;
+  std::shared_ptr<GpuTeamWorkspace> ws_;
+};
+
+}  // namespace
+
+std::shared_ptr<TeamCollectives> gpuCollectives(PeContext& rt, const detail::TeamState& team,
+                                                std::shared_ptr<GpuTeamWorkspace> ws) {
+  return std::make_shared<GpuCollectives>(rt, team, std::move(ws));
+}
+
+}  // namespace axon::coll
