@@ -1,5 +1,7 @@
-// The host one-sided API on GPU memory: the GPU heap, device pointers on the local side, signals
-// and atomics in GPU memory, pinned host symmetric memory, and bad inputs with device pointers.
+// The GPU heap, host collective calls on device buffers, pinned host symmetric memory, and bad
+// inputs with device pointers. The one-sided calls on GPU memory (device buffers on the local side,
+// signals and atomics in the GPU heap) are the conformance suite's (tests/conformance), which this
+// program runs too.
 #include <axon/axon.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -59,40 +61,6 @@ TEST(GpuHeap, GrowsAcrossManyChunks) {
   for (auto* b : blocks) axon::free(b);
 }
 
-TEST(HostApi, PutGetWithDeviceAndHostBuffers) {
-  const std::size_t count = 100003;  // not a multiple of anything useful
-  auto* inbox = static_cast<std::int64_t*>(axon::calloc(count * np(), sizeof(std::int64_t)));
-  std::vector<std::int64_t> mine(count);
-  for (std::size_t i = 0; i < count; ++i) mine[i] = me() * 1000003 + static_cast<std::int64_t>(i);
-  std::int64_t* local = nullptr;
-  CUDA_OK(cudaMalloc(&local, count * sizeof(std::int64_t)));
-  fromHost(local, mine);
-  for (int pe = 0; pe < np(); ++pe) {
-    // Device memory (cudaMalloc) to odd PEs, pageable host memory to even ones.
-    const void* src = pe % 2 ? static_cast<const void*>(local) : mine.data();
-    axon::put(inbox + me() * count, src, count * sizeof(std::int64_t), pe);
-  }
-  axon::barrierAll();
-  auto all = toHost(inbox, count * np());
-  for (int r = 0; r < np(); ++r)
-    for (std::size_t i = 0; i < count; ++i)
-      ASSERT_EQ(all[r * count + i], r * 1000003 + static_cast<std::int64_t>(i)) << "row " << r << " i " << i;
-  // get from every PE into device memory and into host memory
-  for (int pe = 0; pe < np(); ++pe) {
-    axon::get(local, inbox + pe * count, count * sizeof(std::int64_t), (pe + 1) % np());
-    auto got = toHost(local, count);
-    std::vector<std::int64_t> host(count);
-    axon::get(host.data(), inbox + pe * count, count * sizeof(std::int64_t), (pe + 1) % np());
-    for (std::size_t i = 0; i < count; i += 97) {
-      ASSERT_EQ(got[i], pe * 1000003 + static_cast<std::int64_t>(i));
-      ASSERT_EQ(host[i], pe * 1000003 + static_cast<std::int64_t>(i));
-    }
-  }
-  axon::barrierAll();
-  cudaFree(local);
-  axon::free(inbox);
-}
-
 // Host collective calls on GPU buffers (cudaMalloc and the GPU heap), in place and out of place.
 TEST(HostApi, CollectivesOnDeviceBuffers) {
   const std::size_t count = 70001;
@@ -134,67 +102,6 @@ TEST(HostApi, CollectivesOnDeviceBuffers) {
   cudaFree(gathered);
   axon::free(sym);
   cudaFree(dev);
-}
-
-TEST(HostApi, NbiThenQuiet) {
-  const std::size_t count = 1 << 18;
-  auto* dst = static_cast<float*>(axon::calloc(count, sizeof(float)));
-  std::vector<float> src(count);
-  std::iota(src.begin(), src.end(), static_cast<float>(me()));
-  int right = (me() + 1) % np();
-  for (int k = 0; k < 4; ++k) {
-    axon::putNbi(dst + k * (count / 4), src.data() + k * (count / 4), count / 4 * sizeof(float), right);
-  }
-  axon::quiet();
-  axon::barrierAll();
-  auto got = toHost(dst, count);
-  int left = (me() + np() - 1) % np();
-  for (std::size_t i = 0; i < count; i += 101) ASSERT_FLOAT_EQ(got[i], static_cast<float>(left) + i);
-  axon::barrierAll();
-  axon::free(dst);
-}
-
-TEST(HostApi, PutSignalRingWithGpuSignal) {
-  const std::size_t count = 4096;
-  auto* data = static_cast<int*>(axon::calloc(count, sizeof(int)));
-  auto* sig = static_cast<std::uint64_t*>(axon::calloc(1, sizeof(std::uint64_t)));
-  int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
-  for (std::uint64_t round = 1; round <= 5; ++round) {
-    std::vector<int> v(count, static_cast<int>(me() * 100 + round));
-    axon::putSignal(data, v.data(), count * sizeof(int), sig, 1, axon::SignalOp::Add, right);
-    EXPECT_EQ(axon::signalWaitUntil(sig, axon::Cmp::Ge, round), round);
-    auto got = toHost(data, count);
-    ASSERT_EQ(got[0], static_cast<int>(left * 100 + round));
-    ASSERT_EQ(got[count - 1], static_cast<int>(left * 100 + round));
-    axon::barrierAll();  // nobody overwrites `data` before its owner has read it
-  }
-  EXPECT_EQ(axon::signalFetch(sig), 5u);
-  axon::barrierAll();
-  axon::free(sig);
-  axon::free(data);
-}
-
-TEST(HostApi, AtomicsOnGpuMemory) {
-  auto* counter = static_cast<std::uint64_t*>(axon::calloc(1, sizeof(std::uint64_t)));
-  auto* word = static_cast<std::int32_t*>(axon::calloc(1, sizeof(std::int32_t)));
-  for (int i = 0; i < 10; ++i) axon::atomicFetchAdd<std::uint64_t>(counter, me() + 1, 0);
-  axon::atomicAdd<std::int32_t>(word, -1, 0);
-  axon::barrierAll();
-  const std::uint64_t expected = 10ull * np() * (np() + 1) / 2;
-  EXPECT_EQ(axon::atomicFetch(counter, 0), expected);
-  EXPECT_EQ(axon::atomicFetch(word, 0), -np());
-  axon::barrierAll();
-  // Exactly one PE wins a compare-and-swap from the value everyone saw.
-  std::int32_t old = axon::atomicCompareSwap<std::int32_t>(word, -np(), me(), 0);
-  auto winners = static_cast<std::uint64_t*>(axon::calloc(1, sizeof(std::uint64_t)));
-  if (old == -np()) axon::atomicAdd<std::uint64_t>(winners, 1, 0);
-  axon::barrierAll();
-  EXPECT_EQ(axon::atomicFetch(winners, 0), 1u);
-  EXPECT_EQ(axon::atomicSwap<std::uint64_t>(counter, 7, me()), me() == 0 ? expected : 0u);
-  axon::barrierAll();
-  axon::free(winners);
-  axon::free(word);
-  axon::free(counter);
 }
 
 TEST(HostHeap, MallocHostIsPinnedAndReachableFromDeviceCopies) {
