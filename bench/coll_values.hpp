@@ -1,7 +1,7 @@
 // What the collective benchmarks of axon_bench and its comparison peers agree on (nccl-tests
 // conventions): the element counts of one call for a size, the bus-bandwidth factors, and the
 // exact small-integer inputs and expected results that validation checks (stored and loaded in
-// every data type by coll/typed_value.hpp).
+// every data type by include/axon/typed_value.hpp).
 #pragma once
 
 #include <axon/collectives.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "bench_cli.hpp"
-#include "coll/typed_value.hpp"
+#include "axon/typed_value.hpp"
 
 namespace axon::bench {
 
@@ -50,8 +50,6 @@ inline double expectedAt(ReduceOp op, int n, std::size_t i) {
   return acc;
 }
 
-using coll::loadAt;
-using coll::storeAt;
 
 // Element counts of one call for a size: {count argument, elements of src, elements of dst,
 // elements of the largest buffer (what size and count print)}.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,9 @@
 #include "axon/gpu.hpp"
 #include "axon/memory.hpp"
 #include "axon/onesided.hpp"
+#include "axon/runtime.hpp"
 #include "axon/team.hpp"
 #include "bindings.hpp"
-#include "runtime/runtime.hpp"
 #include "nanobind/ndarray.h"
 #include "nanobind/stl/string.h"
 #include "nanobind/stl/vector.h"
@@ -23,23 +24,21 @@ namespace nb = nanobind;
 namespace axon::py {
 namespace {
 
-using HeapOwner = std::shared_ptr<HeapSpace>;
+using HeapOwner = std::shared_ptr<const void>;
 
 void* ptrOf(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
 std::uint64_t* sigOf(std::uintptr_t a) { return reinterpret_cast<std::uint64_t*>(a); }
 Stream streamOf(std::uintptr_t s) { return reinterpret_cast<Stream>(s); }
 
-std::string pePrefix(Runtime& rt) { return "PE " + std::to_string(rt.myPe()) + ": "; }
-
 // A capsule holding the GPU heap's mappings: arrays and DLPack tensors over the GPU heap keep one,
 // so that memory stays mapped past finalize() for as long as Python code can reach it.
 nb::capsule gpuHeapOwner() {
-  Runtime& rt = runtime("gpu_heap_owner");
-  if (!rt.gpu()) {
-    throw Error(ErrorCode::Unsupported, pePrefix(rt) + "axon: gpu_heap_owner: the GPU backend is off (" +
-                                            rt.gpuUnavailableReason() + ")");
+  if (!axon::gpuEnabled()) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(axon::myPe()) +
+                                            ": axon: gpu_heap_owner: the GPU backend is off (" +
+                                            axon::gpuUnavailableReason() + ")");
   }
-  auto* keep = new HeapOwner(rt.heapOwner(HeapKind::Gpu));
+  auto* keep = new HeapOwner(axon::heapMappings(HeapKind::Gpu));
   return nb::capsule(keep, "axon.gpu_heap_owner", [](void* p) noexcept { delete static_cast<HeapOwner*>(p); });
 }
 
@@ -47,10 +46,10 @@ nb::capsule gpuHeapOwner() {
 // heap hands out 64-byte granules; larger alignments cannot be promised, so they are refused
 // before the collective call (every PE passes the same alignment, so every PE refuses alike).
 std::uintptr_t mallocHostAligned(std::size_t bytes, std::size_t alignment) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > SymmetricAllocator::kGranule) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > kHostHeapGranule) {
     throw Error(ErrorCode::InvalidArgument,
                 "axon: malloc_host: alignment " + std::to_string(alignment) + " is not a power of two up to " +
-                    std::to_string(SymmetricAllocator::kGranule) + " (the host heap's granule)");
+                    std::to_string(kHostHeapGranule) + " (the host heap's granule)");
   }
   void* p;
   {
@@ -68,20 +67,6 @@ std::uintptr_t mallocHostAligned(std::size_t bytes, std::size_t alignment) {
                                          ", which is not " + std::to_string(alignment) + "-byte aligned");
   }
   return addr;
-}
-
-// Sets `bytes` bytes at `addr` (this PE's heap, either kind) to `value`; returns when done.
-// GPU heap memory is filled by the GPU (the host cannot store to it), host heap memory by memset.
-void fill(std::uintptr_t addr, int value, std::size_t bytes) {
-  if (value < 0 || value > 255) {
-    throw Error(ErrorCode::InvalidArgument, "axon: memset: value " + std::to_string(value) + " is not a byte (0..255)");
-  }
-  if (bytes == 0) return;
-  nb::gil_scoped_release release;
-  Runtime& rt = runtime("memset");
-  RemoteRef ref = rt.resolve(ptrOf(addr), bytes, rt.myPe(), "memset", "addr");
-  if (ref.heap == HeapKind::Gpu) rt.gpu()->memsetLocal(ptrOf(addr), value, bytes);
-  else std::memset(ptrOf(addr), value, bytes);
 }
 
 // A DLPack producer (an object with __dlpack__ and __dlpack_device__) over C-contiguous CUDA
@@ -115,13 +100,15 @@ void bindGpu(nb::module_& m) {
   m.def("gpu_peer_reachable", &axon::gpuPeerReachable, arg("pe"));
   m.def("gpu_heap_owner", &gpuHeapOwner);
   m.def("malloc_host", &mallocHostAligned, arg("bytes"), arg("alignment") = 64);
-  m.def("memset", &fill, arg("addr"), arg("value"), arg("bytes"));
+  // Fills this PE's heap memory (either kind); GPU heap memory is filled by the GPU.
+  m.def(
+      "memset", [](std::uintptr_t addr, int value, std::size_t bytes) { memsetSymmetric(ptrOf(addr), value, bytes); },
+      arg("addr"), arg("value"), arg("bytes"), release);
   // Which heap of this PE holds `addr`: "gpu", "host", or None.
   m.def("heap_kind", [](std::uintptr_t addr) -> nb::object {
-    Runtime& rt = runtime("heap_kind");
-    HeapSpace* heap = rt.heapContaining(ptrOf(addr));
-    if (!heap) return nb::none();
-    return nb::str(heap->kind() == HeapKind::Gpu ? "gpu" : "host");
+    const std::optional<HeapKind> kind = heapKindOf(ptrOf(addr));
+    if (!kind) return nb::none();
+    return nb::str(*kind == HeapKind::Gpu ? "gpu" : "host");
   });
   m.def("dlpack_array", &dlpackArray, arg("addr"), arg("shape"), arg("code"), arg("bits"), arg("device"),
         arg("owner"));

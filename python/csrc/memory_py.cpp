@@ -5,7 +5,6 @@
 
 #include "axon/memory.hpp"
 #include "bindings.hpp"
-#include "runtime/runtime.hpp"
 #include "nanobind/ndarray.h"
 
 namespace nb = nanobind;
@@ -13,7 +12,7 @@ namespace nb = nanobind;
 namespace axon::py {
 namespace {
 
-using HeapOwner = std::shared_ptr<HeapSpace>;
+using HeapOwner = std::shared_ptr<const void>;
 
 // A uint8 NumPy array over [addr, addr+bytes) whose base object holds the heap.
 nb::object byteArray(std::uintptr_t addr, std::size_t bytes, HeapOwner owner) {
@@ -51,7 +50,7 @@ void bindMemory(nb::module_& m) {
       "free", [](std::uintptr_t addr) { axon::free(reinterpret_cast<void*>(addr)); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("heap_bytes", [](std::uintptr_t addr, std::size_t bytes) {
-    return byteArray(addr, bytes, runtime("heap array").heapOwner(HeapKind::Host));
+    return byteArray(addr, bytes, heapMappings(HeapKind::Host));
   });
   m.def("ptr", [](std::uintptr_t addr, int pe) {
     return reinterpret_cast<std::uintptr_t>(axon::ptr(reinterpret_cast<void*>(addr), pe));

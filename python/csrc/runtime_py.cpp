@@ -1,10 +1,8 @@
 #include "axon/runtime.hpp"
 
 #include "bindings.hpp"
-#include "core/launch_detect.hpp"
 #include "nanobind/stl/map.h"
 #include "nanobind/stl/string.h"
-#include "transport/network_transport.hpp"
 
 namespace nb = nanobind;
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "coll/half.hpp"
+#include "axon/half.hpp"
 
 namespace axon::coll {
 namespace {

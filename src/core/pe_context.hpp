@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "axon/memory.hpp"
+
 namespace axon {
 
 class Bootstrap;
@@ -26,7 +28,6 @@ class Transport;
 struct ControlBlock;
 struct Env;
 struct RemoteRef;
-enum class HeapKind : std::uint8_t;  // memory/heap_space.hpp
 namespace p2p {
 class Engine;
 }

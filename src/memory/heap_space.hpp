@@ -8,11 +8,10 @@
 #include <functional>
 #include <vector>
 
+#include "axon/memory.hpp"
 #include "memory/symmetric_allocator.hpp"
 
 namespace axon {
-
-enum class HeapKind : std::uint8_t { Host = 0, Gpu = 1 };
 
 inline const char* heapKindName(HeapKind k) { return k == HeapKind::Gpu ? "GPU heap" : "host heap"; }
 

@@ -7,12 +7,14 @@
 #include <map>
 #include <optional>
 
+#include "axon/memory.hpp"
+
 namespace axon {
 
 class SymmetricAllocator {
  public:
   // Allocations are rounded up to this so that two allocations never share a cache line.
-  static constexpr std::size_t kGranule = 64;
+  static constexpr std::size_t kGranule = kHostHeapGranule;
 
   explicit SymmetricAllocator(std::size_t capacity);
 

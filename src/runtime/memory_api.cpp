@@ -230,6 +230,34 @@ bool isSymmetric(const void* addr) noexcept {
   return isInitialized() && runtime("is_symmetric").heapContaining(addr) != nullptr;
 }
 
+std::optional<HeapKind> heapKindOf(const void* addr) {
+  const HeapSpace* heap = runtime("heap_kind_of").heapContaining(addr);
+  if (!heap) return std::nullopt;
+  return heap->kind();
+}
+
+void memsetSymmetric(void* addr, int value, std::size_t bytes) {
+  Runtime& rt = runtime("memset_symmetric");
+  if (value < 0 || value > 255) {
+    throw Error(ErrorCode::InvalidArgument,
+                "axon: memset_symmetric: value " + std::to_string(value) + " is not a byte (0..255)");
+  }
+  if (bytes == 0) return;
+  const RemoteRef ref = rt.resolve(addr, bytes, rt.myPe(), "memset_symmetric", "addr");
+  if (ref.heap == HeapKind::Gpu) rt.gpu()->memsetLocal(addr, value, bytes);
+  else std::memset(addr, value, bytes);
+}
+
+std::shared_ptr<const void> heapMappings(HeapKind kind) {
+  Runtime& rt = runtime("heap_mappings");
+  if (kind == HeapKind::Gpu && !rt.gpu()) {
+    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) +
+                                            ": axon: heap_mappings: the GPU backend is off (" +
+                                            rt.gpuUnavailableReason() + ")");
+  }
+  return rt.heapOwner(kind);
+}
+
 namespace {
 HeapStats statsOf(const HeapSpace& heap) {
   return HeapStats{heap.mapped(), heap.capacity(), heap.allocator().bytesInUse(),

@@ -81,16 +81,7 @@ struct NetworkSetup {
   std::uint64_t messageEagerMax = 8192;
 };
 
-// The network library this build uses, found (and loaded) the way init would find it, without
-// joining a job: for axon doctor and axon topo.
-struct NetworkLibrary {
-  bool available = false;
-  std::string name;     // "UCX"
-  std::string version;  // "1.22.0"
-  std::string path;     // the library file loaded
-  std::string whyNot;   // when not available
-};
-NetworkLibrary networkLibrary();
+// networkLibrary(), the report of the network library this build uses: axon/runtime.hpp.
 
 // Makes the network transport of this build (UCX), or throws Unsupported naming what is missing.
 std::unique_ptr<NetworkTransport> makeNetworkTransport(const NetworkSetup& setup);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/typed_value.hpp"
+#include "axon/typed_value.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {
@@ -47,8 +47,8 @@ double reducedAt(ReduceOp op, std::size_t i) {
   return acc;
 }
 
-using axon::coll::loadAt;
-using axon::coll::storeAt;
+using axon::loadAt;
+using axon::storeAt;
 
 // Where a test buffer lives: cudaMalloc (Plain), or the symmetric GPU heap at the same offset on
 // every PE (Heap: the Direct protocol's case), or cases where the members' buffers do not allow it

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "axon/collectives.hpp"
-#include "coll/half.hpp"
+#include "axon/half.hpp"
 
 namespace axon::test {
 
@@ -51,8 +51,8 @@ inline Value inputValue(DataType t, ReduceOp op, std::uint64_t seed, int pe, std
 inline void storeValue(DataType t, void* buf, std::size_t i, Value v) {
   char* p = static_cast<char*>(buf) + i * dataTypeSize(t);
   switch (t) {
-    case DataType::Float16: { std::uint16_t x = coll::floatToHalf(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
-    case DataType::BFloat16: { std::uint16_t x = coll::floatToBf16(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
+    case DataType::Float16: { std::uint16_t x = floatToHalf(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
+    case DataType::BFloat16: { std::uint16_t x = floatToBf16(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
     case DataType::Float32: { float x = static_cast<float>(v.f); std::memcpy(p, &x, 4); break; }
     case DataType::Float64: std::memcpy(p, &v.f, 8); break;
     default: std::memcpy(p, &v.bits, dataTypeSize(t)); break;  // little-endian: the low bytes
@@ -62,8 +62,8 @@ inline void storeValue(DataType t, void* buf, std::size_t i, Value v) {
 inline Value loadValue(DataType t, const void* buf, std::size_t i) {
   const char* p = static_cast<const char*>(buf) + i * dataTypeSize(t);
   switch (t) {
-    case DataType::Float16: { std::uint16_t x; std::memcpy(&x, p, 2); return {coll::halfToFloat(x), 0}; }
-    case DataType::BFloat16: { std::uint16_t x; std::memcpy(&x, p, 2); return {coll::bf16ToFloat(x), 0}; }
+    case DataType::Float16: { std::uint16_t x; std::memcpy(&x, p, 2); return {halfToFloat(x), 0}; }
+    case DataType::BFloat16: { std::uint16_t x; std::memcpy(&x, p, 2); return {bf16ToFloat(x), 0}; }
     case DataType::Float32: { float x; std::memcpy(&x, p, 4); return {x, 0}; }
     case DataType::Float64: { double x; std::memcpy(&x, p, 8); return {x, 0}; }
     default: {

@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "coll/half.hpp"
+#include "axon/half.hpp"
 #include "coll/plan.hpp"
 #include "coll/reduce_host.hpp"
 #include "coll/schedule.hpp"

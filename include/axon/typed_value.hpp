@@ -1,6 +1,6 @@
-// Element i of a buffer of any collective data type, read or written as a double (exact for the
-// small integers that tests and benchmarks use as inputs): for filling and checking buffers on the
-// host, not for the reductions themselves (reduce_host.cpp works in each type).
+// Element i of a buffer of any collective data type (axon::DataType), read or written as a double
+// (exact for small integers): for filling and checking buffers on the host, in programs, tests and
+// benchmarks. Not for arithmetic: a double does not hold every 64-bit integer.
 #pragma once
 
 #include <axon/collectives.hpp>
@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "coll/half.hpp"
+#include <axon/half.hpp>
 
-namespace axon::coll {
+namespace axon {
 
 inline void storeAt(DataType t, void* buf, std::size_t i, double v) {
   char* p = static_cast<char*>(buf) + i * dataTypeSize(t);
@@ -47,4 +47,4 @@ inline double loadAt(DataType t, const void* buf, std::size_t i) {
   return 0;
 }
 
-}  // namespace axon::coll
+}  // namespace axon

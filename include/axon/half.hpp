@@ -1,11 +1,12 @@
-// float16 and bfloat16 <-> float32, round to nearest even, for the host reductions. NaN stays
-// NaN, infinities and subnormals convert exactly.
+// float16 and bfloat16 <-> float32 on the host, round to nearest even: for filling and reading
+// buffers of those types (axon::DataType::Float16, BFloat16), and for the library's own host
+// reductions. NaN stays NaN, infinities and subnormals convert exactly.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace axon::coll {
+namespace axon {
 
 inline float bf16ToFloat(std::uint16_t h) { return std::bit_cast<float>(std::uint32_t{h} << 16); }
 
@@ -49,4 +50,4 @@ inline std::uint16_t floatToHalf(float f) {
   return sign | static_cast<std::uint16_t>((r - (112u << 23)) >> 13);
 }
 
-}  // namespace axon::coll
+}  // namespace axon
