@@ -55,7 +55,6 @@ DEBTS = {
     ("bench/space_bench.cu", "space/space_kernels.hpp"): _BINDING,
     ("bench/space_bench.cu", "space/box.hpp"): _BINDING,
     ("bench/space_bench.cu", "space/server.hpp"): _BINDING,
-    ("bench/store_bench.cpp", "bootstrap/bootstrap.hpp"): _BINDING,
 }
 
 # Private headers the library exports on purpose to code outside it (python/csrc, bench/).
