@@ -16,17 +16,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-LAUNCH = "import sys; from axon import launcher; sys.exit(launcher.run(int(sys.argv[1]), sys.argv[2:], prefix=False))"
-
 
 def run_one(jacobi: str, pes: int, n: int, iters: int, mode: str) -> dict:
-    cmd = [sys.executable, "-c", LAUNCH, str(pes), jacobi, "--n", str(n), "--iters", str(iters), "--mode", mode,
-           "--json"]
+    # `axon run` as a user types it; unprefixed lines, so that the JSON line is found as printed.
+    cmd = [sys.executable, "-m", "axon", "run", "-n", str(pes), "--no-prefix", jacobi, "--n", str(n),
+           "--iters", str(iters), "--mode", mode, "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
     for line in proc.stdout.splitlines():
         if line.startswith('{"app": "jacobi"'):
             return json.loads(line)
-    raise SystemExit(f"scaling: {' '.join(cmd[3:])} failed (status {proc.returncode}):\n{proc.stderr[-2000:]}")
+    raise SystemExit(f"scaling: {' '.join(cmd[2:])} failed (status {proc.returncode}):\n{proc.stderr[-2000:]}")
 
 
 def main() -> int:

@@ -15,10 +15,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Callable
 
-from . import launcher
 from .tools import bench as _bench_tool
 from .tools import cli_parser
 from .tools import doctor as _doctor_tool
+from .tools import launcher
 from .tools import plot as _plot_tool
 from .tools import space_serve as _space_tool
 from .tools import topo as _topo_tool

@@ -12,7 +12,8 @@ import shutil
 import pytest
 
 from axon.tools import bench
-from axon.tools.bench.space import SPACE_TESTS, space_table_lines
+from axon.tools.bench.catalog import SPACE_TESTS
+from axon.tools.bench.space import space_table_lines
 from axon.tools.plot import load_series
 
 

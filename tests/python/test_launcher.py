@@ -397,7 +397,7 @@ def test_double_dash_separates_the_program():
 
 
 def test_emulated_nodes_keep_ucx_off_cuda_ipc_unless_the_user_chose_transports():
-    from axon.launcher import pe_environment
+    from axon.tools.launcher import pe_environment
 
     # Real nodes cannot map each other's GPU memory; emulated ones on one machine could.
     env = pe_environment(2, 4, "10.77.0.1:29500", base={}, nodes=2)

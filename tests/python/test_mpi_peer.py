@@ -1,4 +1,4 @@
-"""The Open MPI peer across emulated nodes (axon.tools.mpi_peer): its launch agent and mpirun line.
+"""The Open MPI peer across emulated nodes (axon.tools.bench.mpi_peer): its launch agent and mpirun line.
 Running it needs root, Open MPI and mpi4py (the GPU machine has them); these tests check the
 pieces that decide where each rank runs."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from axon.tools import mpi_peer
+from axon.tools.bench import mpi_peer
 
 
 def test_the_agent_runs_the_command_inside_the_named_node(tmp_path):

@@ -9,15 +9,24 @@ One module a job:
     command    the handler of ``axon bench`` and main(): the steps below, in order
     options    the options as typed (argparse)
     request    their validation into a Request, and the driver's arguments for it
-    catalog    the tests, and the columns each shows
+    catalog    the tests (the space tests' too), the columns each shows, ucx_perftest's tests
     sizes      message sizes: parsing and labels
     programs   where the driver and the peer programs are built
     runner     a program run through the launcher, its JSON lines read into a results.Outcome
     progress   the progress bar over the sizes
     peers      which --compare peers this machine has, and the note on each
-    peer_runs  the peer programs (PyTorch, NVSHMEM), run after axon on the same sizes
+    peer_runs  the peer programs (PyTorch, NVSHMEM, ucx_perftest, Open MPI), run after axon on the
+               same sizes
     tables     the tables printed
     document   the --json document (machine: the machine it records)
+    space      the staging space's tests (space-*), on their own path
+
+The peer programs, each run as a program of its own (``python -m axon.tools.bench.NAME``) and
+imported by no module here:
+
+    torch_peer         PyTorch (torch.distributed NCCL, symmetric memory) on every PE
+    ucx_perftest_peer  UCX's ucx_perftest between two emulated nodes
+    mpi_peer           Open MPI through mpi4py, on one node or two emulated nodes
 
 JSON written by ``--json FILE`` (``schema`` 1)::
 

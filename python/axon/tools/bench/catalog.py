@@ -1,4 +1,8 @@
-"""The tests ``axon bench`` runs, and the columns each shows."""
+"""The tests ``axon bench`` runs, the columns each shows, and the tests of the peers that share them.
+
+The lowest module of the package: the names of the tests are needed by the options, their
+validation, the space tests' runner and the peer programs alike, so they live here and import
+none of those."""
 
 from __future__ import annotations
 
@@ -64,3 +68,25 @@ for _name, _summary in COLLECTIVES.items():
 
 #: The reduction operators, as --op takes them.
 OPS = tuple(op.name.lower() for op in ReduceOp)
+
+#: The space tests (run by space.py, on their own path): summary, driver program, its subcommand.
+SPACE_TESTS: dict[str, tuple[str, str, str]] = {
+    "space-put-get": ("staging space: put and get of GPU data, axon vs the host-staged and pinned-staged "
+                      "baselines, same node and over UCX", "space_bench", "put-get"),
+    "space-reassembly": ("staging space: one box from many pieces; CPU rows, memcpy per row, kernel per "
+                         "piece, fused kernel, as shares of memcpy", "space_bench", "reassembly"),
+    "space-small-puts": ("staging space: -i N nonblocking puts of -m BYTES, batching off then on",
+                         "space_client_bench", "small-puts"),
+    "space-workflow": ("staging space: --writers M x --readers N in different decompositions, a slow "
+                       "reader, the server's memory high-water mark", "space_client_bench", "workflow"),
+}
+
+#: axon's test -> the ucx_perftest tests compared with it (the peer program runs them, peers.py
+#: notes where it is compared).
+PERFTEST_TESTS: dict[str, tuple[str, ...]] = {
+    "latency": ("ucp_put_lat", "ucp_am_lat"),
+    "get_lat": ("ucp_get",),
+    "atomic_lat": ("ucp_fadd",),
+    "put_bw": ("ucp_put_bw",),
+    "bw": ("ucp_put_bw",),
+}

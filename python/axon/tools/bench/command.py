@@ -9,6 +9,7 @@ from typing import Sequence
 
 from .. import cli_parser
 from ..cli_parser import EXIT_USAGE, UsageError
+from .catalog import SPACE_TESTS
 from .document import bench_document, write_document
 from .errors import BenchError
 from .options import add_arguments
@@ -18,7 +19,7 @@ from .programs import find_driver
 from .request import validate
 from .results import Outcome, by_impl
 from .runner import launch_command, run_driver
-from .space import SPACE_TESTS, run_space_bench
+from .space import run_space_bench
 from .tables import table_lines
 
 _PROG = "axon bench"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .catalog import TESTS
-from .space import SPACE_TESTS, add_space_arguments
+from .catalog import SPACE_TESTS, TESTS
+from .space import add_space_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

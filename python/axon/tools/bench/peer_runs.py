@@ -29,8 +29,8 @@ def _peer_args(req: Request, sizes: list[int], *options: str) -> list[str]:
 
 
 def torch_peer_command(req: Request, sizes: list[int], port: int) -> list[str]:
-    """The launcher command that runs axon.tools.torch_peer on req.pes PEs."""
-    return launcher_command(req.pes, [sys.executable, "-m", "axon.tools.torch_peer",
+    """The launcher command that runs axon.tools.bench.torch_peer on req.pes PEs."""
+    return launcher_command(req.pes, [sys.executable, "-m", "axon.tools.bench.torch_peer",
                                       *_peer_args(req, sizes, "--port", str(port))])
 
 
@@ -40,16 +40,16 @@ def nvshmem_peer_command(req: Request, sizes: list[int], runner: str) -> list[st
 
 
 def ucx_perftest_command(req: Request, sizes: list[int], peer: dict) -> list[str]:
-    """The launcher command that runs axon.tools.ucx_perftest_peer on 2 PEs on 2 emulated nodes."""
-    return launcher_command(2, [sys.executable, "-m", "axon.tools.ucx_perftest_peer", req.test,
+    """The launcher command that runs axon.tools.bench.ucx_perftest_peer on 2 PEs on 2 emulated nodes."""
+    return launcher_command(2, [sys.executable, "-m", "axon.tools.bench.ucx_perftest_peer", req.test,
                                 "--sizes", ",".join(str(s) for s in sizes), "--perftest", peer["runner"],
                                 "--libdir", peer.get("libdir") or "", "--version", peer.get("version") or "",
                                 *req.iteration_args()], emulate_nodes=2)
 
 
 def mpi_peer_command(req: Request, sizes: list[int]) -> list[str]:
-    """axon.tools.mpi_peer on the request's nodes (its own mpirun; not through axon's launcher)."""
-    cmd = [sys.executable, "-m", "axon.tools.mpi_peer", req.test, "--sizes", ",".join(str(s) for s in sizes),
+    """axon.tools.bench.mpi_peer on the request's nodes (its own mpirun; not through axon's launcher)."""
+    cmd = [sys.executable, "-m", "axon.tools.bench.mpi_peer", req.test, "--sizes", ",".join(str(s) for s in sizes),
            "--nodes", "2" if req.emulate_nodes else "1", *req.iteration_args()]
     return cmd + ([] if req.validate else ["--no-validate"])
 

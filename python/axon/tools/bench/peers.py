@@ -8,8 +8,7 @@ import ctypes.util
 import importlib.util
 from pathlib import Path
 
-from ..ucx_perftest_peer import PERFTEST_TESTS
-from .catalog import COLLECTIVES, P2P_TESTS
+from .catalog import COLLECTIVES, P2P_TESTS, PERFTEST_TESTS
 from .programs import find_tool
 
 #: --peers names, as typed, and the peers they select.

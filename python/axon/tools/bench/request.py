@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...collectives import DTYPES
 from ..cli_parser import UsageError, integer_at_least
-from .catalog import COLLECTIVES, OPS, TESTS
+from .catalog import COLLECTIVES, OPS, SPACE_TESTS, TESTS
 from .peers import PEER_NAMES
 from .sizes import DEFAULT_MAX, DEFAULT_MIN, parse_range, parse_size
 
@@ -85,7 +85,6 @@ def validate(args: argparse.Namespace) -> Request:
     """Checks the parsed options; raises UsageError with one clear line."""
     test = args.test
     if test not in TESTS:
-        from .space import SPACE_TESTS  # the space tests have their own path (space.py)
         raise UsageError(f"unknown test {test!r} (tests: {', '.join([*TESTS, *SPACE_TESTS])})")
     if args.range is not None and (args.minbytes is not None or args.maxbytes is not None):
         raise UsageError("give the sizes with -m MIN:MAX or with -b/-e, not both")

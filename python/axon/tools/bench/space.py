@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 
 from ..cli_parser import EXIT_USAGE, UsageError
+from .catalog import SPACE_TESTS
 from .document import write_document
 from .errors import BenchError
 from .machine import machine_info
@@ -36,18 +37,6 @@ from .runner import child_env, launcher_command, run_launched
 from .sizes import parse_range, parse_size
 
 _PROG = "axon bench"
-
-#: The space tests: summary, driver program, its subcommand.
-SPACE_TESTS: dict[str, tuple[str, str, str]] = {
-    "space-put-get": ("staging space: put and get of GPU data, axon vs the host-staged and pinned-staged "
-                      "baselines, same node and over UCX", "space_bench", "put-get"),
-    "space-reassembly": ("staging space: one box from many pieces; CPU rows, memcpy per row, kernel per "
-                         "piece, fused kernel, as shares of memcpy", "space_bench", "reassembly"),
-    "space-small-puts": ("staging space: -i N nonblocking puts of -m BYTES, batching off then on",
-                         "space_client_bench", "small-puts"),
-    "space-workflow": ("staging space: --writers M x --readers N in different decompositions, a slow "
-                       "reader, the server's memory high-water mark", "space_client_bench", "workflow"),
-}
 
 _SERVER_START_S = 60
 

@@ -3,7 +3,7 @@ benchmark, of the UCX axon loads, between the same two emulated nodes, right aft
 
 Started on 2 PEs by axon's launcher (``axon bench`` does this; by hand)::
 
-    python -m axon run -n 2 --emulate-nodes 2 --no-prefix python -m axon.tools.ucx_perftest_peer
+    python -m axon run -n 2 --emulate-nodes 2 --no-prefix python -m axon.tools.bench.ucx_perftest_peer
         TEST --sizes 8,64,... --perftest PATH [--libdir DIR] [-i ITERS] [-x WARMUP] [--port 13337]
 
 PE 0 serves (``ucx_perftest -p PORT``, one server per test and size: it exits after one), PE 1 is
@@ -30,14 +30,7 @@ import subprocess
 import sys
 import time
 
-#: axon's test -> the ucx_perftest tests compared with it.
-PERFTEST_TESTS: dict[str, tuple[str, ...]] = {
-    "latency": ("ucp_put_lat", "ucp_am_lat"),
-    "get_lat": ("ucp_get",),
-    "atomic_lat": ("ucp_fadd",),
-    "put_bw": ("ucp_put_bw",),
-    "bw": ("ucp_put_bw",),
-}
+from .catalog import PERFTEST_TESTS
 
 #: How long the client keeps trying to reach a server that is still starting.
 CONNECT_WITHIN_S = 20.0
@@ -90,7 +83,7 @@ def client(perftest: str, host: str, port: int, test: str, size: int, iters: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m axon.tools.ucx_perftest_peer")
+    ap = argparse.ArgumentParser(prog="python -m axon.tools.bench.ucx_perftest_peer")
     ap.add_argument("test", choices=sorted(PERFTEST_TESTS))
     ap.add_argument("--sizes", required=True)
     ap.add_argument("--perftest", required=True, help="the ucx_perftest beside the UCX axon loads")

@@ -5,7 +5,7 @@ this node or one on each of two emulated nodes.
 Run as root, where Open MPI's ``mpirun`` and mpi4py are installed (``axon bench --compare`` runs
 it right after axon's driver)::
 
-    python -m axon.tools.mpi_peer p2p-latency --sizes 8,64,512 [--nodes 1|2] [--pml ucx,ob1]
+    python -m axon.tools.bench.mpi_peer p2p-latency --sizes 8,64,512 [--nodes 1|2] [--pml ucx,ob1]
         [-i ITERS] [-x WARMUP] [--mca KEY VALUE ...]
 
 ``--pml ucx`` is Open MPI over UCX (``--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices
@@ -49,7 +49,7 @@ def agent_script(enter: dict[str, list[str]]) -> str:
     runs COMMAND inside HOST's namespaces (``enter[HOST]``, a command prefix)."""
     cases = "\n".join(f"  {shlex.quote(host)}) exec {shlex.join(prefix)} /bin/sh -c \"$*\" ;;"
                       for host, prefix in enter.items())
-    return ("#!/bin/sh\n# Made by axon.tools.mpi_peer: enter an emulated node instead of ssh.\n"
+    return ("#!/bin/sh\n# Made by axon.tools.bench.mpi_peer: enter an emulated node instead of ssh.\n"
             "host=$1; shift\ncase \"$host\" in\n" + cases +
             "\n  *) echo \"mpi_peer agent: unknown node $host\" >&2; exit 1 ;;\nesac\n")
 
@@ -187,7 +187,7 @@ def local_mpirun_command(mpirun: str, program: list[str], mca: list[tuple[str, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m axon.tools.mpi_peer", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m axon.tools.bench.mpi_peer", description=__doc__.split("\n\n")[0])
     p.add_argument("test", nargs="?", default="p2p-latency", choices=TESTS)
     p.add_argument("--sizes", required=True, help="comma-separated message sizes in bytes")
     p.add_argument("-i", "--iters", type=int, default=None)
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [(f"openmpi-{n}", list(PMLS[n])) for n in names]
     status = 0
     for impl, mca in runs:
-        program = [sys.executable, "-m", "axon.tools.mpi_peer", args.test, "--rank-program", impl,
+        program = [sys.executable, "-m", "axon.tools.bench.mpi_peer", args.test, "--rank-program", impl,
                    "--sizes", args.sizes]
         if args.iters:
             program += ["-i", str(args.iters)]

@@ -3,7 +3,7 @@ as the axon driver, run through PyTorch on the same GPUs right after it.
 
 Started on every PE by axon's launcher (``axon bench`` does this; by hand)::
 
-    python -m axon run -n N --no-prefix python -m axon.tools.torch_peer TEST --sizes 8,64,...
+    python -m axon run -n N --no-prefix python -m axon.tools.bench.torch_peer TEST --sizes 8,64,...
         --port PORT [-i ITERS] [-x WARMUP] [--dtype float32] [--op sum] [--root 0] [--no-validate]
 
 Implementations (the ``impl`` of each result line):
@@ -376,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m axon.tools.torch_peer")
+    p = argparse.ArgumentParser(prog="python -m axon.tools.bench.torch_peer")
     p.add_argument("test", choices=TESTS)
     p.add_argument("--sizes", required=True, type=lambda s: [int(x) for x in s.split(",") if x])
     p.add_argument("--port", required=True, type=int)
