@@ -1,7 +1,8 @@
 // What one staging server holds: variables, their versions, the pieces of each version (boxes at
 // offsets of the server's arena), readers' holds and the memory bound with its policy. Offsets
 // only, no memory and no network, so that every rule is tested on the host
-// (tests/unit/space_store_test.cpp); space/server.cpp moves the bytes.
+// (tests/unit/space_store_test.cpp); the server moves the bytes (space/server_puts.cpp and
+// space/server_gets.cpp).
 //
 // Rules:
 // - A piece becomes visible when committed; a reservation that is aborted (its writer died, its

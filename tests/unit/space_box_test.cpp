@@ -1,5 +1,6 @@
 // The staging space's box arithmetic and host copies (src/space/box.hpp), checked against
-// brute force (cell by cell, element by element) on random cases with fixed seeds.
+// brute force (cell by cell, element by element) on random cases with fixed seeds; and a get's
+// reassembly plan built on them (src/space/assembly.hpp).
 #include "space/box.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "expect_error.hpp"
+#include "space/assembly.hpp"
 #include "space/space_kernels.hpp"
 
 namespace axon::space {
@@ -473,6 +475,44 @@ TEST(SpaceBox, RunSummaryNumbersRunsAndFindsTheWidestUnit) {
   EXPECT_EQ(s.maxRunBytes, 40);
   EXPECT_EQ(s.runs, 5 * 5 * 5 * 5);
   EXPECT_EQ(kernels::numberRuns(nullptr, 0).runs, 0);
+}
+
+// A get's reassembly plan (space/assembly.hpp): fragments of a mapped server are read in place
+// for a host get; every other one lands in staging, at aligned offsets, in order.
+TEST(SpaceBox, AssemblyPlanStagesWhatIsNotReadInPlace) {
+  const Box box = Box::of({0, 0}, {4, 8});
+  auto fragment = [](i64 lo, i64 hi) {
+    Fragment f;
+    f.piece = Box::of({lo, 0}, {hi, 8});
+    f.rangeBytes = static_cast<std::uint64_t>((hi - lo) * 8 * 8);
+    return f;
+  };
+  const std::vector<FragmentSource> sources = {{0, 7, true, {fragment(0, 2)}},
+                                               {1, 9, false, {fragment(2, 3), fragment(3, 4)}}};
+  const AssemblyPlan host = planAssembly(sources, box, 8, false);
+  ASSERT_EQ(host.sources.size(), 2u);
+  ASSERT_EQ(host.sources[1].size(), 2u);
+  EXPECT_EQ(host.fragments, 3u);
+  EXPECT_FALSE(host.sources[0][0].staged) << "a host get reads a mapped server's fragment in place";
+  EXPECT_TRUE(host.sources[1][0].staged);
+  EXPECT_EQ(host.sources[1][0].at, 0u);
+  EXPECT_EQ(host.sources[1][1].at, kStagingAlign) << "64 bytes, then the next aligned offset";
+  EXPECT_EQ(host.stagingBytes, kStagingAlign + 64);
+  const AssemblyPlan device = planAssembly(sources, box, 8, true);
+  EXPECT_TRUE(device.sources[0][0].staged) << "the kernel reads device staging only";
+  EXPECT_EQ(device.sources[1][0].at, kStagingAlign);
+  EXPECT_EQ(device.sources[1][1].at, 2 * kStagingAlign);
+  EXPECT_EQ(device.stagingBytes, 2 * kStagingAlign + 64);
+  for (std::size_t s = 0; s < sources.size(); ++s) {
+    for (std::size_t i = 0; i < sources[s].fragments.size(); ++i) {
+      const Box& piece = sources[s].fragments[i].piece;
+      const CopyRegion want = planCopy(piece, box, piece, 8);
+      const CopyRegion& got = device.sources[s][i].region;
+      EXPECT_EQ(got.srcOffset, want.srcOffset);
+      EXPECT_EQ(got.dstOffset, want.dstOffset);
+      EXPECT_EQ(got.bytes(), want.bytes());
+    }
+  }
 }
 
 }  // namespace

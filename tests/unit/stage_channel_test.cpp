@@ -38,5 +38,17 @@ TEST(StageChannel, PipelineChunkSplitsIntoSlotsWithinBounds) {
   }
 }
 
+// The rule under it (transport/pipeline_chunk.hpp), which the staging space's pipelined GPU put
+// uses with its own numbers (an eighth of the part, 256 KiB to 4 MiB).
+TEST(StageChannel, PipelineChunkBytesIsAPageRoundedShareWithinBounds) {
+  constexpr std::uint64_t kMin = 256 * 1024, kMax = 4 * 1024 * 1024;
+  EXPECT_EQ(pipelineChunkBytes(1 << 20, 8, kMin, kMax), kMin) << "an eighth of 1 MiB is under the floor";
+  EXPECT_EQ(pipelineChunkBytes(16 << 20, 8, kMin, kMax), 2u << 20);
+  EXPECT_EQ(pipelineChunkBytes((5 << 20) + 1, 8, kMin, kMax), 5u << 17) << "whole pages";
+  EXPECT_EQ(pipelineChunkBytes((5 << 20) + 8 * 4096, 8, kMin, kMax), (5u << 17) + 4096);
+  EXPECT_EQ(pipelineChunkBytes(1ull << 30, 8, kMin, kMax), kMax);
+  EXPECT_EQ(pipelineChunkBytes(1, 4, 64 * 1024, 16 * 1024), 16u * 1024) << "the ceiling wins over the floor";
+}
+
 }  // namespace
 }  // namespace axon::staged

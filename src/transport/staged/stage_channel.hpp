@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "transport/pipeline_chunk.hpp"
+
 namespace axon::staged {
 
 constexpr int kStageSlots = 4;  // chunks in flight per sender and target (8 measured slower at 1 MiB)
@@ -43,10 +45,7 @@ inline char* dataOf(char* channel, std::size_t chunk, int slot) {
 // How a transfer of `bytes` splits into chunks: small transfers use smaller chunks so that the two
 // copies still overlap; never below 64 KiB, never above the channel's chunk.
 inline std::size_t pipelineChunk(std::size_t bytes, std::size_t channelChunk) {
-  std::size_t c = bytes / kStageSlots;
-  c = (c + 4095) / 4096 * 4096;
-  if (c < (64u << 10)) c = 64u << 10;
-  return c < channelChunk ? c : channelChunk;
+  return pipelineChunkBytes(bytes, kStageSlots, 64u << 10, channelChunk);
 }
 
 }  // namespace axon::staged

@@ -1,0 +1,438 @@
+// The client's link to its space's servers (client_connection.hpp): connecting, then the
+// request/reply plumbing. Replies and data arrive on whichever thread runs progress (the engine's,
+// or a caller waiting in wait()); both meet in calls_ under mu_.
+#include "space/client_connection.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "axon/error.hpp"
+#include "core/build_version.hpp"
+#include "core/env.hpp"
+#include "space/gpu_side.hpp"
+
+namespace axon::space {
+
+using protocol::Op;
+
+namespace {
+
+constexpr double kReplyGraceSec = 5.0;
+
+// {"address": "10.0.0.2:4711", "epoch": 123, ...} -> address and epoch.
+void readContactFile(const std::string& path, std::string& address, std::uint64_t& epoch) {
+  std::ifstream f(path);
+  if (!f) {
+    throw Error(ErrorCode::ServerLost, "staging-space contact file " + path +
+                                           " cannot be read (no server running, or the wrong path?)");
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  auto field = [&](const std::string& key) -> std::string {
+    const auto at = text.find("\"" + key + "\"");
+    if (at == std::string::npos) return "";
+    auto p = text.find(':', at);
+    if (p == std::string::npos) return "";
+    ++p;
+    while (p < text.size() && (text[p] == ' ' || text[p] == '"')) ++p;
+    auto e = p;
+    while (e < text.size() && text[e] != '"' && text[e] != ',' && text[e] != '}' && text[e] != '\n') ++e;
+    return text.substr(p, e - p);
+  };
+  address = field("address");
+  const std::string e = field("epoch");
+  if (address.empty() || e.empty()) {
+    throw Error(ErrorCode::InvalidArgument, "staging-space contact file " + path + " is not one a server wrote: " + text);
+  }
+  epoch = std::stoull(e);
+}
+
+}  // namespace
+
+Clock::time_point deadlineAfter(double sec) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(sec));
+}
+
+std::uint64_t millisUntil(Clock::time_point t) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  return left > 0 ? static_cast<std::uint64_t>(left) : 0;
+}
+
+ServerContact findServer(const ConnectOptions& o, const Env& env) {
+  ServerContact out;
+  out.address = o.address.empty() ? env.spaceAddr : o.address;
+  out.origin = o.address.empty() ? "AXON_SPACE_ADDR" : "the address given";
+  if (out.address.empty()) {
+    const std::string file = !o.contactFile.empty() ? o.contactFile : env.spaceFile;
+    if (file.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "no staging server to connect to: pass an address, or set AXON_SPACE_ADDR (host:port) or "
+                  "AXON_SPACE_FILE (a server's --contact-file)");
+    }
+    readContactFile(file, out.address, out.epoch);
+    out.origin = "contact file " + file;
+  }
+  return out;
+}
+
+Clock::duration Connection::grace() {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kReplyGraceSec));
+}
+
+// --- connecting ---------------------------------------------------------------------------------
+
+Connection::Connection(const ConnectOptions& o, const std::string& identity, double timeoutSec,
+                       const ServerContact& first, GpuSide* gpu)
+    : sharedMemory_(o.sharedMemory), timeoutSec_(timeoutSec), identity_(identity), gpu_(gpu) {
+  try {
+    node_ = rpc::makeNode("space client");
+    node_->setHandlers({[this](rpc::ConnId c, std::string h, rpc::Payload p) { onMessage(c, std::move(h), std::move(p)); },
+                        [this](rpc::ConnId c, const std::string& w) { onLost(c, w); }, nullptr});
+    engine_.add(node_.get());
+    connectAll(first);
+  } catch (...) {
+    // The progress thread and UCX's callbacks must end before the members they use go.
+    engine_.stop();
+    node_.reset();
+    throw;
+  }
+}
+
+Connection::~Connection() { engine_.stop(); }
+
+void Connection::connectAll(const ServerContact& first) {
+  const auto deadline = deadlineAfter(timeoutSec_);
+  const std::uint64_t epoch = connectServer(first.address, deadline, first.origin);
+  if (first.epoch && epoch != first.epoch) {
+    throw Error(ErrorCode::ServerLost, "the " + first.origin + " is stale: it names server " + first.address +
+                                           " of epoch " + std::to_string(first.epoch) +
+                                           ", but the server there now has epoch " + std::to_string(epoch) +
+                                           " (restarted?)");
+  }
+  // The rest of the space, then all of it in placement order (the handlers, which may run on
+  // the progress thread meanwhile, read servers_ under mu_).
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    if (static_cast<int>(i) != servers_[0].index) connectServer(members_[i], deadline, "the space's member list");
+  }
+  std::lock_guard lock(mu_);
+  std::vector<ServerConn> ordered(members_.size());
+  for (ServerConn& sc : servers_) ordered[sc.index] = std::move(sc);
+  servers_ = std::move(ordered);
+}
+
+std::uint64_t Connection::connectServer(const std::string& address, Clock::time_point deadline,
+                                        const std::string& origin) {
+  ServerConn sc;
+  sc.address = address;
+  const int s = static_cast<int>(servers_.size());  // its place while connecting
+  // Hello may be refused while the space still waits for servers to join: try again.
+  for (;;) {
+    sc.conn = node_->connect(address);
+    {
+      std::lock_guard lock(mu_);
+      servers_.push_back(std::move(sc));
+    }
+    wire::ByteWriter w = protocol::begin(Op::Hello, 0);
+    w.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
+    auto c = issue(s, Op::Hello, w);
+    const bool answered = wait(c, deadline, "connecting to staging server " + address + " (from " + origin + ")");
+    // The server said its space is still forming (servers yet to join): ask again.
+    if (answered && c->answered && c->status == static_cast<int>(ErrorCode::ServerLost) && Clock::now() < deadline) {
+      {
+        std::lock_guard lock(mu_);
+        sc = std::move(servers_.back());
+        servers_.pop_back();
+      }
+      node_->close(sc.conn);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    check(*c);
+    wire::ByteReader r(c->reply);
+    ServerConn& me = servers_.back();
+    me.index = static_cast<int>(r.u32());
+    const std::uint32_t count = r.u32();
+    const std::uint64_t epoch = r.u64();
+    const std::string node = r.str();
+    const std::string arena = r.str();
+    const std::uint64_t capacity = r.u64();
+    const std::uint32_t n = r.count(4);
+    std::vector<std::string> members;
+    for (std::uint32_t i = 0; i < n; ++i) members.push_back(r.str());
+    if (members.size() != count) {
+      throw Error(ErrorCode::ServerLost, "staging server " + address + " lists " + std::to_string(members.size()) +
+                                             " of its space's " + std::to_string(count) + " servers");
+    }
+    if (members_.empty()) members_ = members;
+    if (node == identity_ && sharedMemory_) {
+      try {
+        me.arena = std::make_unique<ArenaView>(arena, capacity);
+        if (gpu_) gpu_->addHostRange(me.arena->base(), capacity);
+      } catch (const Error&) {
+        me.arena.reset();  // same host name, other namespace: UCX carries it
+      }
+    }
+    return epoch;
+  }
+}
+
+std::vector<std::string> Connection::addresses() const {
+  std::vector<std::string> out;
+  for (const auto& s : servers_) out.push_back(s.address);
+  return out;
+}
+
+void Connection::disconnect() {
+  std::vector<rpc::ConnId> conns;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : servers_) {
+      if (s.conn) conns.push_back(s.conn);
+      s.conn = 0;
+      if (s.lost.empty()) s.lost = "the client was closed";
+    }
+  }
+  for (rpc::ConnId c : conns) node_->close(c);
+}
+
+// --- requests -----------------------------------------------------------------------------------
+
+std::shared_ptr<Call> Connection::issue(int s, Op op, const wire::ByteWriter& w, const void* data, std::size_t bytes,
+                                        rpc::Memory m, std::shared_ptr<void> keepAlive) {
+  auto c = std::make_shared<Call>();
+  c->memory = m;
+  return issueCall(s, op, w.bytes(), c, data, bytes, m, std::move(keepAlive));
+}
+
+// Numbers the call (patching the id into the header), registers it, and sends it.
+std::shared_ptr<Call> Connection::issueCall(int s, Op op, std::string header, std::shared_ptr<Call> c,
+                                            const void* data, std::size_t bytes, rpc::Memory m,
+                                            std::shared_ptr<void> keepAlive) {
+  c->server = s;
+  c->op = op;
+  std::uint64_t id;
+  {
+    std::lock_guard lock(mu_);
+    id = ++lastId_;
+    calls_[id] = c;
+    if (!servers_[s].lost.empty()) {
+      fail(*c, ErrorCode::ServerLost, servers_[s].lost);
+      calls_.erase(id);
+      return c;
+    }
+  }
+  std::memcpy(header.data() + 8, &id, 8);  // after magic, version and op
+  node_->send(servers_[s].conn, std::move(header), data, bytes, m, [this, id, s, keepAlive](const std::string& f) {
+    if (f.empty()) return;
+    std::lock_guard lock(mu_);
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    fail(*it->second, ErrorCode::ServerLost, "staging server " + servers_[s].address + ": sending failed: " + f);
+    calls_.erase(it);
+  });
+  return c;
+}
+
+void Connection::fail(Call& c, ErrorCode code, const std::string& why) {
+  c.replied = true;
+  c.status = static_cast<int>(code);
+  c.message = why;
+  c.landed = c.landing.size();
+}
+
+bool Connection::wait(const std::shared_ptr<Call>& c, Clock::time_point deadline, const std::string& what) {
+  ProgressEngine::Waiting waiting(engine_);
+  ProgressClient::PolledHere here(*node_);
+  int spins = 0;
+  for (std::uint64_t round = 1;; ++round) {
+    {
+      std::lock_guard lock(mu_);
+      if (c->done()) return true;
+    }
+    // The clock is read every 256 rounds even while other traffic keeps UCX busy.
+    if (round % 256 == 0 && Clock::now() >= deadline) break;
+    if (node_->progress()) continue;
+    if (++spins < 2000) continue;
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(spins < 20000 ? 20 : 200));
+  }
+  rpc::ConnId conn = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (c->done()) return true;
+    ServerConn& server = servers_[c->server];
+    const std::string why = "staging server " + server.address + " did not answer " + what + " in time (" +
+                            protocol::opName(c->op) + " request): the server is stopped, overloaded or unreachable";
+    fail(*c, ErrorCode::ServerLost, why);
+    for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+      if (it->second == c) {
+        calls_.erase(it);
+        break;
+      }
+    }
+    // Considered lost from now on: its connection is closed, which cancels UCX's transfers into
+    // and out of this client's buffers before the caller unwinds.
+    if (server.lost.empty()) server.lost = why;
+    conn = server.conn;
+    server.conn = 0;
+  }
+  if (conn) node_->close(conn);
+  return false;
+}
+
+void Connection::check(const Call& c) const {
+  if (c.status == 0 && c.dataFailure.empty()) return;
+  if (!c.dataFailure.empty() && c.status == 0) {
+    throw Error(ErrorCode::ServerLost, "staging server " + servers_[c.server].address + ": data failed: " + c.dataFailure);
+  }
+  throw Error(static_cast<ErrorCode>(c.status), c.message);
+}
+
+bool Connection::allDone(const std::vector<std::shared_ptr<Call>>& calls) {
+  std::lock_guard lock(mu_);
+  for (auto& c : calls) {
+    if (!c->done()) return false;
+  }
+  return true;
+}
+
+void Connection::notify(int s, const wire::ByteWriter& w) {
+  rpc::ConnId conn;
+  {
+    std::lock_guard lock(mu_);
+    conn = servers_[s].conn;
+  }
+  if (conn) node_->send(conn, w.bytes(), nullptr, 0, rpc::Memory::Host, [](const std::string&) {});
+}
+
+void Connection::sendDone(int s, std::uint64_t lease) {
+  wire::ByteWriter w = protocol::begin(Op::Done, 0);
+  w.u64(lease);
+  notify(s, w);
+}
+
+// --- replies and data ---------------------------------------------------------------------------
+
+void Connection::onMessage(rpc::ConnId conn, std::string header, rpc::Payload payload) {
+  try {
+    wire::ByteReader r(header);
+    const protocol::Head h = protocol::readHead(r);
+    std::shared_ptr<Call> c;
+    {
+      std::lock_guard lock(mu_);
+      auto it = calls_.find(h.id);
+      if (it != calls_.end()) c = it->second;
+    }
+    if (!c) {
+      node_->drop(payload);
+      return;
+    }
+    if (h.op == Op::Data) {
+      const std::uint32_t i = r.u32();
+      if (i >= c->landing.size()) {
+        node_->drop(payload);
+        return;
+      }
+      if (!payload.rendezvous() && c->memory == rpc::Memory::Cuda) {
+        // Eager bytes for GPU memory: copied here (UCX delivered them to host memory).
+        gpu_->copy(c->landing[i], payload.eager.data(), payload.bytes);
+        std::lock_guard lock(mu_);
+        ++c->landed;
+        if (c->done()) calls_.erase(h.id);
+        return;
+      }
+      const std::uint64_t id = h.id;
+      // The lambda holds the call, and the call its staging: alive until UCX has landed it.
+      node_->receive(payload, c->landing[i], c->memory, [this, c, id](const std::string& f) {
+        std::lock_guard lock(mu_);
+        if (c->replied && c->status != 0) return;  // failed meanwhile: nobody reads it
+        if (!f.empty() && c->dataFailure.empty()) c->dataFailure = f;
+        ++c->landed;
+        if (c->done()) calls_.erase(id);
+      });
+      return;
+    }
+    if (r.left() == 0 && payload.bytes > 0) {
+      // A reply too long for a message header travels as the message's data.
+      auto body = std::make_shared<std::string>(payload.bytes, '\0');
+      const std::uint64_t id = h.id;
+      node_->receive(payload, body->data(), rpc::Memory::Host, [this, c, id, body](const std::string& f) {
+        if (!f.empty()) {
+          std::lock_guard lock(mu_);
+          fail(*c, ErrorCode::ServerLost, "staging server " + servers_[c->server].address + ": a reply was lost: " + f);
+          calls_.erase(id);
+          return;
+        }
+        wire::ByteReader br(*body);
+        takeReply(c, id, br);
+      });
+      return;
+    }
+    node_->drop(payload);
+    takeReply(c, h.id, r);
+  } catch (const wire::Malformed& e) {
+    node_->drop(payload);
+    // Another build's answer: its id sits at the same place in every version's head.
+    if (header.size() >= protocol::kHeadBytes) {
+      std::uint64_t id;
+      std::memcpy(&id, header.data() + 8, 8);
+      std::lock_guard lock(mu_);
+      auto it = calls_.find(id);
+      if (it != calls_.end()) {
+        fail(*it->second, ErrorCode::InvalidArgument,
+             "staging server " + servers_[it->second->server].address + " answered in words this client cannot "
+             "read (" + e.what() + ")");
+        calls_.erase(it);
+      }
+    }
+  } catch (const std::exception&) {
+    node_->drop(payload);
+  }
+  (void)conn;
+}
+
+void Connection::takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r) {
+  std::unique_lock lock(mu_);
+  if (c->replied) {
+    // Failed here already (timed out): a lease the late answer carries is ended at once.
+    const int status = r.i32();
+    r.str();
+    if (status == 0 && c->op == Op::Query && r.left() >= 8) {
+      const std::uint64_t lease = r.u64();
+      const int s = c->server;
+      lock.unlock();
+      if (lease) sendDone(s, lease);
+    }
+    return;
+  }
+  c->status = r.i32();
+  c->message = r.str();
+  c->reply = std::string(r.rest());
+  c->replied = true;
+  c->answered = true;
+  if (c->status != 0) c->landed = c->landing.size();
+  if (c->done()) calls_.erase(id);
+}
+
+void Connection::onLost(rpc::ConnId conn, const std::string& why) {
+  std::lock_guard lock(mu_);
+  for (std::size_t s = 0; s < servers_.size(); ++s) {
+    if (servers_[s].conn != conn) continue;
+    servers_[s].lost = "staging server " + servers_[s].address + " was lost: " + why;
+    for (auto it = calls_.begin(); it != calls_.end();) {
+      if (it->second->server == static_cast<int>(s)) {
+        fail(*it->second, ErrorCode::ServerLost, servers_[s].lost);
+        it = calls_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+}  // namespace axon::space

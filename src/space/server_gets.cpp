@@ -1,0 +1,152 @@
+// Data leaving a staging server: queries, leases, fetches and version waits (server_gets.hpp).
+#include "space/server_gets.hpp"
+
+#include <memory>
+
+#include "axon/error.hpp"
+#include "space/arena.hpp"
+
+namespace axon::space {
+
+using protocol::Op;
+using rpc::ConnId;
+
+void ServerGets::start(ConnId c, const protocol::Head& h, const std::string& header) {
+  Waiting w{c, h.id, h.op, header, {}};
+  if (!answer(w, false)) waiting_.push_back(std::move(w));
+}
+
+bool ServerGets::answer(Waiting& w, bool final) {
+  try {
+    wire::ByteReader r(w.header);
+    protocol::readHead(r);
+    return w.op == Op::Query ? query(w, r, final) : waitVersion(w, r, final);
+  } catch (const Error& e) {
+    clients_.replyError(w.conn, w.id, e.code(), e.what());
+  } catch (const wire::Malformed& e) {
+    clients_.replyError(w.conn, w.id, ErrorCode::InvalidArgument, std::string("malformed request: ") + e.what());
+  }
+  return true;
+}
+
+bool ServerGets::query(Waiting& w, wire::ByteReader& r, bool final) {
+  const std::string name = r.str();
+  const std::int64_t version = r.i64();
+  const std::uint32_t n = r.count(17);
+  std::vector<Box> boxes;
+  for (std::uint32_t i = 0; i < n; ++i) boxes.push_back(protocol::readBox(r));
+  const std::uint64_t waitMs = r.u64();
+  Store::Lookup found = store_.lookup(name, version, boxes);
+  if (!found.missing.empty()) {
+    if (!final && waitMs > 0) {
+      if (w.deadline == Clock::time_point{}) w.deadline = deadlineIn(waitMs);
+      return false;
+    }
+    wire::ByteWriter out = protocol::beginReply(
+        w.id, static_cast<int>(ErrorCode::Incomplete),
+        "staging server " + clients_.address() + ": " + std::to_string(found.missing.size()) + " part(s) of '" +
+            name + "' version " + std::to_string(version) + " were not written");
+    out.u32(static_cast<std::uint32_t>(found.missing.size()));
+    for (const Box& m : found.missing) protocol::writeBox(out, m);
+    clients_.send(w.conn, out);
+    return true;
+  }
+  std::uint64_t bytes = 0;
+  for (const auto& f : found.fragments) bytes += f.rangeBytes;
+  const std::uint64_t lease = found.fragments.empty() ? 0 : store_.lease(w.conn, name, version, bytes);
+  wire::ByteWriter out = protocol::beginReply(w.id);
+  out.u64(lease).u32(static_cast<std::uint32_t>(found.fragments.size()));
+  for (const auto& f : found.fragments) {
+    protocol::writeBox(out, f.piece);
+    out.u64(f.offset).u64(f.rangeStart).u64(f.rangeBytes);
+  }
+  if (lease) leases_[lease] = LeaseState{w.conn, std::move(found.fragments)};
+  clients_.send(w.conn, out);
+  return true;
+}
+
+bool ServerGets::waitVersion(Waiting& w, wire::ByteReader& r, bool final) {
+  const std::string name = r.str();
+  const std::int64_t atLeast = r.i64();
+  const std::uint64_t waitMs = r.u64();
+  const std::vector<std::int64_t> complete = store_.completeVersions(name, atLeast);
+  if (complete.empty() && !final && waitMs > 0) {
+    if (w.deadline == Clock::time_point{}) w.deadline = deadlineIn(waitMs);
+    return false;
+  }
+  wire::ByteWriter out = protocol::beginReply(w.id);
+  out.u32(static_cast<std::uint32_t>(complete.size()));
+  for (std::int64_t v : complete) out.i64(v);
+  clients_.send(w.conn, out);
+  return true;
+}
+
+void ServerGets::fetch(ConnId c, std::uint64_t id, std::uint64_t lease) {
+  auto it = leases_.find(lease);
+  if (it == leases_.end() || it->second.conn != c) {
+    throw Error(ErrorCode::InvalidArgument, "fetch of lease " + std::to_string(lease) + ", which this client does not hold");
+  }
+  const std::vector<Fragment> fragments = it->second.fragments;
+  leases_.erase(it);
+  auto left = std::make_shared<std::size_t>(fragments.size());
+  auto failure = std::make_shared<std::string>();
+  clients_.transfersStarted(c, static_cast<int>(fragments.size()));
+  for (std::uint32_t i = 0; i < fragments.size(); ++i) {
+    const Fragment& f = fragments[i];
+    wire::ByteWriter h = protocol::begin(Op::Data, id);
+    h.u32(i);
+    clients_.node().send(c, h.bytes(), arena_.at(f.offset + f.rangeStart), f.rangeBytes, rpc::Memory::Host,
+                         [this, c, id, lease, left, failure](const std::string& f) {
+                           if (!f.empty() && failure->empty()) *failure = f;
+                           if (--*left == 0) {
+                             store_.endLease(lease);
+                             if (failure->empty()) clients_.replyOk(c, id);
+                             else clients_.replyError(c, id, ErrorCode::ServerLost,
+                                                      "staging server " + clients_.address() +
+                                                          ": sending failed: " + *failure);
+                           }
+                           clients_.transferEnded(c);
+                         });
+  }
+}
+
+void ServerGets::done(ConnId c, std::uint64_t lease) {
+  auto it = leases_.find(lease);
+  if (it != leases_.end() && it->second.conn == c) {
+    leases_.erase(it);
+    store_.endLease(lease);
+  }
+}
+
+void ServerGets::recheck() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    it = answer(*it, false) ? waiting_.erase(it) : std::next(it);
+  }
+}
+
+void ServerGets::expire(Clock::time_point now) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (now < it->deadline) {
+      ++it;
+      continue;
+    }
+    Waiting w = std::move(*it);
+    it = waiting_.erase(it);
+    answer(w, true);
+  }
+}
+
+void ServerGets::dropWaiting(ConnId c) {
+  for (auto w = waiting_.begin(); w != waiting_.end();) w = w->conn == c ? waiting_.erase(w) : std::next(w);
+}
+
+void ServerGets::dropLeases(ConnId c) {
+  for (auto l = leases_.begin(); l != leases_.end();) l = l->second.conn == c ? leases_.erase(l) : std::next(l);
+}
+
+void ServerGets::failAll(const std::string& why) {
+  for (auto& w : waiting_) clients_.replyError(w.conn, w.id, ErrorCode::ServerLost, why);
+  waiting_.clear();
+}
+
+}  // namespace axon::space

@@ -1,0 +1,65 @@
+// How data leaves a staging server: a Query names the pieces of a version that meet a get's boxes
+// and leases them (the version stays pinned while the client reads them), or, when parts are not
+// written yet, waits for them until its timeout and then says what is missing; a Fetch sends the
+// leased fragments from the arena over UCX (clients on this node copy them from their mapping and
+// say Done instead). WaitVersion waits here the same way, for a version complete on this server.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bootstrap/wire.hpp"
+#include "space/protocol.hpp"
+#include "space/server_clients.hpp"
+#include "space/store.hpp"
+#include "transport/rpc.hpp"
+
+namespace axon::space {
+
+class ServerArena;
+
+class ServerGets {
+ public:
+  ServerGets(ClientLinks& clients, Store& store, ServerArena& arena) : clients_(clients), store_(store), arena_(arena) {}
+
+  // A Query or a WaitVersion: answered now, or kept until it can be, or its timeout.
+  void start(rpc::ConnId c, const protocol::Head& h, const std::string& header);
+  void fetch(rpc::ConnId c, std::uint64_t id, std::uint64_t lease);
+  // The client copied the leased fragments itself (no reply).
+  void done(rpc::ConnId c, std::uint64_t lease);
+
+  // The store changed: answers the waiting requests that can be answered now.
+  void recheck();
+  // Answers the waiting requests whose timeout has passed, with what there is.
+  void expire(Clock::time_point now);
+  // The client is gone: its waiting requests are dropped...
+  void dropWaiting(rpc::ConnId c);
+  // ... and, once its transfers have ended, its leases.
+  void dropLeases(rpc::ConnId c);
+  // Shutdown: every waiting request fails with `why`.
+  void failAll(const std::string& why);
+
+ private:
+  using Waiting = HeldRequest;  // a query or a version wait waiting for data
+  struct LeaseState {
+    rpc::ConnId conn;
+    std::vector<Fragment> fragments;
+  };
+
+  // Answers a query or a version wait when it can be (or `final`ly, at its deadline); false: keep
+  // waiting.
+  bool answer(Waiting& w, bool final);
+  bool query(Waiting& w, wire::ByteReader& r, bool final);
+  bool waitVersion(Waiting& w, wire::ByteReader& r, bool final);
+
+  ClientLinks& clients_;
+  Store& store_;
+  ServerArena& arena_;
+  std::list<Waiting> waiting_;
+  std::map<std::uint64_t, LeaseState> leases_;
+};
+
+}  // namespace axon::space
