@@ -29,7 +29,7 @@
 #include "bench_cli.hpp"
 #include "space/space_kernels.hpp"
 #include "space/box.hpp"
-#include "space/server.hpp"
+#include "axon/space_server.hpp"
 
 namespace {
 

@@ -51,10 +51,8 @@ DEBTS = {
     ("src/gpu/cuda_backend.cpp", "transport/staged/staged_transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/gpu_backend.hpp", "transport/transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/device_proxy.cpp", "transport/transport.hpp"): _GPU_BUILDS_TRANSPORTS,
-    ("python/csrc/space_py.cpp", "space/server.hpp"): _BINDING,
     ("bench/space_bench.cu", "space/space_kernels.hpp"): _BINDING,
     ("bench/space_bench.cu", "space/box.hpp"): _BINDING,
-    ("bench/space_bench.cu", "space/server.hpp"): _BINDING,
 }
 
 # Private headers the library exports on purpose to code outside it (python/csrc, bench/).

@@ -10,8 +10,8 @@
 
 #include "axon/error.hpp"
 #include "axon/space.hpp"
+#include "axon/space_server.hpp"
 #include "bindings.hpp"
-#include "space/server.hpp"
 
 namespace nb = nanobind;
 
@@ -73,7 +73,7 @@ nb::dict statsDict(const space::Stats& s) {
 void bindSpace(nb::module_& m) {
   auto release = nb::call_guard<nb::gil_scoped_release>();
   using space::Client;
-  using space::StoreStats;
+  using space::ServerStats;
   nb::class_<space::Request>(m, "SpaceRequest")
       .def("wait", &space::Request::wait, release)
       .def("test", &space::Request::test, release);
@@ -160,7 +160,7 @@ void bindSpace(nb::module_& m) {
       .def("start", &space::Server::start, release)
       .def("stop", &space::Server::stop, nb::arg("drain") = 5.0, release)
       .def("stats", [](const space::Server& s) {
-        const StoreStats st = s.stats();
+        const ServerStats st = s.stats();
         nb::dict d;
         d["capacity"] = st.capacity;
         d["bytes_in_use"] = st.bytesInUse;

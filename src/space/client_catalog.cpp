@@ -111,25 +111,9 @@ std::vector<ServerStats> Catalog::serverStats() {
     conn_.await(c, deadline, "stats");
     wire::ByteReader r(c->reply);
     const StoreStats st = protocol::readStats(r);
-    ServerStats ss;
-    ss.address = conn_.address(s);
-    ss.capacity = st.capacity;
-    ss.bytesInUse = st.bytesInUse;
-    ss.highWater = st.highWater;
-    ss.pieces = st.pieces;
-    ss.versions = st.versions;
-    ss.variables = st.variables;
-    ss.putsCommitted = st.putsCommitted;
-    ss.putsAborted = st.putsAborted;
-    ss.bytesPut = st.bytesPut;
-    ss.lookups = st.lookups;
-    ss.bytesServed = st.bytesServed;
-    ss.versionsDropped = st.versionsDropped;
-    ss.versionsEvicted = st.versionsEvicted;
-    ss.putsRejectedFull = st.putsRejectedFull;
-    ss.policy = r.str();
-    ss.pinned = r.u8() != 0;
-    out.push_back(ss);
+    const std::string policy = r.str();
+    const bool pinned = r.u8() != 0;
+    out.push_back(serverStatsOf(st, conn_.address(s), policy, pinned));
   }
   return out;
 }

@@ -7,7 +7,7 @@
 //   server_clients     replies, and each client's transfers in flight (a client gone is
 //                      forgotten once they end)
 // The store (store.hpp) keeps the rules; nothing here needs a lock, the loop being one thread.
-#include "space/server.hpp"
+#include "axon/space_server.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -107,6 +107,9 @@ class Server::Impl {
   }
 
   int index() const { return membership_->index(); }
+  // Fixed at start-up: safe to read from any thread.
+  Policy policy() const { return options_.policy; }
+  bool pinned() const { return arena_->locked(); }
 
   std::string address_;
   std::uint64_t epoch_ = 0;
@@ -296,6 +299,8 @@ void Server::start() { impl_->start(); }
 void Server::run() { impl_->run(); }
 void Server::stop(double drainSec) { impl_->stop(drainSec); }
 void Server::requestStop() { impl_->requestStop(); }
-StoreStats Server::stats() const { return impl_->stats(); }
+ServerStats Server::stats() const {
+  return serverStatsOf(impl_->stats(), impl_->address_, policyName(impl_->policy()), impl_->pinned());
+}
 
 }  // namespace axon::space

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bootstrap/wire.hpp"
-#include "space/server.hpp"
+#include "axon/space_server.hpp"
 #include "transport/rpc.hpp"
 
 namespace axon::space {

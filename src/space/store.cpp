@@ -33,6 +33,28 @@ Policy parsePolicy(const std::string& text) {
   throw Error(ErrorCode::InvalidArgument, "policy '" + text + "' is not one of block, reject, evict");
 }
 
+ServerStats serverStatsOf(const StoreStats& st, std::string address, std::string policy, bool pinned) {
+  ServerStats ss;
+  ss.address = std::move(address);
+  ss.policy = std::move(policy);
+  ss.pinned = pinned;
+  ss.capacity = st.capacity;
+  ss.bytesInUse = st.bytesInUse;
+  ss.highWater = st.highWater;
+  ss.pieces = st.pieces;
+  ss.versions = st.versions;
+  ss.variables = st.variables;
+  ss.putsCommitted = st.putsCommitted;
+  ss.putsAborted = st.putsAborted;
+  ss.bytesPut = st.bytesPut;
+  ss.lookups = st.lookups;
+  ss.bytesServed = st.bytesServed;
+  ss.versionsDropped = st.versionsDropped;
+  ss.versionsEvicted = st.versionsEvicted;
+  ss.putsRejectedFull = st.putsRejectedFull;
+  return ss;
+}
+
 void checkName(const std::string& name) {
   if (name.empty()) throw Error(ErrorCode::InvalidArgument, "a variable name must not be empty");
   if (name.size() > kMaxNameBytes) {

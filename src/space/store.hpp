@@ -27,14 +27,13 @@
 #include <vector>
 
 #include "axon/collectives.hpp"
+#include "axon/space_server.hpp"
 #include "memory/symmetric_allocator.hpp"
 #include "space/box.hpp"
 
 namespace axon::space {
 
-enum class Policy { Block, Reject, Evict };
-const char* policyName(Policy p);
-Policy parsePolicy(const std::string& text);  // throws InvalidArgument
+// Policy (what a full server does), policyName and parsePolicy: axon/space_server.hpp.
 
 constexpr std::size_t kMaxNameBytes = 255;
 constexpr std::size_t kPieceAlignment = 256;  // arena offsets: aligned for wide GPU loads
@@ -66,6 +65,9 @@ struct StoreStats {
   std::uint64_t lookups = 0, bytesServed = 0;
   std::uint64_t versionsDropped = 0, versionsEvicted = 0, putsRejectedFull = 0;
 };
+
+// The public report of a server (axon/space.hpp) from its store's numbers.
+ServerStats serverStatsOf(const StoreStats& st, std::string address, std::string policy, bool pinned);
 
 class Store {
  public:

@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "space/server.hpp"
+#include "axon/space_server.hpp"
 
 namespace {
 

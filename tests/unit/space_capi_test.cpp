@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "axon/axon.h"
-#include "space/server.hpp"
+#include "axon/space_server.hpp"
 
 namespace {
 

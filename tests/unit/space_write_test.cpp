@@ -18,7 +18,7 @@
 #include "axon/space.hpp"
 #include "core/build_version.hpp"
 #include "space/protocol.hpp"
-#include "space/server.hpp"
+#include "axon/space_server.hpp"
 #include "transport/rpc.hpp"
 
 namespace axon::space {

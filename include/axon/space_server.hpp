@@ -1,8 +1,10 @@
-// A staging server: its own process (`axon space serve`, tools/axon_space_server.cpp) or a thread
-// inside a program (the demo, tests). One thread serves everything: UCX's progress, the store's
-// rules, and the deadlines of waiting puts, gets and version waits, so the store needs no locks.
-// Bytes move without that thread copying them: UCX lands a put in the arena and sends a get's
-// fragments from it; clients on this node copy in and out of the mapped arena themselves.
+// A staging server inside a program (the demo, tests, benchmarks), as `axon space serve` runs one
+// in its own process. Clients reach it through axon/space.hpp at address().
+//
+// One thread serves everything: UCX's progress, the store's rules, and the deadlines of waiting
+// puts, gets and version waits. Bytes move without that thread copying them: UCX lands a put in
+// the arena and sends a get's fragments from it; clients on the server's node copy in and out of
+// its mapped arena themselves.
 #pragma once
 
 #include <atomic>
@@ -11,9 +13,15 @@
 #include <string>
 #include <thread>
 
-#include "space/store.hpp"
+#include "axon/space.hpp"
 
 namespace axon::space {
+
+// What a full server does with a put that does not fit (--policy): the writer waits for room
+// (block), the put is refused (reject), or the oldest versions go (evict).
+enum class Policy { Block, Reject, Evict };
+const char* policyName(Policy p);             // "block", "reject", "evict"
+Policy parsePolicy(const std::string& text);  // throws InvalidArgument
 
 struct ServerOptions {
   std::string listen = "0.0.0.0:0";  // --listen HOST:PORT (port 0: any free one)
@@ -46,7 +54,8 @@ class Server {
   void stop(double drainSec = 5.0);
   // Asks run() to stop and returns at once: only sets a flag, so a signal handler may call it.
   void requestStop();
-  StoreStats stats() const;
+  // What the server holds and did (as a client's Client::stats() reports it).
+  ServerStats stats() const;
 
   class Impl;
 
