@@ -3,7 +3,9 @@
 
 #include <axon/axon.hpp>
 
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -185,6 +187,54 @@ TEST(BadInput, FreedMemoryIsRejected) {
     EXPECT_EQ(e.code(), axon::ErrorCode::OutOfBounds);
     EXPECT_NE(std::string(e.what()).find("not in a live allocation"), std::string::npos) << e.what();
   }
+}
+
+// The heap an address is in, filling heap memory, and the keep-alive bindings hold.
+TEST(Memory, HeapKindOfMemsetSymmetricAndHeapMappings) {
+  auto* x = static_cast<unsigned char*>(axon::mallocHost(100));
+  int local = 0;
+  ASSERT_TRUE(axon::heapKindOf(x).has_value());
+  EXPECT_EQ(*axon::heapKindOf(x), axon::HeapKind::Host);
+  EXPECT_EQ(*axon::heapKindOf(x + 99), axon::HeapKind::Host);
+  EXPECT_FALSE(axon::heapKindOf(&local).has_value());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(x) % axon::kHostHeapGranule, 0u);
+
+  axon::memsetSymmetric(x, 0xAB, 100);
+  axon::memsetSymmetric(x + 10, 0, 20);
+  std::vector<unsigned char> got(100);
+  axon::get(got.data(), x, 100, me());
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(got[i], i >= 10 && i < 30 ? 0 : 0xAB) << "byte " << i;
+  axon::memsetSymmetric(x, 1, 0);  // nothing to do
+
+  auto code = [](auto&& call) {
+    try {
+      call();
+    } catch (const axon::Error& e) {
+      return std::make_pair(e.code(), std::string(e.what()));
+    }
+    return std::make_pair(axon::ErrorCode::Internal, std::string("no error"));
+  };
+  auto [c1, m1] = code([&] { axon::memsetSymmetric(x, 0, 101); });
+  EXPECT_EQ(c1, axon::ErrorCode::OutOfBounds) << m1;
+  EXPECT_NE(m1.find("memset_symmetric: addr range of 101 bytes"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("runs 1 bytes past its allocation"), std::string::npos) << m1;
+  auto [c2, m2] = code([&] { axon::memsetSymmetric(&local, 0, sizeof local); });
+  EXPECT_EQ(c2, axon::ErrorCode::OutOfBounds) << m2;
+  EXPECT_NE(m2.find("not in the symmetric heap"), std::string::npos) << m2;
+  auto [c3, m3] = code([&] { axon::memsetSymmetric(x, 256, 4); });
+  EXPECT_EQ(c3, axon::ErrorCode::InvalidArgument) << m3;
+  EXPECT_NE(m3.find("value 256 is not a byte"), std::string::npos) << m3;
+
+  // The host heap's mappings; the GPU heap's only with the GPU backend.
+  std::shared_ptr<const void> host = axon::heapMappings(axon::HeapKind::Host);
+  EXPECT_NE(host, nullptr);
+  if (!axon::gpuEnabled()) {
+    auto [c4, m4] = code([] { axon::heapMappings(axon::HeapKind::Gpu); });
+    EXPECT_EQ(c4, axon::ErrorCode::Unsupported) << m4;
+    EXPECT_NE(m4.find("heap_mappings: the GPU backend is off"), std::string::npos) << m4;
+  }
+  axon::barrierAll();
+  axon::free(x);
 }
 
 }  // namespace

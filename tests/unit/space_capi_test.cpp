@@ -2,8 +2,10 @@
 // codes, and axon_last_error's words.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "axon/axon.h"
@@ -72,6 +74,42 @@ TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
   EXPECT_EQ(axon_space_connect("127.0.0.1:1", 1, &s), AXON_ERR_SERVER_LOST);
   EXPECT_NE(std::string(axon_last_error()).find("127.0.0.1:1"), std::string::npos) << axon_last_error();
   EXPECT_STREQ(axon_status_name(AXON_ERR_EVICTED), "Evicted");
+  server.stop();
+}
+
+// The embedded server's own report (axon/space_server.hpp) agrees with what a client is told.
+TEST(SpaceServer, StatsNameThePolicyAndCountWhatArrived) {
+  axon::space::ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.memBytes = 8 << 20;
+  so.policy = axon::space::Policy::Evict;
+  axon::space::Server server(so);
+  server.start();
+  axon::space::ServerStats before = server.stats();
+  EXPECT_EQ(before.address, server.address());
+  EXPECT_EQ(before.policy, "evict");
+  EXPECT_EQ(before.capacity, 8u << 20);
+  EXPECT_EQ(before.putsCommitted, 0u);
+
+  axon_space_t s = nullptr;
+  ASSERT_EQ(axon_space_connect(server.address().c_str(), 5, &s), AXON_SUCCESS) << axon_last_error();
+  const int64_t shape[1] = {64};
+  ASSERT_EQ(axon_space_define(s, "v", 1, shape, AXON_FLOAT64, 2), AXON_SUCCESS) << axon_last_error();
+  std::vector<double> data(64, 1.5);
+  const int64_t off[1] = {0}, cnt[1] = {64};
+  ASSERT_EQ(axon_space_put(s, "v", 1, 1, off, cnt, data.data(), 0), AXON_SUCCESS) << axon_last_error();
+  ASSERT_EQ(axon_space_close(s), AXON_SUCCESS) << axon_last_error();
+  // The server's numbers are a snapshot its thread takes between requests: wait for the put.
+  axon::space::ServerStats after{};
+  for (int i = 0; i < 200 && after.putsCommitted == 0; ++i) {
+    after = server.stats();
+    if (after.putsCommitted == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(after.putsCommitted, 1u);
+  EXPECT_GE(after.bytesInUse, 64u * sizeof(double));
+  EXPECT_EQ(after.variables, 1u);
+  EXPECT_EQ(axon::space::parsePolicy("block"), axon::space::Policy::Block);
+  EXPECT_STREQ(axon::space::policyName(axon::space::Policy::Reject), "reject");
   server.stop();
 }
 
