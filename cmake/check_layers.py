@@ -49,7 +49,6 @@ DEBTS = {
     ("src/gpu/cuda_backend.cpp", "transport/staged/stage_proxy.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/cuda_backend.cpp", "transport/staged/staged_stream_ops.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/cuda_backend.cpp", "transport/staged/staged_transport.hpp"): _GPU_BUILDS_TRANSPORTS,
-    ("src/gpu/gpu_backend.hpp", "transport/transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/device_proxy.cpp", "transport/transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("bench/space_bench.cu", "space/space_kernels.hpp"): _BINDING,
     ("bench/space_bench.cu", "space/box.hpp"): _BINDING,

@@ -5,6 +5,7 @@
 #include "axon/error.hpp"
 #include "core/pe_context.hpp"
 #include "gpu/gpu_backend.hpp"
+#include "transport/transport.hpp"
 
 namespace axon::coll {
 

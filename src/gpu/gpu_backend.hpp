@@ -15,12 +15,13 @@
 #include "axon/team.hpp"
 #include "memory/heap_space.hpp"
 #include "kernels/coll_kernels.hpp"
-#include "transport/transport.hpp"
 
 namespace axon {
 
 class PeContext;
 class SymmetricHeap;
+class Transport;   // transport/transport.hpp: the GPU transports this backend still builds
+struct RemoteRef;
 namespace detail {
 struct TeamState;
 }
