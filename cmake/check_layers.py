@@ -47,7 +47,6 @@ _BINDING = "python/csrc and bench/ will include public or exported headers only 
 DEBTS = {
     ("src/gpu/cuda_backend.cpp", "transport/cuda_ipc/cuda_ipc_transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/cuda_backend.cpp", "transport/staged/stage_proxy.hpp"): _GPU_BUILDS_TRANSPORTS,
-    ("src/gpu/cuda_backend.cpp", "transport/staged/staged_stream_ops.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/cuda_backend.cpp", "transport/staged/staged_transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("src/gpu/device_proxy.cpp", "transport/transport.hpp"): _GPU_BUILDS_TRANSPORTS,
     ("bench/space_bench.cu", "space/space_kernels.hpp"): _BINDING,

@@ -9,7 +9,7 @@
 
 #include "core/progress_engine.hpp"
 
-namespace axon::staged {
+namespace axon {
 
 class PollPacer {
  public:
@@ -31,4 +31,4 @@ class PollPacer {
   std::atomic<Clock::rep> last_{0};
 };
 
-}  // namespace axon::staged
+}  // namespace axon

@@ -21,6 +21,7 @@
 #include "gpu/gpu_coll_workspace.hpp"
 #include "gpu/gpu_heap.hpp"
 #include "gpu/ipc_buffers.hpp"
+#include "gpu/stream_host_work.hpp"
 #include "gpu/nvml.hpp"
 #include "memory/peer_growth.hpp"
 #include "memory/symmetric_heap.hpp"
@@ -28,7 +29,6 @@
 #include "kernels/kernels.hpp"
 #include "transport/cuda_ipc/cuda_ipc_transport.hpp"
 #include "transport/staged/stage_proxy.hpp"
-#include "transport/staged/staged_stream_ops.hpp"
 #include "transport/staged/staged_transport.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "core/env.hpp"
@@ -271,7 +271,7 @@ class CudaBackend final : public GpuBackend {
     // Stream-ordered work the host does (collectives across nodes, two-sided messages) runs in
     // stream order on the worker, which every PE has.
     if (!any) {
-      stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
+      stagedStream_ = std::make_unique<StreamHostWork>(cu_, ctx_, myPe_, timeoutNs_);
       rt.progressEngine().add(stagedStream_.get());
       return;
     }
@@ -305,7 +305,7 @@ class CudaBackend final : public GpuBackend {
     staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&host, at, me, perSender](int p) {
       return static_cast<char*>(host.peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
     });
-    stagedStream_ = std::make_unique<staged::StagedStreamOps>(cu_, ctx_, myPe_, timeoutNs_);
+    stagedStream_ = std::make_unique<StreamHostWork>(cu_, ctx_, myPe_, timeoutNs_);
     // Served by the PE's one progress engine (its thread, and every wait for the proxy).
     rt.progressEngine().add(proxy_.get());
     rt.progressEngine().add(stagedStream_.get());
@@ -635,7 +635,7 @@ class CudaBackend final : public GpuBackend {
   std::unique_ptr<CudaIpcTransport> transport_;
   std::unique_ptr<staged::StagedTransport> staged_;
   std::unique_ptr<staged::StageProxy> proxy_;
-  std::unique_ptr<staged::StagedStreamOps> stagedStream_;
+  std::unique_ptr<StreamHostWork> stagedStream_;
   std::unique_ptr<DeviceProxy> deviceProxy_;
   std::atomic<bool> lazyWarned_{false};  // the lazy-loading warning was given (or another PE gives it)
   unsigned long long timeoutNs_ = 0;

@@ -78,7 +78,7 @@ class DeviceProxy final : public ProgressClient {
   std::uint64_t head_ = 0;                     // the next ticket to read (the engine's thread alone)
   bool threadReady_ = false;                   // the engine's thread has the context, relaxed capture
   bool unordered_ = false;                     // a delivery may be under way: fence before the next
-  staged::PollPacer pacer_;
+  PollPacer pacer_;
   std::mutex errorMutex_;
   std::optional<Error> error_;
   std::mutex teamsMutex_;

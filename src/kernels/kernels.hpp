@@ -9,11 +9,9 @@
 #include "axon/device/types.hpp"
 #include "axon/onesided.hpp"
 
-namespace axon::staged {
-struct StreamOpRing;
-}
-
 namespace axon::kernels {
+
+struct StreamOpRing;  // kernels/stream_op_ring.hpp
 
 // Updates a 64-bit signal (already translated to this process's view) with release semantics
 // at system scope, after all earlier work on the stream.
@@ -24,12 +22,12 @@ void atomic(void* stream, AtomicOp op, int width, void* target, std::uint64_t op
             std::uint64_t cond, void* result);
 // Holds the stream until the local signal compares true (bounded by ctx.timeoutNs, then traps).
 void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp cmp, std::uint64_t value);
-// One stream-ordered operation of the staged path (transport/staged/staged_stream_ops.cpp): takes
+// One stream-ordered operation of the staged path (gpu/stream_host_work.cpp): takes
 // a ticket from `tickets` (device memory), posts `request` in `ring` (pinned host memory) and holds
 // the stream until the worker thread has completed it. Past `timeoutNs` it prints the PE, the word
 // it polls, the expected and the seen value, and traps. A kernel and not cuStreamWaitValue, which
 // stalls the whole hardware queue its stream maps to (the staged path's own copies included).
-void stagedStreamOp(void* stream, staged::StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
+void stagedStreamOp(void* stream, StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
                     unsigned long long timeoutNs, int myPe);
 // A device barrier over `team` on the stream.
 void barrier(void* stream, const device::Context& ctx, const device::Team& team);

@@ -78,9 +78,9 @@ __device__ void awaitWorker(const u64* word, u64 atLeast, unsigned long long tim
   }
 }
 
-__global__ void stagedStreamOpKernel(staged::StreamOpRing* ring, u64* tickets, u64 request,
+__global__ void stagedStreamOpKernel(StreamOpRing* ring, u64* tickets, u64 request,
                                      unsigned long long timeoutNs, int myPe) {
-  using staged::kStreamOpRingSlots;
+  using kernels::kStreamOpRingSlots;
   // The ring's words are std::uint64_t (unsigned long here); the PTX helpers take unsigned long long.
   auto word = [](std::uint64_t& w) { return reinterpret_cast<u64*>(&w); };
   const u64 ticket = ::atomicAdd(tickets, 1ull);
@@ -149,7 +149,7 @@ void waitUntil(void* stream, const device::Context& ctx, std::uint64_t* sig, Cmp
                   static_cast<device::Cmp>(cmp), static_cast<u64>(value));
 }
 
-void stagedStreamOp(void* stream, staged::StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
+void stagedStreamOp(void* stream, StreamOpRing* ring, std::uint64_t* tickets, std::uint64_t request,
                     unsigned long long timeoutNs, int myPe) {
   launchOneThread("staged stream operation", stream, stagedStreamOpKernel, ring, reinterpret_cast<u64*>(tickets),
                   static_cast<u64>(request), timeoutNs, myPe);

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-namespace axon::staged {
+namespace axon::kernels {
 
 constexpr std::uint64_t kStreamOpRingSlots = 4096;
 
@@ -28,4 +28,4 @@ struct StreamOpRing {
   std::uint64_t taken;
 };
 
-}  // namespace axon::staged
+}  // namespace axon::kernels

@@ -48,7 +48,7 @@ class StagedTransport final : public Transport {
 
   const gpu::DriverApi& cu_;
   PeContext& rt_;
-  // The host API and the stream worker (staged_stream_ops.hpp) both send through this transport;
+  // The host API and the stream worker (gpu/stream_host_work.hpp) both send through this transport;
   // one transfer at a time keeps each channel's requests in sequence.
   std::mutex mutex_;
   std::size_t chunk_;

@@ -1,4 +1,4 @@
-#include "transport/staged/staged_stream_ops.hpp"
+#include "gpu/stream_host_work.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "core/log.hpp"
 #include "kernels/kernels.hpp"
 
-namespace axon::staged {
+namespace axon::gpu {
 namespace {
 template <class T>
 std::atomic_ref<T> atomicWord(T& w) {
@@ -21,14 +21,14 @@ std::atomic_ref<T> atomicWord(T& w) {
 }
 }  // namespace
 
-StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs)
+StreamHostWork::StreamHostWork(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs)
     : cu_(cu), ctx_(ctx), myPe_(myPe), timeoutNs_(timeoutNs) {
   try {
     void* ring = nullptr;
-    gpu::cuCheck(cu_.cuMemHostAlloc(&ring, sizeof(StreamOpRing), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+    gpu::cuCheck(cu_.cuMemHostAlloc(&ring, sizeof(kernels::StreamOpRing), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
                  "staged stream ops: cuMemHostAlloc of the doorbell ring");
-    ring_ = static_cast<StreamOpRing*>(ring);
-    std::memset(ring_, 0, sizeof(StreamOpRing));
+    ring_ = static_cast<kernels::StreamOpRing*>(ring);
+    std::memset(ring_, 0, sizeof(kernels::StreamOpRing));
     gpu::cuCheck(cu_.cuMemAlloc(&tickets_, sizeof(std::uint64_t)), "staged stream ops: cuMemAlloc of the ticket counter");
     gpu::cuCheck(cu_.cuMemsetD8Async(tickets_, 0, sizeof(std::uint64_t), nullptr), "staged stream ops: cuMemsetD8Async");
     gpu::cuCheck(cu_.cuStreamSynchronize(nullptr), "staged stream ops: zeroing the ticket counter");
@@ -40,7 +40,7 @@ StagedStreamOps::StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int my
   }
 }
 
-StagedStreamOps::~StagedStreamOps() {
+StreamHostWork::~StreamHostWork() {
   // Run-once ops still queued on streams are released, up to the timeout, without their work:
   // the runtime that work needs is being taken down (finalize synchronizes the GPU first, so
   // normally none is left), and a stream must not hang on them.
@@ -77,7 +77,7 @@ StagedStreamOps::~StagedStreamOps() {
   releaseResources();
 }
 
-void StagedStreamOps::releaseResources() {
+void StreamHostWork::releaseResources() {
   if (tickets_) cu_.cuMemFree(tickets_);
   if (ring_) cu_.cuMemFreeHost(ring_);
   if (wakeFd_ >= 0) ::close(wakeFd_);
@@ -86,7 +86,7 @@ void StagedStreamOps::releaseResources() {
   wakeFd_ = -1;
 }
 
-void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::string what) {
+void StreamHostWork::enqueue(CUstream stream, std::function<void()> work, std::string what) {
   enqueueAsync(
       stream,
       [work = std::move(work)]() -> Completion {
@@ -96,7 +96,7 @@ void StagedStreamOps::enqueue(CUstream stream, std::function<void()> work, std::
       std::move(what));
 }
 
-void StagedStreamOps::enqueueAsync(CUstream stream, std::function<Completion()> start, std::string what) {
+void StreamHostWork::enqueueAsync(CUstream stream, std::function<Completion()> start, std::string what) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   gpu::cuCheck(cu_.cuStreamIsCapturing(stream, &capture), what + ": cuStreamIsCapturing");
   const bool captured = capture != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -133,7 +133,7 @@ void StagedStreamOps::enqueueAsync(CUstream stream, std::function<Completion()> 
   if (captured) holdWithGraph(stream, number);
 }
 
-void StagedStreamOps::holdWithGraph(CUstream stream, std::uint64_t number) {
+void StreamHostWork::holdWithGraph(CUstream stream, std::uint64_t number) {
   // Without the hold the request simply stays until this object goes: log, do not fail the call.
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   CUgraph graph = nullptr;
@@ -144,7 +144,7 @@ void StagedStreamOps::holdWithGraph(CUstream stream, std::uint64_t number) {
   }
   auto* hold = new GraphHold{released_, number};
   CUuserObject object = nullptr;
-  r = cu_.cuUserObjectCreate(&object, hold, &StagedStreamOps::onGraphReleased, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+  r = cu_.cuUserObjectCreate(&object, hold, &StreamHostWork::onGraphReleased, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
   if (r != CUDA_SUCCESS) {
     delete hold;
     log(LogLevel::Debug, myPe_, "staged stream op: cuUserObjectCreate: " + gpu::cuResultText(r));
@@ -159,7 +159,7 @@ void StagedStreamOps::holdWithGraph(CUstream stream, std::uint64_t number) {
 }
 
 // On CUDA's internal thread, once nothing can run the request again: no CUDA calls, no waiting.
-void CUDA_CB StagedStreamOps::onGraphReleased(void* p) {
+void CUDA_CB StreamHostWork::onGraphReleased(void* p) {
   auto* hold = static_cast<GraphHold*>(p);
   if (!hold->cancelled) {
     if (auto released = hold->released.lock()) {
@@ -171,7 +171,7 @@ void CUDA_CB StagedStreamOps::onGraphReleased(void* p) {
   delete hold;
 }
 
-void StagedStreamOps::forget(std::uint64_t number) {
+void StreamHostWork::forget(std::uint64_t number) {
   Request* r = requests_[number];
   if (r->captured) --capturedCount_;
   else --runOnceInFlight_;
@@ -180,7 +180,7 @@ void StagedStreamOps::forget(std::uint64_t number) {
   freeNumbers_.push_back(number);
 }
 
-void StagedStreamOps::reclaimReleased() {
+void StreamHostWork::reclaimReleased() {
   // Called on every idle poll of the worker: the flag keeps that to one atomic load.
   if (!released_->any.exchange(false, std::memory_order_acquire)) return;
   std::vector<std::uint64_t> numbers;
@@ -197,20 +197,20 @@ void StagedStreamOps::reclaimReleased() {
   }
 }
 
-std::optional<Error> StagedStreamOps::takeError() {
+std::optional<Error> StreamHostWork::takeError() {
   std::lock_guard lock(mutex_);
   std::optional<Error> e;
   e.swap(error_);
   return e;
 }
 
-bool StagedStreamOps::serveNext(std::uint64_t head) {
-  const std::uint64_t slot = head % kStreamOpRingSlots;
-  StreamOpRing::Entry& entry = ring_->entries[slot];
+bool StreamHostWork::serveNext(std::uint64_t head) {
+  const std::uint64_t slot = head % kernels::kStreamOpRingSlots;
+  kernels::StreamOpRing::Entry& entry = ring_->entries[slot];
   if (atomicWord(entry.ticket).load(std::memory_order_acquire) != head + 1) return false;
   // The slot's previous ticket must have ended before this one is read (its done word only grows).
-  if (head >= kStreamOpRingSlots) {
-    const std::uint64_t previous = head - kStreamOpRingSlots;
+  if (head >= kernels::kStreamOpRingSlots) {
+    const std::uint64_t previous = head - kernels::kStreamOpRingSlots;
     for (const UnderWay& u : underWay_) {
       if (u.ticket == previous) return false;
     }
@@ -245,7 +245,7 @@ bool StagedStreamOps::serveNext(std::uint64_t head) {
   return true;
 }
 
-bool StagedStreamOps::pollUnderWay() {
+bool StreamHostWork::pollUnderWay() {
   bool any = false;
   for (std::size_t i = 0; i < underWay_.size();) {
     UnderWay& u = underWay_[i];
@@ -271,20 +271,20 @@ bool StagedStreamOps::pollUnderWay() {
   return any;
 }
 
-StagedStreamOps::Request* StagedStreamOps::requestOf(std::uint64_t number) {
+StreamHostWork::Request* StreamHostWork::requestOf(std::uint64_t number) {
   std::lock_guard lock(mutex_);
   return number < requests_.size() ? requests_[number] : nullptr;
 }
 
-void StagedStreamOps::recordFailure(Request* r, ErrorCode code, const std::string& why) {
+void StreamHostWork::recordFailure(Request* r, ErrorCode code, const std::string& why) {
   std::lock_guard lock(mutex_);
   const std::string msg = (r ? r->what : std::string("stream-ordered host operation")) + " failed: " + why;
   if (!error_) error_.emplace(code, msg);
   log(LogLevel::Error, myPe_, msg);
 }
 
-void StagedStreamOps::finishTicket(std::uint64_t ticket, std::uint64_t number, Request* r) {
-  atomicWord(ring_->done[ticket % kStreamOpRingSlots]).store(ticket + 1, std::memory_order_release);
+void StreamHostWork::finishTicket(std::uint64_t ticket, std::uint64_t number, Request* r) {
+  atomicWord(ring_->done[ticket % kernels::kStreamOpRingSlots]).store(ticket + 1, std::memory_order_release);
   if (r && !r->captured) {
     // Run once: nothing posts it again.
     std::lock_guard lock(mutex_);
@@ -292,7 +292,7 @@ void StagedStreamOps::finishTicket(std::uint64_t ticket, std::uint64_t number, R
   }
 }
 
-bool StagedStreamOps::progress() {
+bool StreamHostWork::progress() {
   if (!threadReady_) {
     gpu::adoptLibraryThread(cu_, ctx_);  // the engine's thread
     threadReady_ = true;
@@ -313,7 +313,7 @@ bool StagedStreamOps::progress() {
   return false;
 }
 
-int StagedStreamOps::armForSleep() {
+int StreamHostWork::armForSleep() {
   {
     std::lock_guard lock(mutex_);
     if (runOnceInFlight_ == 0 && capturedCount_ == 0) {
@@ -328,4 +328,4 @@ int StagedStreamOps::armForSleep() {
   return pacer_.sleepHint();
 }
 
-}  // namespace axon::staged
+}  // namespace axon::gpu

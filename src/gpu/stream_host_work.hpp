@@ -1,5 +1,6 @@
-// Host work in stream order: stream-ordered operations over the staged path (a copy engine cannot
-// carry them, the peer's memory is not mapped) and stream-ordered collectives across nodes. Each
+// Host work in stream order (the GPU backend's stream host worker): stream-ordered operations over
+// the staged path (a copy engine cannot carry them, the peer's memory is not mapped),
+// stream-ordered collectives across nodes, and stream-ordered two-sided messages. Each
 // one is a one-thread kernel on the program's stream that posts a request in a doorbell ring
 // (stream_op_ring.hpp) and waits until the host has done the work. Work after it on the stream
 // starts only then. The kernel can be captured into a CUDA graph; each replay posts the request
@@ -39,14 +40,14 @@
 #include "core/poll_pacer.hpp"
 #include "kernels/stream_op_ring.hpp"
 
-namespace axon::staged {
+namespace axon::gpu {
 
-class StagedStreamOps final : public ProgressClient {
+class StreamHostWork final : public ProgressClient {
  public:
-  StagedStreamOps(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs);
+  StreamHostWork(const gpu::DriverApi& cu, CUcontext ctx, int myPe, unsigned long long timeoutNs);
   // Serves what the GPU posts until no run-once op is left (bounded by the timeout), on the
   // calling thread: the progress engine no longer polls it (its thread has stopped).
-  ~StagedStreamOps() override;
+  ~StreamHostWork() override;
 
   bool progress() override;
   int armForSleep() override;
@@ -114,7 +115,7 @@ class StagedStreamOps final : public ProgressClient {
   CUcontext ctx_;
   int myPe_;
   unsigned long long timeoutNs_;
-  StreamOpRing* ring_ = nullptr;   // pinned, mapped
+  kernels::StreamOpRing* ring_ = nullptr;   // pinned, mapped
   CUdeviceptr tickets_ = 0;        // device memory: the next ticket (the kernels' atomic counter)
 
   std::mutex mutex_;
@@ -132,4 +133,4 @@ class StagedStreamOps final : public ProgressClient {
   std::optional<Error> error_;
 };
 
-}  // namespace axon::staged
+}  // namespace axon::gpu
