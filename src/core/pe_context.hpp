@@ -67,9 +67,12 @@ class PeContext {
   // How: the transport for an operation between `ref` (resolved) and the local buffer `local`
   // (the router decides). Throws Unsupported naming the PE when none reaches it.
   virtual Transport& transportFor(const RemoteRef& ref, const void* local, const char* api) const = 0;
-  // fence / quiet on every transport this PE uses.
+  // The same for a stream-ordered call (the GPU backend is on).
+  virtual Transport& streamTransportFor(const RemoteRef& ref, const char* api) const = 0;
+  // fence / quiet on every transport this PE uses; quiet ordered on a stream (a CUstream).
   virtual void fenceAll() = 0;
   virtual void quietAll() = 0;
+  virtual void quietOnStream(void* stream) = 0;
 
   // Waiting: every wait polls progress and checks for dead PEs (onesided/wait.hpp).
   // Polls what advances only when polled (the network transport); true when anything happened.

@@ -1,5 +1,7 @@
-// The GPU backend: one PE per GPU, its GPU heap, the transport to its peers and the
-// stream-ordered operations.
+// The GPU backend: one PE per GPU, its device, its GPU heap and its peers' mappings, IPC, the stream
+// host worker and the device kernels' services (barriers, waits, the device proxy's requests).
+// The transports that move GPU memory (transport/gpu_transports.hpp) and the device proxy
+// (onesided/device_proxy.hpp) are built beside it, from its resources (gpu/cuda_resources.hpp).
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +17,8 @@
 #include "core/log.hpp"
 #include "core/pe_context.hpp"
 #include "gpu/copy_async.hpp"
-#include "gpu/device_proxy.hpp"
+#include "gpu/cuda_resources.hpp"
+#include "gpu/device_requests.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "gpu/gpu_coll_workspace.hpp"
@@ -24,12 +27,8 @@
 #include "gpu/stream_host_work.hpp"
 #include "gpu/nvml.hpp"
 #include "memory/peer_growth.hpp"
-#include "memory/symmetric_heap.hpp"
 #include "kernels/coll_kernels.hpp"
 #include "kernels/kernels.hpp"
-#include "transport/cuda_ipc/cuda_ipc_transport.hpp"
-#include "transport/staged/stage_proxy.hpp"
-#include "transport/staged/staged_transport.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "core/env.hpp"
 
@@ -84,15 +83,12 @@ class CudaBackend final : public GpuBackend {
     try {
       cuCheck(cu.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
       cuCheck(cu.cuStreamCreate(&pollStream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-      cuCheck(cu.cuEventCreate(&quietEvent_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
       cuCheck(cu.cuMemHostAlloc(&scratch_, 4096, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
       heap_ = std::make_shared<GpuHeap>(cu, device_, myPe_, rt.nodeLocal(), rt.env().gpuHeapMax, rt.env().gpuHeapChunk);
-      transport_ = std::make_unique<CudaIpcTransport>(cu, *heap_, stream_, scratch_);
       timeoutNs_ = static_cast<unsigned long long>(rt.env().timeoutSec * 1e9);
       kernels::warmUp();
       kernels::warmUpCollectives();
     } catch (...) {
-      transport_.reset();
       heap_.reset();
       releaseHandles();
       throw;
@@ -105,9 +101,6 @@ class CudaBackend final : public GpuBackend {
     // still queued are waited for here (bounded).
     deviceProxy_.reset();
     stagedStream_.reset();
-    proxy_.reset();
-    staged_.reset();
-    transport_.reset();
     releaseHandles();
     // The primary context stays retained: heap mappings held by language bindings may outlive
     // the runtime, and the program's own CUDA code shares the context.
@@ -115,11 +108,9 @@ class CudaBackend final : public GpuBackend {
 
   void releaseHandles() noexcept {
     if (scratch_) cu_.cuMemFreeHost(scratch_);
-    if (quietEvent_) cu_.cuEventDestroy(quietEvent_);
     if (pollStream_) cu_.cuStreamDestroy(pollStream_);
     if (stream_) cu_.cuStreamDestroy(stream_);
     scratch_ = nullptr;
-    quietEvent_ = nullptr;
     pollStream_ = stream_ = nullptr;
   }
 
@@ -162,23 +153,27 @@ class CudaBackend final : public GpuBackend {
       grow.fail(e);
     }
     auto sizes = grow.finish(wire::wordBlob(heap_->mapped()));
-    mapPeerGrowth(boot, *heap_, mappedSizes(sizes, grow), "gpu-heap-map", "mapping the PEs' GPU heaps");
+    mapPeerGrowth(boot, *heap_, mappedSizesOf(sizes, grow), "gpu-heap-map", "mapping the PEs' GPU heaps");
     reportPeers(rt);
-    startStagedPath(setup);
-    startDeviceProxy(rt);
-    warnIfKernelsLoadLazily(rt);
+    // Stream-ordered work the host does (the staged path's operations, collectives across nodes,
+    // two-sided messages) runs in stream order on the worker, which every PE has.
+    stagedStream_ = std::make_unique<StreamHostWork>(cu_, ctx_, myPe_, timeoutNs_);
+    rt.progressEngine().add(stagedStream_.get());
+    startDeviceProxy(setup);
+    rt_ = &rt;
+  }
+
+  void stopHostWork() override {
+    deviceProxy_.reset();
+    stagedStream_.reset();
+  }
+
+  void finishConnect(bool stagedPath) override {
+    warnIfKernelsLoadLazily(*rt_, stagedPath);
     buildContext();
     // No PE may signal a peer's control words before that peer has zeroed and mapped them.
-    boot.barrierWorld("gpu-ready");
+    rt_->bootstrap().barrierWorld("gpu-ready");
   }
-
-  // The PEs' mapped sizes a step exchanged, as numbers.
-  std::vector<std::size_t> mappedSizes(const std::vector<std::string>& sizes, const SetupStep& step) const {
-    std::vector<std::size_t> mapped(nPes_);
-    for (int p = 0; p < nPes_; ++p) mapped[p] = wire::readWordBlob(sizes[p], step.originOf(p));
-    return mapped;
-  }
-
 
   // What kernels get from axon::deviceContext(): nothing in it changes after start-up.
   void buildContext() {
@@ -199,10 +194,10 @@ class CudaBackend final : public GpuBackend {
   // Kernels reach the PEs on other nodes through the host proxy. Node-local PEs they reach by
   // load/store only (the proxy refuses a node-local GPU it cannot map; the stream-ordered calls
   // take the staged path to it).
-  void startDeviceProxy(PeContext& rt) {
+  void startDeviceProxy(const GpuSetup& setup) {
     if (!spansNodes()) return;
-    deviceProxy_ = std::make_unique<DeviceProxy>(cu_, ctx_, myPe_, heap_->base(), nodeLocal_);
-    rt.progressEngine().add(deviceProxy_.get());
+    deviceProxy_ = setup.makeDeviceProxy(*this);
+    setup.pe.progressEngine().add(deviceProxy_.get());
     log(LogLevel::Info, myPe_, "device proxy on: kernels reach the PEs they cannot map through the host");
   }
 
@@ -215,8 +210,8 @@ class CudaBackend final : public GpuBackend {
   // or one load each (cudaFuncGetAttributes) before such a wait. Said once per node.
   // Stream-ordered messages make kernels wait for the host too, on one node as well: said at the
   // first one, once per PE, when the start-up warning was not given.
-  void warnIfKernelsLoadLazily(PeContext& rt) {
-    if (!deviceProxy_ && !staged_ && !spansNodes()) return;
+  void warnIfKernelsLoadLazily(PeContext& rt, bool stagedPath) {
+    if (!deviceProxy_ && !stagedPath && !spansNodes()) return;
     const auto& local = rt.nodeLocal();
     if (std::find(local.begin(), local.end(), true) - local.begin() != myPe_) {
       lazyWarned_ = true;  // another PE of this node says it
@@ -256,62 +251,6 @@ class CudaBackend final : public GpuBackend {
     }
   }
 
-  // When any PE's GPU cannot map some node-local peer's GPU heap, every PE sets up the staged
-  // path: one channel per sender in its host heap (the same allocation on every PE) and a proxy
-  // thread serving it.
-  void startStagedPath(const GpuSetup& setup) {
-    PeContext& rt = setup.pe;
-    Bootstrap& boot = rt.bootstrap();
-    bool missing = false;
-    for (int p = 0; p < nPes_; ++p) missing |= rt.nodeLocal()[p] && !heap_->reachable(p);
-    SetupStep vote(boot, "gpu-reach", boot.worldRanks(), "the choice of the staged path");
-    auto votes = vote.finish(wire::wordBlob(missing ? 1 : 0));
-    bool any = false;
-    for (int p = 0; p < nPes_; ++p) any |= wire::readWordBlob(votes[p], vote.originOf(p)) != 0;
-    // Stream-ordered work the host does (collectives across nodes, two-sided messages) runs in
-    // stream order on the worker, which every PE has.
-    if (!any) {
-      stagedStream_ = std::make_unique<StreamHostWork>(cu_, ctx_, myPe_, timeoutNs_);
-      rt.progressEngine().add(stagedStream_.get());
-      return;
-    }
-    const std::size_t chunk = std::max<std::size_t>(64u << 10, rt.env().stageChunk / 4096 * 4096);
-    const std::size_t perSender = staged::channelBytes(chunk);
-    SymmetricHeap& host = setup.hostHeap;
-    SetupStep grow(boot, "stage-heap", boot.worldRanks(), "the staged path's channels");
-    std::optional<std::size_t> offset;
-    std::size_t total = 0;
-    try {
-      if (__builtin_mul_overflow(perSender, static_cast<std::size_t>(nPes_), &total)) total = SIZE_MAX;
-      offset = host.allocator().allocate(total, 4096);
-      if (!offset) {
-        throw Error(ErrorCode::OutOfMemory, pe(myPe_) + ": the staged path needs " + std::to_string(total) +
-                                                " bytes of host heap (AXON_STAGE_CHUNK x " +
-                                                std::to_string(staged::kStageSlots) + " slots x PEs; raise AXON_HEAP_MAX)");
-      }
-      host.growLocal(*offset + total);
-    } catch (const Error& e) {
-      grow.fail(e);
-    }
-    auto sizes = grow.finish(wire::wordBlob(host.mapped()));
-    mapPeerGrowth(boot, host, mappedSizes(sizes, grow), "stage-heap-map", "mapping the staged path's channels");
-    setup.pinHostHeap();
-    char* mine = static_cast<char*>(host.peerAddress(myPe_, *offset));
-    std::memset(mine, 0, total);
-    const std::size_t at = *offset;
-    const int me = myPe_;
-    proxy_ = std::make_unique<staged::StageProxy>(cu_, ctx_, myPe_, nPes_, mine, chunk, heap_->base(),
-                                                  heap_->capacity(), static_cast<char*>(scratch_) + 128);
-    staged_ = std::make_unique<staged::StagedTransport>(cu_, rt, chunk, [&host, at, me, perSender](int p) {
-      return static_cast<char*>(host.peerAddress(p, at + static_cast<std::size_t>(me) * perSender));
-    });
-    stagedStream_ = std::make_unique<StreamHostWork>(cu_, ctx_, myPe_, timeoutNs_);
-    // Served by the PE's one progress engine (its thread, and every wait for the proxy).
-    rt.progressEngine().add(proxy_.get());
-    rt.progressEngine().add(stagedStream_.get());
-    log(LogLevel::Info, myPe_, "staged path on: chunks of " + std::to_string(chunk) + " bytes through pinned host memory");
-  }
-
   void synchronize(const char* api) override {
     makeCurrent();
     cuCheck(cu_.cuCtxSynchronize(), std::string(api) + ": waiting for the GPU");
@@ -331,29 +270,6 @@ class CudaBackend final : public GpuBackend {
   std::string unreachableReason(int p) const override {
     return whyUnreachable_.empty() || whyUnreachable_[p].empty() ? heap_->unreachableReason(p) : whyUnreachable_[p];
   }
-  Transport& transportFor(const RemoteRef& ref) override {
-    makeCurrent();
-    raiseStreamError();
-    if (ref.heap == HeapKind::Gpu && !ref.mapped && staged_) return *staged_;
-    return *transport_;
-  }
-  void localAtomic(AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
-                   void* result) override {
-    // No raiseStreamError: this runs for a peer (inside the network's handler); an earlier stream
-    // error is this PE's program's to see, at its next call.
-    makeCurrent();
-    const RemoteRef self{myPe_, heap_->offsetOf(word), word, HeapKind::Gpu};
-    transport_->atomic(op, self, width, operand, cond, result);
-  }
-  void fence() override {
-    makeCurrent();
-    transport_->fence();
-  }
-  void quiet() override {
-    makeCurrent();
-    transport_->quiet();
-  }
-
   bool isDeviceMemory(const void* p) const override {
     if (heap_->contains(p)) return true;
     unsigned int type = 0;
@@ -456,52 +372,19 @@ class CudaBackend final : public GpuBackend {
 
   const device::Context& deviceContext() const override { return context_; }
 
-  void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) override {
-    makeCurrent();
-    raiseStreamError();
-    if (!dst.mapped && dst.heap == HeapKind::Gpu && stagedReaches(dst.pe)) {
-      stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->put(dst, src, bytes); },
-                             "put_on_stream to PE " + std::to_string(dst.pe) + " (staged)");
-      return;
-    }
-    if (proxyServes(dst, "put_on_stream")) {
-      kernels::devicePut(stream, context_, heap_->base() + dst.offset, src, bytes, dst.pe);
-      return;
-    }
-    cuCheck(copyAsync(cu_, mappedOrThrow(dst, "put_on_stream"), src, bytes, static_cast<CUstream>(stream)),
-            "put_on_stream: cuMemcpyAsync");
+  void proxyPutOnStream(int pe, std::size_t offset, const void* src, std::size_t bytes, void* stream) override {
+    requireProxy("put_on_stream", pe);
+    kernels::devicePut(stream, context_, heap_->base() + offset, src, bytes, pe);
   }
 
-  void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) override {
-    makeCurrent();
-    raiseStreamError();
-    if (!src.mapped && src.heap == HeapKind::Gpu && stagedReaches(src.pe)) {
-      stagedStream_->enqueue(static_cast<CUstream>(stream), [this, dst, src, bytes] { staged_->get(dst, src, bytes); },
-                             "get_on_stream from PE " + std::to_string(src.pe) + " (staged)");
-      return;
-    }
-    if (proxyServes(src, "get_on_stream")) {
-      kernels::deviceGet(stream, context_, dst, heap_->base() + src.offset, bytes, src.pe);
-      return;
-    }
-    cuCheck(copyAsync(cu_, dst, mappedOrThrow(src, "get_on_stream"), bytes, static_cast<CUstream>(stream)),
-            "get_on_stream: cuMemcpyAsync");
+  void proxyGetOnStream(void* dst, int pe, std::size_t offset, std::size_t bytes, void* stream) override {
+    requireProxy("get_on_stream", pe);
+    kernels::deviceGet(stream, context_, dst, heap_->base() + offset, bytes, pe);
   }
 
-  void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) override {
-    makeCurrent();
-    raiseStreamError();
-    if (!sig.mapped && stagedReaches(sig.pe)) {
-      stagedStream_->enqueue(static_cast<CUstream>(stream), [this, sig, value, op] { staged_->signal(sig, value, op); },
-                             "signal_op_on_stream to PE " + std::to_string(sig.pe) + " (staged)");
-      return;
-    }
-    if (proxyServes(sig, "signal_op_on_stream")) {
-      kernels::deviceSignal(stream, context_, reinterpret_cast<std::uint64_t*>(heap_->base() + sig.offset), value, op,
-                            sig.pe);
-      return;
-    }
-    kernels::signal(stream, static_cast<std::uint64_t*>(mappedOrThrow(sig, "signal_op_on_stream")), value, op);
+  void proxySignalOnStream(int pe, std::size_t offset, std::uint64_t value, SignalOp op, void* stream) override {
+    requireProxy("signal_op_on_stream", pe);
+    kernels::deviceSignal(stream, context_, reinterpret_cast<std::uint64_t*>(heap_->base() + offset), value, op, pe);
   }
 
   void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream) override {
@@ -509,25 +392,11 @@ class CudaBackend final : public GpuBackend {
     kernels::waitUntil(stream, context_, sig, cmp, value);
   }
 
-  void quietOnStream(void* stream) override {
+  void quietProxyOnStream(void* stream) override {
     makeCurrent();
-    auto s = static_cast<CUstream>(stream);
     // What kernels and stream calls posted to the proxy before completes (nothing to wait for when
     // its last quiet covers it).
     if (deviceProxy_) kernels::quiet(stream, context_);
-    // Puts on `stream` itself complete before later work on it starts. The host's put_nbi work
-    // is on our own stream: make `stream` wait for it (not possible inside a graph capture, where
-    // only the stream's own order counts).
-    if (!transport_->pending()) return;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    cuCheck(cu_.cuStreamIsCapturing(s, &capture), "quiet_on_stream: cuStreamIsCapturing");
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-      throw Error(ErrorCode::Unsupported,
-                  "quiet_on_stream: put_nbi calls from the host are still outstanding and a stream being "
-                  "captured into a graph cannot wait for them; call quiet() before the capture");
-    }
-    cuCheck(cu_.cuEventRecord(quietEvent_, stream_), "quiet_on_stream: cuEventRecord");
-    cuCheck(cu_.cuStreamWaitEvent(s, quietEvent_, 0), "quiet_on_stream: cuStreamWaitEvent");
   }
 
   void enqueueHostWork(void* stream, std::function<void()> work, std::string what) override {
@@ -564,6 +433,10 @@ class CudaBackend final : public GpuBackend {
     if (deviceProxy_) deviceProxy_->forgetTeam(slot);
   }
 
+  CudaResources resources() {
+    return CudaResources{&cu_, ctx_, heap_.get(), stream_, static_cast<char*>(scratch_), timeoutNs_};
+  }
+
   bool serveTeamCollectives(const Team& team, int slot, device::CollHandle& h) override {
     if (!deviceProxy_) return false;
     deviceProxy_->serveTeam(team, slot);
@@ -575,6 +448,7 @@ class CudaBackend final : public GpuBackend {
  private:
   // A stream-ordered staged operation that failed on the worker (its stream was released, not
   // left hanging) is reported by the next call into the backend.
+  void throwStreamError() override { raiseStreamError(); }
   void raiseStreamError() {
     if (stagedStream_) {
       if (auto e = stagedStream_->takeError()) throw Error(e->code(), pe(myPe_) + ": an earlier " + e->what());
@@ -584,38 +458,21 @@ class CudaBackend final : public GpuBackend {
     }
   }
 
-  // Whether a stream-ordered call on `ref` goes through the device proxy (a one-thread kernel that
-  // posts it): a GPU heap on another node. The host heap of another node is out of the
-  // kernels' reach (they address symmetric GPU memory): refused, naming the PE.
-  bool proxyServes(const RemoteRef& ref, const char* api) const {
-    if (ref.mapped || !deviceProxy_ || nodeLocal_[ref.pe]) return false;
-    if (ref.heap != HeapKind::Gpu) {
-      throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
-                                              " runs on another node and the address is in its host heap: "
-                                              "stream-ordered calls reach other nodes' GPU heaps (axon::malloc); "
-                                              "use the host call for host memory");
+  // The device proxy serves PEs on other nodes; every PE has one when the job spans nodes.
+  void requireProxy(const char* api, int pe) {
+    makeCurrent();
+    if (!deviceProxy_ || nodeLocal_[pe]) {
+      throw Error(ErrorCode::Internal, std::string("axon: ") + api + ": no device proxy serves PE " + std::to_string(pe));
     }
-    return true;
   }
 
+  void makeCurrent() override { static_cast<const CudaBackend*>(this)->makeCurrent(); }
   void makeCurrent() const {
     CUcontext current = nullptr;
     if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx_) cu_.cuCtxSetCurrent(ctx_);
   }
 
   bool spansNodes() const { return std::count(nodeLocal_.begin(), nodeLocal_.end(), true) < nPes_; }
-
-  // The staged path serves node-local PEs whose heaps are not mapped; the stream work that runs
-  // on the host also exists when the job spans nodes, without a staged path.
-  bool stagedReaches(int pe) const { return staged_ && stagedStream_ && nodeLocal_[pe]; }
-
-  void* mappedOrThrow(const RemoteRef& ref, const char* api) const {
-    if (ref.mapped) return ref.mapped;
-    // Unmapped GPU heaps go through the device proxy (proxyServes) whenever one exists.
-    throw Error(ErrorCode::Unsupported, std::string("axon: ") + api + ": PE " + std::to_string(ref.pe) +
-                                            "'s GPU heap is not mapped here (" + heap_->unreachableReason(ref.pe) +
-                                            "); stream-ordered calls need peer access");
-  }
 
   const DriverApi& cu_;
   int myPe_, nPes_;
@@ -626,17 +483,14 @@ class CudaBackend final : public GpuBackend {
   std::vector<std::string> busIds_;
   std::vector<std::string> whyUnreachable_;  // with the GPU link, once reportPeers ran
   CUstream stream_ = nullptr, pollStream_ = nullptr;
-  CUevent quietEvent_ = nullptr;
   // Pinned scratch, one 64-byte line per user: [0] cuda_ipc atomic results, [64] readWord,
   // [128] the staging proxy's atomic results (served by one thread at a time).
   void* scratch_ = nullptr;
   std::mutex readWordMutex_;
   std::shared_ptr<GpuHeap> heap_;
-  std::unique_ptr<CudaIpcTransport> transport_;
-  std::unique_ptr<staged::StagedTransport> staged_;
-  std::unique_ptr<staged::StageProxy> proxy_;
   std::unique_ptr<StreamHostWork> stagedStream_;
-  std::unique_ptr<DeviceProxy> deviceProxy_;
+  std::unique_ptr<DeviceRequests> deviceProxy_;
+  PeContext* rt_ = nullptr;  // from connect() on
   std::atomic<bool> lazyWarned_{false};  // the lazy-loading warning was given (or another PE gives it)
   unsigned long long timeoutNs_ = 0;
   device::Context context_{};
@@ -644,6 +498,13 @@ class CudaBackend final : public GpuBackend {
 };
 
 }  // namespace
+
+CudaResources cudaResourcesOf(GpuBackend& gpu) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&gpu);
+  if (!cuda) throw Error(ErrorCode::Internal, "axon: the GPU transports need the CUDA backend");
+  return cuda->resources();
+}
+
 }  // namespace gpu
 
 std::unique_ptr<GpuBackend> makeGpuBackend(PeContext& rt, std::string& whyNot) {

@@ -18,21 +18,19 @@
 
 namespace axon {
 
+class DeviceRequests;
+class GpuBackend;
 class PeContext;
-class SymmetricHeap;
-class Transport;   // transport/transport.hpp: the GPU transports this backend still builds
-struct RemoteRef;
 namespace detail {
 struct TeamState;
 }
 
 // What the GPU backend's set-up takes from the runtime that builds it (as NetworkSetup does for
-// the network): the PE, and the host heap where the staged path keeps its channels.
+// the network): the PE, and how to make the device proxy (onesided/make_device_proxy.hpp), which
+// kernels reach PEs on other nodes through.
 struct GpuSetup {
   PeContext& pe;
-  SymmetricHeap& hostHeap;
-  // After the host heap grew (the staged path's channels): pins the new ranges for the GPU.
-  std::function<void()> pinHostHeap;
+  std::function<std::unique_ptr<DeviceRequests>(GpuBackend&)> makeDeviceProxy;
 };
 
 // A team's GPU collective workspace: every member's, mapped for this GPU's loads and stores
@@ -64,8 +62,21 @@ class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
 
-  // Second phase of init, collective over the world: exchange memory handles, map the peers.
+  // Second phase of init, collective over the world: exchange memory handles, map the peers,
+  // start the stream host worker and (across nodes) the device proxy.
   virtual void connect(const GpuSetup& setup) = 0;
+  // Last phase, once the GPU transports are built (transport/gpu_transports.hpp; `stagedPath`: the
+  // staged path is on): the device context for kernels, then a world barrier, after which peers
+  // may signal this PE's control words.
+  virtual void finishConnect(bool stagedPath) = 0;
+  // At the runtime's end, once the progress engine's thread has stopped: the stream host worker
+  // (it serves what is left, bounded) and the device proxy go, before the transports they call.
+  virtual void stopHostWork() = 0;
+  // Makes this PE's CUDA context current on the calling thread (transports' calls need it).
+  virtual void makeCurrent() = 0;
+  // Throws the failure a stream-ordered operation met on the host since the last call (its stream
+  // was released, not left hanging): the next call into the GPU paths reports it.
+  virtual void throwStreamError() = 0;
   // Before the heaps go, or a team's slot is reused: waits for the GPU to finish this PE's work
   // on every stream. `api` names the call in the error.
   virtual void synchronize(const char* api) = 0;
@@ -78,15 +89,6 @@ class GpuBackend {
   // Whether kernels reach `pe`: by load/store, or through the device proxy.
   virtual bool deviceReaches(int pe) const = 0;
   virtual std::string unreachableReason(int pe) const = 0;
-  // The transport for an operation on `ref` when GPU memory is on either side: peers' mappings
-  // (cuda_ipc), or the staged path for a GPU heap this GPU cannot map.
-  virtual Transport& transportFor(const RemoteRef& ref) = 0;
-  virtual void fence() = 0;
-  virtual void quiet() = 0;
-  // An atomic on `word` in this PE's own GPU heap, as Transport::atomic (result may be null), for
-  // a peer whose message the network transport applies here.
-  virtual void localAtomic(AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
-                           void* result) = 0;
   // Is this local pointer device memory (GPU heap, cudaMalloc, ...)?
   virtual bool isDeviceMemory(const void* p) const = 0;
   // Bytes from p to the end of the plain device allocation (cudaMalloc, cuMemAlloc) that holds
@@ -117,12 +119,17 @@ class GpuBackend {
   // Fixed once connect() has mapped the peers; the world team is PEs 0..n-1 in slot 0.
   virtual const device::Context& deviceContext() const = 0;
 
-  // Stream-ordered work; `stream` is a CUstream. Arguments are already validated.
-  virtual void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream) = 0;
-  virtual void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream) = 0;
-  virtual void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream) = 0;
+  // Stream-ordered work; `stream` is a CUstream. Arguments are already validated. (Puts, gets
+  // and signals on a stream are the transports', which the router picks.)
   virtual void waitOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, void* stream) = 0;
-  virtual void quietOnStream(void* stream) = 0;
+  // Stream-ordered requests to the device proxy, for PE `pe` on another node (its GPU heap at
+  // `offset`): a one-thread kernel posts each, the proxy carries it out with the host call.
+  virtual void proxyPutOnStream(int pe, std::size_t offset, const void* src, std::size_t bytes, void* stream) = 0;
+  virtual void proxyGetOnStream(void* dst, int pe, std::size_t offset, std::size_t bytes, void* stream) = 0;
+  virtual void proxySignalOnStream(int pe, std::size_t offset, std::uint64_t value, SignalOp op, void* stream) = 0;
+  // quiet_on_stream's device part: what kernels and stream calls posted to the device proxy before
+  // completes before later work on `stream` (nothing to do without a proxy).
+  virtual void quietProxyOnStream(void* stream) = 0;
   virtual void synchronizeStream(void* stream) = 0;
   virtual void barrierOnStream(const device::Team& team, void* stream) = 0;
   // Runs `work` on the host when `stream` reaches this point, and holds the stream's later work

@@ -12,6 +12,10 @@
 namespace axon {
 
 class Bootstrap;
+class SetupStep;
+
+// The mapped sizes every PE contributed to `step` (each a word blob), as numbers, in rank order.
+std::vector<std::size_t> mappedSizesOf(const std::vector<std::string>& sizes, const SetupStep& step);
 
 // `peerMapped` is every PE's mapped size from the exchange that came before (the same on every
 // PE); `tag` and `what` name the step in the store and in messages. `alsoDo` runs inside the step

@@ -93,7 +93,7 @@ void putOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream 
   GpuBackend& gpu = requireGpu(rt, "put_on_stream");
   RemoteRef ref = rt.resolve(dest, bytes, pe, "put_on_stream", "dest");
   checkLocal(src, bytes, "put_on_stream", "src");
-  if (bytes > 0) gpu.putOnStream(ref, src, bytes, stream);
+  if (bytes > 0) rt.streamTransportFor(ref, "put_on_stream").putOnStream(ref, src, bytes, stream, gpu);
 }
 
 void getOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream stream) {
@@ -101,7 +101,7 @@ void getOnStream(void* dest, const void* src, std::size_t bytes, int pe, Stream 
   GpuBackend& gpu = requireGpu(rt, "get_on_stream");
   RemoteRef ref = rt.resolve(src, bytes, pe, "get_on_stream", "src");
   checkLocal(dest, bytes, "get_on_stream", "dest");
-  if (bytes > 0) gpu.getOnStream(dest, ref, bytes, stream);
+  if (bytes > 0) rt.streamTransportFor(ref, "get_on_stream").getOnStream(dest, ref, bytes, stream, gpu);
 }
 
 void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint64_t* sig, std::uint64_t value,
@@ -112,15 +112,16 @@ void putSignalOnStream(void* dest, const void* src, std::size_t bytes, std::uint
   RemoteRef data = rt.resolve(dest, bytes, pe, "put_signal_on_stream", "dest");
   RemoteRef flag = resolveGpuSignal(rt, sig, pe, "put_signal_on_stream");
   checkLocal(src, bytes, "put_signal_on_stream", "src");
-  if (bytes > 0) gpu.putOnStream(data, src, bytes, stream);
-  gpu.signalOnStream(flag, value, op, stream);
+  if (bytes > 0) rt.streamTransportFor(data, "put_signal_on_stream").putOnStream(data, src, bytes, stream, gpu);
+  rt.streamTransportFor(flag, "put_signal_on_stream").signalOnStream(flag, value, op, stream, gpu);
 }
 
 void signalOpOnStream(std::uint64_t* sig, std::uint64_t value, SignalOp op, int pe, Stream stream) {
   PeContext& rt = peContext("signal_op_on_stream");
   GpuBackend& gpu = requireGpu(rt, "signal_op_on_stream");
   checkSignalOp(op, "signal_op_on_stream");
-  gpu.signalOnStream(resolveGpuSignal(rt, sig, pe, "signal_op_on_stream"), value, op, stream);
+  const RemoteRef ref = resolveGpuSignal(rt, sig, pe, "signal_op_on_stream");
+  rt.streamTransportFor(ref, "signal_op_on_stream").signalOnStream(ref, value, op, stream, gpu);
 }
 
 void signalWaitUntilOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, Stream stream) {
@@ -133,7 +134,8 @@ void signalWaitUntilOnStream(std::uint64_t* sig, Cmp cmp, std::uint64_t value, S
 
 void quietOnStream(Stream stream) {
   PeContext& rt = peContext("quiet_on_stream");
-  requireGpu(rt, "quiet_on_stream").quietOnStream(stream);
+  requireGpu(rt, "quiet_on_stream");
+  rt.quietOnStream(stream);
 }
 
 void barrierOnStream(const Team& team, Stream stream) {

@@ -18,6 +18,7 @@
 #include "coll/team_collectives.hpp"
 #include "core/log.hpp"
 #include "core/team_state.hpp"
+#include "onesided/make_device_proxy.hpp"
 #include "onesided/team_barrier.hpp"
 #include "p2p/engine.hpp"
 #include "transport/network_setup.hpp"
@@ -156,8 +157,14 @@ void Runtime::connectNodes() {
                      [this](const void* p) { return gpu_ && gpu_->isDeviceMemory(p); }, env_.ucxAtomics, {}, {}};
   setup.messageEagerMax = env_.p2pEager;
   if (gpu_) {
+    // A peer's atomic on this PE's GPU heap, applied here by the GPU (no earlier stream failure is
+    // reported: that is this PE's program's to see, at its next call).
     setup.gpuAtomic = [this](AtomicOp op, void* word, std::size_t width, const void* operand, const void* cond,
-                             void* result) { gpu_->localAtomic(op, word, width, operand, cond, result); };
+                             void* result) {
+      gpu_->makeCurrent();
+      const RemoteRef self{myPe(), gpu_->heap().offsetOf(word), word, HeapKind::Gpu};
+      router_->gpuPeer()->atomic(op, self, width, operand, cond, result);
+    };
     setup.gpuCopy = [this](void* dst, const void* src, std::size_t bytes) { gpu_->copyLocal(dst, src, bytes); };
   }
   std::vector<const HeapSpace*> heaps{heap_.get()};
@@ -210,8 +217,13 @@ void Runtime::startGpu() {
     return;
   }
   pinned_.assign(nPes(), 0);
-  gpu_->connect(GpuSetup{*this, *heap_, [this] { pinHostHeap(); }});
-  router_->setGpu(gpu_.get());
+  gpu_->connect(GpuSetup{*this, [this](GpuBackend& gpu) { return makeDeviceProxy(gpu, myPe(), nodeLocal_); }});
+  GpuTransports transports = makeGpuTransports(GpuTransportSetup{*this, *gpu_, *heap_, [this] { pinHostHeap(); }});
+  const bool stagedPath = transports.staged != nullptr;
+  router_->setGpu(gpu_.get(), std::move(transports));
+  // Served by the PE's one progress engine (its thread, and every wait for the proxy).
+  if (router_->stageProxy()) progress_.add(router_->stageProxy());
+  gpu_->finishConnect(stagedPath);
   pinHostHeap();
   log(LogLevel::Info, myPe(), "GPU backend on " + gpu_->description());
 }
@@ -240,6 +252,10 @@ std::shared_ptr<HeapSpace> Runtime::heapOwner(HeapKind kind) const {
 }
 
 Runtime::~Runtime() {
+  // The stream host worker and the device proxy make host calls through the router's transports,
+  // which go before the GPU backend: they stop first, after the progress engine's thread.
+  progress_.stop();
+  if (gpu_) gpu_->stopHostWork();
   // Pinned host ranges must be released while still mapped, each by its start.
   if (gpu_) {
     for (void* start : pinnedRanges_) gpu_->unpinHost(start);

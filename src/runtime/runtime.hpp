@@ -50,8 +50,12 @@ class Runtime final : public PeContext {
   ControlBlock& control(int pe) const override;
   RemoteRef controlRef(int pe, const std::uint64_t* localWord) const override;
   Transport& transportFor(const RemoteRef& ref, const void* local, const char* api) const override;
+  Transport& streamTransportFor(const RemoteRef& ref, const char* api) const override {
+    return router_->streamTransportFor(ref, api);
+  }
   void fenceAll() override { router_->fenceAll(); }
   void quietAll() override { router_->quietAll(); }
+  void quietOnStream(void* stream) override { router_->quietOnStream(stream); }
   bool progress() override { return progress_.progress(); }
   ProgressEngine& progressEngine() override { return progress_; }
   int findDeadPe() const override;

@@ -24,6 +24,14 @@ class Channel;
 
 class NetworkTransport : public Transport, public ProgressClient {
  public:
+  // Stream-ordered calls to another node's GPU heap go through the device proxy: a one-thread
+  // kernel posts the request, the proxy carries it out with this transport's host call. Another
+  // node's host heap is out of the kernels' reach (they address symmetric GPU memory): refused,
+  // naming the PE.
+  void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream, GpuBackend& gpu) override;
+  void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream, GpuBackend& gpu) override;
+  void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream, GpuBackend& gpu) override;
+
   // What this PE tells every other at set-up: library version, worker address. The version alone
   // is also given apart, so that PEs can refuse a mix of versions before anything else.
   virtual std::string version() const = 0;

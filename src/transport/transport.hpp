@@ -1,6 +1,7 @@
-// The transport interface: how bytes and atomics reach another PE's symmetric memory.
-// The one-sided layer validates every argument before it calls a transport; a transport only moves.
-// Each transport lives in its own folder; reaches(pe) says which PEs it can move data to.
+// The transport interface: how bytes and atomics reach another PE's symmetric memory, from the host
+// and in stream order. The one-sided layer validates every argument and the router
+// (transport/router.hpp) picks the transport; a transport only moves. Each transport lives in its
+// own folder; reaches(pe) says which PEs it can move data to.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,8 @@
 #include "memory/heap_space.hpp"
 
 namespace axon {
+
+class GpuBackend;
 
 // A location in a PE's symmetric heap, resolved by the one-sided layer.
 struct RemoteRef {
@@ -26,6 +29,8 @@ struct RemoteRef {
 class Transport {
  public:
   virtual ~Transport() = default;
+  // "shm", "cuda_ipc", "staged", "ucx": for messages.
+  virtual const char* name() const noexcept = 0;
   virtual bool reaches(int pe) const noexcept = 0;
 
   virtual void put(const RemoteRef& dst, const void* src, std::size_t bytes) = 0;
@@ -51,6 +56,18 @@ class Transport {
                       const void* cond, void* result) = 0;
   virtual void fence() = 0;
   virtual void quiet() = 0;
+
+  // Stream-ordered forms (`stream` is a CUstream; the GPU backend is on): they return at once,
+  // and the operation happens when the stream gets there, done before the stream's later work
+  // starts. The default runs the host call above on the GPU backend's stream host worker, a kernel
+  // that holds the stream until the host has done it (graph-capturable); transports with a device
+  // path override them.
+  virtual void putOnStream(const RemoteRef& dst, const void* src, std::size_t bytes, void* stream, GpuBackend& gpu);
+  virtual void getOnStream(void* dst, const RemoteRef& src, std::size_t bytes, void* stream, GpuBackend& gpu);
+  virtual void signalOnStream(const RemoteRef& sig, std::uint64_t value, SignalOp op, void* stream, GpuBackend& gpu);
+  // quiet_on_stream: later work on `stream` starts once what this transport has outstanding from
+  // the host (put_nbi) is complete. Nothing to do for transports whose calls complete on return.
+  virtual void quietOnStream(void* /*stream*/) {}
 };
 
 }  // namespace axon

@@ -13,6 +13,8 @@ class ShmTransport final : public Transport {
   // reachable[pe] says which PEs' heaps this process maps.
   explicit ShmTransport(std::vector<bool> reachable) : reachable_(std::move(reachable)) {}
 
+  const char* name() const noexcept override { return "shm"; }
+
   bool reaches(int pe) const noexcept override;
 
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;

@@ -24,6 +24,9 @@ class StagedTransport final : public Transport {
   StagedTransport(const gpu::DriverApi& cu, PeContext& rt, std::size_t chunk, std::function<char*(int)> channelOf);
   ~StagedTransport() override;
 
+  const char* name() const noexcept override { return "staged"; }
+  // Its stream-ordered calls are the host's, run on the stream host worker (the default).
+
   bool reaches(int pe) const noexcept override { return true; }
 
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;

@@ -18,6 +18,7 @@ class UcxTransport final : public NetworkTransport {
       : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics),
         messages_(worker_, setup.messageEagerMax) {}
 
+  const char* name() const noexcept override { return "ucx"; }
   bool reaches(int pe) const noexcept override;
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
   void get(void* dst, const RemoteRef& src, std::size_t bytes) override;

@@ -26,24 +26,24 @@
 #include "axon/device/types.hpp"
 #include "axon/error.hpp"
 #include "axon/team.hpp"
-#include "core/progress_engine.hpp"
-#include "gpu/driver.hpp"
 #include "core/poll_pacer.hpp"
+#include "gpu/device_requests.hpp"
+#include "gpu/driver.hpp"
 
-namespace axon::gpu {
+namespace axon::onesided {
 
-class DeviceProxy final : public ProgressClient {
+class DeviceProxy final : public DeviceRequests {
  public:
   // `gpuHeapBase`: this PE's GPU heap, whose first bytes are the device barriers' control words
   // (increments to them are the runtime's own, not a user's signal). `nodeLocal[pe]`: shares this
   // node (kernels reach node-local PEs by load/store only).
-  DeviceProxy(const DriverApi& cu, CUcontext ctx, int myPe, char* gpuHeapBase, std::vector<bool> nodeLocal);
+  DeviceProxy(const gpu::DriverApi& cu, CUcontext ctx, int myPe, char* gpuHeapBase, std::vector<bool> nodeLocal);
   ~DeviceProxy() override;
   DeviceProxy(const DeviceProxy&) = delete;
   DeviceProxy& operator=(const DeviceProxy&) = delete;
 
   // What kernels get in Context::proxy.
-  device::ProxyChannel channel() const { return device::ProxyChannel{ring_, tickets_}; }
+  device::ProxyChannel channel() const override { return device::ProxyChannel{ring_, tickets_}; }
 
   bool progress() override;
   int armForSleep() override { return pacer_.sleepHint(); }
@@ -51,12 +51,12 @@ class DeviceProxy final : public ProgressClient {
 
   // The first failure of a request no kernel waited for, since the last call (then cleared); never
   // on the proxy's own thread, whose host calls must not take it for their own.
-  std::optional<Error> takeError();
+  std::optional<Error> takeError() override;
 
   // Device collectives on `team` (which spans nodes; `slot` is its team slot) run here, as the
   // host's blocking collectives, until forgetTeam(slot) (the team's destruction).
-  void serveTeam(const Team& team, int slot);
-  void forgetTeam(int slot);
+  void serveTeam(const Team& team, int slot) override;
+  void forgetTeam(int slot) override;
 
  private:
   // Carries out one request (a copy of the slot's); returns the result words through `result`.
@@ -68,7 +68,7 @@ class DeviceProxy final : public ProgressClient {
   std::string describe(const device::ProxyRequest& r) const;
   void releaseResources() noexcept;
 
-  const DriverApi& cu_;
+  const gpu::DriverApi& cu_;
   CUcontext ctx_;
   int myPe_;
   char* gpuHeapBase_;
@@ -87,4 +87,4 @@ class DeviceProxy final : public ProgressClient {
   std::unordered_map<int, Team> teams_;
 };
 
-}  // namespace axon::gpu
+}  // namespace axon::onesided

@@ -1,4 +1,5 @@
-#include "gpu/device_proxy.hpp"
+#include "onesided/device_proxy.hpp"
+#include "onesided/make_device_proxy.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -7,10 +8,14 @@
 #include "axon/onesided.hpp"
 #include "core/log.hpp"
 #include "core/pe_context.hpp"
+#include "gpu/cuda_resources.hpp"
 #include "memory/heap_space.hpp"
 #include "transport/transport.hpp"
 
-namespace axon::gpu {
+namespace axon::onesided {
+
+using gpu::cuCheck;
+
 namespace {
 
 using device::ProxyOp;
@@ -48,7 +53,7 @@ void* address(unsigned long long a) { return reinterpret_cast<void*>(static_cast
 
 }  // namespace
 
-DeviceProxy::DeviceProxy(const DriverApi& cu, CUcontext ctx, int myPe, char* gpuHeapBase, std::vector<bool> nodeLocal)
+DeviceProxy::DeviceProxy(const gpu::DriverApi& cu, CUcontext ctx, int myPe, char* gpuHeapBase, std::vector<bool> nodeLocal)
     : cu_(cu), ctx_(ctx), myPe_(myPe), gpuHeapBase_(gpuHeapBase), nodeLocal_(std::move(nodeLocal)) {
   try {
     void* ring = nullptr;
@@ -263,4 +268,13 @@ std::optional<Error> DeviceProxy::takeError() {
   return e;
 }
 
-}  // namespace axon::gpu
+}  // namespace axon::onesided
+
+namespace axon {
+
+std::unique_ptr<DeviceRequests> makeDeviceProxy(GpuBackend& gpu, int myPe, std::vector<bool> nodeLocal) {
+  const gpu::CudaResources r = gpu::cudaResourcesOf(gpu);
+  return std::make_unique<onesided::DeviceProxy>(*r.cu, r.ctx, myPe, r.heap->base(), std::move(nodeLocal));
+}
+
+}  // namespace axon
