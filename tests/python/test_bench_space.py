@@ -80,10 +80,14 @@ def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
 
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine runs it for real")
-def test_gpu_tests_fail_in_words_without_a_gpu(capsys):
-    assert bench.main(["space-put-get", "-m", "8K"]) == 1  # -m MAX: from 4 KiB, a valid request
+@pytest.mark.parametrize("argv", [
+    ["space-put-get", "-m", "8K"],  # -m MAX: from 4 KiB, a valid request
+    ["space-reassembly"],
+])
+def test_gpu_tests_fail_in_words_without_a_gpu(argv, capsys):
+    assert bench.main(argv) == 1
     err = capsys.readouterr().err
-    assert "space_bench" in err or "CUDA" in err, err
+    assert SPACE_TESTS[argv[0]][1] in err or "CUDA" in err, err  # the missing driver, or CUDA's error
 
 
 def test_help_lists_the_space_tests(capsys):

@@ -69,12 +69,13 @@ for _name, _summary in COLLECTIVES.items():
 #: The reduction operators, as --op takes them.
 OPS = tuple(op.name.lower() for op in ReduceOp)
 
-#: The space tests (run by space.py, on their own path): summary, driver program, its subcommand.
+#: The space tests (run by space.py, on their own path): summary, driver program (built in bench/,
+#: or tests/perf/ for space-reassembly, which measures the library's internal pieces), its subcommand.
 SPACE_TESTS: dict[str, tuple[str, str, str]] = {
     "space-put-get": ("staging space: put and get of GPU data, axon vs the host-staged and pinned-staged "
                       "baselines, same node and over UCX", "space_bench", "put-get"),
     "space-reassembly": ("staging space: one box from many pieces; CPU rows, memcpy per row, kernel per "
-                         "piece, fused kernel, as shares of memcpy", "space_bench", "reassembly"),
+                         "piece, fused kernel, as shares of memcpy", "space_reassembly_bench", "reassembly"),
     "space-small-puts": ("staging space: -i N nonblocking puts of -m BYTES, batching off then on",
                          "space_client_bench", "small-puts"),
     "space-workflow": ("staging space: --writers M x --readers N in different decompositions, a slow "

@@ -1,4 +1,5 @@
-"""Finding the programs built with the benchmarks: the driver axon_bench and the peer programs."""
+"""Finding the programs built with the benchmarks: the driver axon_bench, the peer programs and the
+staging space's drivers."""
 
 from __future__ import annotations
 
@@ -11,15 +12,21 @@ from .errors import BenchError
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 
+#: Where a build in the source tree puts the programs: the benchmarks of the public API (bench/)
+#: and those of the library's internal pieces (tests/perf/, built with the tests).
+_BUILD_DIRS = (Path("build") / "bench", Path("build") / "tests" / "perf")
+
+
 def _tool_candidates(name: str) -> list[Path]:
-    found = [PACKAGE_DIR / "bin" / name]                              # installed with the wheel
-    found.append(PACKAGE_DIR.parent.parent / "build" / "bench" / name)  # source tree: python/axon
-    found.append(Path.cwd() / "build" / "bench" / name)
+    found = [PACKAGE_DIR / "bin" / name]                     # installed with the wheel
+    for tree in (PACKAGE_DIR.parent.parent, Path.cwd()):     # the source tree (python/axon), the cwd
+        found += [tree / folder / name for folder in _BUILD_DIRS]
     return found
 
 
 def find_tool(name: str) -> Path | None:
-    """A program built with the benchmarks (next to the package, else in build/bench), or None."""
+    """A program built with the benchmarks (next to the package, else in build/bench or
+    build/tests/perf), or None."""
     for path in _tool_candidates(name):
         if path.is_file() and os.access(path, os.X_OK):
             return path

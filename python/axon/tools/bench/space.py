@@ -6,6 +6,7 @@
                       (driver: space_bench, built with CUDA)
     space-reassembly  one box from many stored pieces: CPU row copies, a cudaMemcpy per row, a
                       kernel per piece, the fused kernel; shares of device-to-device memcpy
+                      (driver: space_reassembly_bench of tests/perf, built with CUDA and the tests)
     space-small-puts  -i N nonblocking puts of -m BYTES (default 10,000 of 4 KiB), batching off then on
     space-workflow    --writers M and --readers N processes in different decompositions, 10
                       versions of a 32 MiB variable, the last reader --slow-ms behind; -d D for GPU
@@ -39,6 +40,10 @@ from .sizes import parse_range, parse_size
 _PROG = "axon bench"
 
 _SERVER_START_S = 60
+
+#: The drivers a build may lack, and which builds have them.
+_BUILT_ONLY = {"space_bench": "where the build has CUDA",
+               "space_reassembly_bench": "where the build has CUDA, with the tests: AXON_BUILD_TESTS=ON"}
 
 
 def add_space_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,7 +170,7 @@ def run_space_bench(args: argparse.Namespace) -> int:
     program_name = SPACE_TESTS[test][1]
     program = find_tool(program_name)
     if program is None:
-        why = " (it is built only where the build has CUDA)" if program_name == "space_bench" else ""
+        why = f" (it is built only {_BUILT_ONLY[program_name]})" if program_name in _BUILT_ONLY else ""
         print(f"{_PROG}: {test} needs the program {program_name}{why}; build it with 'make build'", file=sys.stderr)
         return 1
     program_cmd = [str(program), *driver_args]
