@@ -2,6 +2,7 @@
 
 #include "axon/error.hpp"
 #include "gpu/gpu_backend.hpp"
+#include "transport/route.hpp"
 
 namespace axon {
 
@@ -12,38 +13,43 @@ void Router::setGpu(GpuBackend* gpu, GpuTransports transports) {
   gpuPaths_ = std::move(transports);
 }
 
-Transport& Router::gpuTransportFor(const RemoteRef& ref) {
-  gpuBackend_->makeCurrent();
-  if (ref.heap == HeapKind::Gpu && !ref.mapped && gpuPaths_.staged) return *gpuPaths_.staged;
-  return *gpuPaths_.peer;
+Transport& Router::route(const RemoteRef& ref, const void* local, bool streamOrdered, const char* api) {
+  RouteQuery q;
+  q.nodeLocal = nodeLocal_[ref.pe];
+  q.networkReaches = !q.nodeLocal && net_ && net_->reaches(ref.pe);
+  q.gpuOn = gpuBackend_ != nullptr;
+  q.stagedOn = gpuPaths_.staged != nullptr;
+  q.heap = ref.heap;
+  q.mapped = ref.mapped != nullptr;
+  q.streamOrdered = streamOrdered;
+  // A driver call: asked only where the answer decides.
+  q.localOnDevice = q.nodeLocal && q.gpuOn && !streamOrdered && ref.heap != HeapKind::Gpu && local &&
+                    gpuBackend_->isDeviceMemory(local);
+  switch (chooseRoute(q)) {
+    case Route::Network: return *net_;
+    case Route::Shm: return shm_;
+    case Route::Staged: return *gpuPaths_.staged;
+    case Route::CudaIpc: return *gpuPaths_.peer;
+    case Route::Unreachable: break;
+  }
+  throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe_) + ": " + api + ": no transport reaches PE " +
+                                          std::to_string(ref.pe) + ", which runs on another node");
 }
 
 Transport& Router::transportFor(const RemoteRef& ref, const void* local, const char* api) {
-  const int pe = ref.pe;
-  if (!nodeLocal_[pe]) {
-    if (net_ && net_->reaches(pe)) return *net_;
-    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe_) + ": " + api + ": no transport reaches PE " +
-                                            std::to_string(pe) + ", which runs on another node");
-  }
-  if (gpuBackend_ && (ref.heap == HeapKind::Gpu || (local && gpuBackend_->isDeviceMemory(local)))) {
-    Transport& t = gpuTransportFor(ref);
+  Transport& t = route(ref, local, false, api);
+  if (&t == gpuPaths_.peer.get() || &t == gpuPaths_.staged.get()) {
+    // The GPU transports' calls need this PE's context, and report a stream-ordered failure first.
+    gpuBackend_->makeCurrent();
     gpuBackend_->throwStreamError();
-    return t;
   }
-  return shm_;
+  return t;
 }
 
 Transport& Router::streamTransportFor(const RemoteRef& ref, const char* api) {
   gpuBackend_->makeCurrent();
   gpuBackend_->throwStreamError();
-  if (!nodeLocal_[ref.pe]) {
-    if (net_ && net_->reaches(ref.pe)) return *net_;
-    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(myPe_) + ": " + api + ": no transport reaches PE " +
-                                            std::to_string(ref.pe) + ", which runs on another node");
-  }
-  // Every stream-ordered call on this node goes to the GPU: a copy engine reaches the pinned host
-  // heap too.
-  return gpuTransportFor(ref);
+  return route(ref, nullptr, true, api);
 }
 
 std::string Router::pathTo(int pe, HeapKind kind) const {

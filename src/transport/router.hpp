@@ -1,4 +1,5 @@
-// The one place that picks a transport per operation, host calls and stream-ordered ones alike:
+// The one place that picks a transport per operation, host calls and stream-ordered ones alike
+// (the decision itself is chooseRoute, transport/route.hpp, host-tested):
 //   a PE on another node      -> the network transport (UCX), whatever the memory kinds; on a
 //                                stream, its calls go through the device proxy;
 //   GPU memory on either side -> the GPU transports: the staged path for a node-local GPU heap
@@ -59,8 +60,8 @@ class Router {
                            const std::function<std::string(int)>& origin);
 
  private:
-  // The GPU transport for `ref` on this node.
-  Transport& gpuTransportFor(const RemoteRef& ref);
+  // The transport chooseRoute (transport/route.hpp) picks; throws Unsupported for a PE none reaches.
+  Transport& route(const RemoteRef& ref, const void* local, bool streamOrdered, const char* api);
 
   int myPe_;
   std::vector<bool> nodeLocal_;
