@@ -102,7 +102,14 @@ void bindGpu(nb::module_& m) {
   m.def("malloc_host", &mallocHostAligned, arg("bytes"), arg("alignment") = 64);
   // Fills this PE's heap memory (either kind); GPU heap memory is filled by the GPU.
   m.def(
-      "memset", [](std::uintptr_t addr, int value, std::size_t bytes) { memsetSymmetric(ptrOf(addr), value, bytes); },
+      "memset",
+      [](std::uintptr_t addr, int value, std::size_t bytes) {
+        if (value < 0 || value > 255) {
+          throw Error(ErrorCode::InvalidArgument,
+                      "axon: memset: value " + std::to_string(value) + " is not a byte (0..255)");
+        }
+        if (bytes > 0) memsetSymmetric(ptrOf(addr), value, bytes);
+      },
       arg("addr"), arg("value"), arg("bytes"), release);
   // Which heap of this PE holds `addr`: "gpu", "host", or None.
   m.def("heap_kind", [](std::uintptr_t addr) -> nb::object {

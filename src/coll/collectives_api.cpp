@@ -51,20 +51,16 @@ namespace {
 using coll::checkRequest;
 using coll::Request;
 
-// The team's path for a call: its collectives, chosen when the team was made.
-coll::TeamCollectives& pathOf(PeContext& rt, const detail::TeamState& team, const char* api) {
-  if (!team.collectives) {
-    throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name +
-                                         ": the team has no collectives");
-  }
-  return *team.collectives;
-}
-
 void run(Request q, const Team& team, const char* api) {
   PeContext& rt = peContext(api);
   const detail::TeamState& state = detail::requireValidTeam(team, api);
   checkRequest(rt, q, static_cast<int>(state.members.size()), state.myIndex, api);
-  pathOf(rt, state, api).run(q, api);
+  // A copy of a handle whose team was destroyed has no path left.
+  if (!state.collectives) {
+    throw Error(ErrorCode::Internal, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + state.name +
+                                         ": the team has no collective workspace");
+  }
+  state.collectives->run(q, api);
 }
 
 void runOnStream(Request q, const Team& team, Stream stream, const char* api) {
@@ -76,10 +72,15 @@ void runOnStream(Request q, const Team& team, Stream stream, const char* api) {
                                             ": stream-ordered collectives need the GPU backend, which is off (" +
                                             rt.gpuUnavailableReason() + ")");
   }
-  pathOf(rt, state, api).enqueue(q, stream, api);
+  if (!state.collectives) coll::noGpuWorkspace(rt, state, api);
+  state.collectives->enqueue(team, q, stream, api);
 }
 
 }  // namespace
+
+namespace coll {
+void runOnTeam(const Team& team, Request q, const char* api) { run(q, team, api); }
+}  // namespace coll
 
 void broadcastOnStream(const Team& team, const void* src, void* dst, std::size_t count, DataType type, int root,
                        Stream stream) {
@@ -109,7 +110,8 @@ void alltoallOnStream(const Team& team, const void* src, void* dst, std::size_t 
 device::CollHandle deviceCollHandle(const Team& team) {
   PeContext& rt = peContext("device_coll_handle");
   const detail::TeamState& state = detail::requireValidTeam(team, "device_coll_handle");
-  return pathOf(rt, state, "device_coll_handle").deviceHandle(team);
+  if (!state.collectives) coll::noDeviceHandle(rt, state);
+  return state.collectives->deviceHandle(team);
 }
 
 void barrier(const Team& team) {
@@ -146,7 +148,8 @@ Explanation explain(Collective c, const Team& team, std::size_t count, DataType 
   // The host path's plan; the team's path names itself and may put its own plan in its place.
   const coll::Plan plan = coll::hostPlan(rt, c, count, type, static_cast<int>(state.members.size()));
   Explanation e{c, coll::algoName(plan.algo), "", plan.reason, plan.chunkElems * dataTypeSize(type), plan.rounds};
-  pathOf(rt, state, "explain").explain(e, count, type);
+  if (state.collectives) state.collectives->explain(e, count, type);
+  else coll::explainHostShm(rt, state, e);  // a copy of a destroyed team's handle
   return e;
 }
 

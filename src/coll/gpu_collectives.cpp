@@ -22,7 +22,7 @@ class GpuCollectives final : public TeamCollectives {
 
   void run(Request q, const char* api) override { runOnGpu(rt_, team_, *ws_, q, nullptr, api); }
 
-  void enqueue(Request q, void* stream, const char* api) override {
+  void enqueue(const Team&, Request q, void* stream, const char* api) override {
     // runOnGpu takes a null stream for the blocking form (the workspace's own stream, waited for);
     // here null is the caller's legacy default stream, so name that one (CU_STREAM_LEGACY, also
     // cudaStreamLegacy) and keep the call ordered on it without blocking.

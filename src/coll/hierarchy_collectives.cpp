@@ -5,6 +5,7 @@
 // device proxy.
 #include <memory>
 
+#include "axon/team.hpp"
 #include "coll/gpu_path.hpp"
 #include "coll/hierarchy.hpp"
 #include "coll/host_path.hpp"
@@ -17,8 +18,7 @@
 namespace axon::coll {
 namespace {
 
-class HierarchyCollectives final : public TeamCollectives,
-                                   public std::enable_shared_from_this<HierarchyCollectives> {
+class HierarchyCollectives final : public TeamCollectives {
  public:
   HierarchyCollectives(PeContext& rt, const detail::TeamState& team, std::shared_ptr<Hierarchy> hierarchy)
       : rt_(rt), team_(team), hierarchy_(std::move(hierarchy)) {}
@@ -34,21 +34,17 @@ class HierarchyCollectives final : public TeamCollectives,
     copies.copyBack();
   }
 
-  void enqueue(Request q, void* stream, const char* api) override {
+  void enqueue(const Team& team, Request q, void* stream, const char* api) override {
     // The stream's host worker runs the blocking call when the stream gets here (device buffers go
     // through host copies, as in the blocking form). Calls on the team keep the order in which the
-    // streams reach them.
+    // streams reach them. The work holds the team (its state outlives the program's handles) and
+    // makes the call as the API does, so a team destroyed meanwhile, or freed buffers, fail it in
+    // words.
     GpuBackend& gpu = *rt_.gpu();
     const int n = static_cast<int>(team_.members.size());
     requireDeviceBuffers(rt_, gpu, q, extents(q, n, dataTypeSize(q.type), team_.myIndex), api);
-    gpu.enqueueHostWork(
-        stream,
-        [self = shared_from_this(), q, api] {
-          // The buffers are checked again where the call runs: the program may have freed them.
-          checkRequest(self->rt_, q, static_cast<int>(self->team_.members.size()), self->team_.myIndex, api);
-          self->run(q, api);
-        },
-        std::string(api) + " on team " + team_.name + " (across nodes)");
+    gpu.enqueueHostWork(stream, [team, q, api] { runOnTeam(team, q, api); },
+                        std::string(api) + " on team " + team_.name + " (across nodes)");
   }
 
   void explain(Explanation& e, std::size_t count, DataType type) const override {

@@ -19,7 +19,7 @@ class LocalCollectives final : public TeamCollectives {
     if (rt_.gpu()) rt_.gpu()->copyLocal(q.dst, q.src, dstBytes);
     else std::memmove(q.dst, q.src, dstBytes);
   }
-  void enqueue(Request q, void* stream, const char* api) override {
+  void enqueue(const Team&, Request q, void* stream, const char* api) override {
     auto [srcBytes, dstBytes] = extents(q, 1, dataTypeSize(q.type), 0);
     if (srcBytes && dstBytes && q.src != q.dst) rt_.gpu()->copyLocalOnStream(q.dst, q.src, dstBytes, stream);
   }

@@ -47,21 +47,9 @@ class ShmCollectives final : public TeamCollectives {
     copies.copyBack();
   }
 
-  void enqueue(Request, void*, const char* api) override {
-    throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt_.myPe()) + ": " + api + " on team " + team_.name +
-                                            ": no GPU collective workspace (" +
-                                            (team_.gpuWhyNot.empty() ? std::string("its members do not all share a node")
-                                                                     : team_.gpuWhyNot) +
-                                            "); use the blocking call, which takes the host path");
-  }
+  void enqueue(const Team&, Request, void*, const char* api) override { noGpuWorkspace(rt_, team_, api); }
 
-  void explain(Explanation& e, std::size_t, DataType) const override {
-    e.path = "host-shm";
-    if (rt_.gpu()) {
-      e.reason += "; GPU buffers are copied through host memory around the call (no GPU workspace: " +
-                  team_.gpuWhyNot + ")";
-    }
-  }
+  void explain(Explanation& e, std::size_t, DataType) const override { explainHostShm(rt_, team_, e); }
 
   device::CollHandle deviceHandle(const Team&) override { noDeviceHandle(rt_, team_); }
 

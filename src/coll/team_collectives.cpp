@@ -37,4 +37,20 @@ void noDeviceHandle(PeContext& rt, const detail::TeamState& team) {
                                           ")");
 }
 
+void noGpuWorkspace(PeContext& rt, const detail::TeamState& team, const char* api) {
+  throw Error(ErrorCode::Unsupported, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + team.name +
+                                          ": no GPU collective workspace (" +
+                                          (team.gpuWhyNot.empty() ? std::string("its members do not all share a node")
+                                                                  : team.gpuWhyNot) +
+                                          "); use the blocking call, which takes the host path");
+}
+
+void explainHostShm(PeContext& rt, const detail::TeamState& team, Explanation& e) {
+  e.path = "host-shm";
+  if (rt.gpu()) {
+    e.reason += "; GPU buffers are copied through host memory around the call (no GPU workspace: " +
+                team.gpuWhyNot + ")";
+  }
+}
+
 }  // namespace axon::coll

@@ -38,9 +38,10 @@ class TeamCollectives {
 
   // Runs a checked call on any buffers (host or GPU); returns when it is done on this PE.
   virtual void run(Request q, const char* api) = 0;
-  // Enqueues a checked call on `stream` (a CUstream; null: the legacy default stream); the GPU
-  // backend is on. Throws Unsupported where the path cannot order a call on a stream.
-  virtual void enqueue(Request q, void* stream, const char* api) = 0;
+  // Enqueues a checked call on `team` (this path's) on `stream` (a CUstream; null: the legacy
+  // default stream); the GPU backend is on. Throws Unsupported where the path cannot order a call on
+  // a stream.
+  virtual void enqueue(const Team& team, Request q, void* stream, const char* api) = 0;
   // explain(): `e` holds the host path's plan for the call; the path sets its name and may replace
   // the algorithm, the reason, the chunk and the rounds with its own.
   virtual void explain(Explanation& e, std::size_t count, DataType type) const = 0;
@@ -66,5 +67,13 @@ std::shared_ptr<TeamCollectives> hierarchyCollectives(PeContext& rt, const detai
 
 // device_coll_handle() on a team whose path has no GPU workspace: Unsupported, saying why.
 [[noreturn]] void noDeviceHandle(PeContext& rt, const detail::TeamState& team);
+// A stream-ordered call on a team without a GPU workspace (and not across nodes): Unsupported.
+[[noreturn]] void noGpuWorkspace(PeContext& rt, const detail::TeamState& team, const char* api);
+// explain() of the host path on one node, "host-shm".
+void explainHostShm(PeContext& rt, const detail::TeamState& team, Explanation& e);
+
+// The blocking call on `team` as the public API makes it (the arguments checked, the team's path
+// run), for work that runs it later: the stream host worker, for a team across nodes.
+void runOnTeam(const Team& team, Request q, const char* api);
 
 }  // namespace axon::coll
