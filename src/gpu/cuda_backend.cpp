@@ -254,7 +254,7 @@ class CudaBackend final : public GpuBackend {
   void synchronize(const char* api) override {
     makeCurrent();
     cuCheck(cu_.cuCtxSynchronize(), std::string(api) + ": waiting for the GPU");
-    raiseStreamError();
+    throwStreamError();
   }
 
   int deviceOrdinal() const override { return static_cast<int>(device_); }
@@ -354,7 +354,7 @@ class CudaBackend final : public GpuBackend {
   void synchronizeStream(void* stream) override {
     makeCurrent();
     cuCheck(cu_.cuStreamSynchronize(static_cast<CUstream>(stream)), "stream_synchronize");
-    raiseStreamError();  // what the host worker met on the way (a stream-ordered message's failure)
+    throwStreamError();  // what the host worker met on the way (a stream-ordered message's failure)
   }
 
   void copyLocalOnStream(void* dst, const void* src, std::size_t bytes, void* stream) override {
@@ -401,13 +401,13 @@ class CudaBackend final : public GpuBackend {
 
   void enqueueHostWork(void* stream, std::function<void()> work, std::string what) override {
     makeCurrent();
-    raiseStreamError();
+    throwStreamError();
     stagedStream_->enqueue(static_cast<CUstream>(stream), std::move(work), std::move(what));
   }
 
   void enqueueHostOp(void* stream, std::function<HostCompletion()> start, std::string what) override {
     makeCurrent();
-    raiseStreamError();
+    throwStreamError();
     warnOnceIfKernelsLoadLazily(what);
     stagedStream_->enqueueAsync(static_cast<CUstream>(stream), std::move(start), std::move(what));
   }
@@ -448,8 +448,7 @@ class CudaBackend final : public GpuBackend {
  private:
   // A stream-ordered staged operation that failed on the worker (its stream was released, not
   // left hanging) is reported by the next call into the backend.
-  void throwStreamError() override { raiseStreamError(); }
-  void raiseStreamError() {
+  void throwStreamError() override {
     if (stagedStream_) {
       if (auto e = stagedStream_->takeError()) throw Error(e->code(), pe(myPe_) + ": an earlier " + e->what());
     }
@@ -466,8 +465,7 @@ class CudaBackend final : public GpuBackend {
     }
   }
 
-  void makeCurrent() override { static_cast<const CudaBackend*>(this)->makeCurrent(); }
-  void makeCurrent() const {
+  void makeCurrent() const override {
     CUcontext current = nullptr;
     if (cu_.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != ctx_) cu_.cuCtxSetCurrent(ctx_);
   }

@@ -73,7 +73,7 @@ class GpuBackend {
   // (it serves what is left, bounded) and the device proxy go, before the transports they call.
   virtual void stopHostWork() = 0;
   // Makes this PE's CUDA context current on the calling thread (transports' calls need it).
-  virtual void makeCurrent() = 0;
+  virtual void makeCurrent() const = 0;
   // Throws the failure a stream-ordered operation met on the host since the last call (its stream
   // was released, not left hanging): the next call into the GPU paths reports it.
   virtual void throwStreamError() = 0;
