@@ -457,9 +457,9 @@ class CudaBackend final : public GpuBackend {
     }
   }
 
-  // The device proxy serves PEs on other nodes; every PE has one when the job spans nodes.
-  void requireProxy(const char* api, int pe) {
-    makeCurrent();
+  // The device proxy serves PEs on other nodes; every PE has one when the job spans nodes. (The
+  // router has made the context current.)
+  void requireProxy(const char* api, int pe) const {
     if (!deviceProxy_ || nodeLocal_[pe]) {
       throw Error(ErrorCode::Internal, std::string("axon: ") + api + ": no device proxy serves PE " + std::to_string(pe));
     }

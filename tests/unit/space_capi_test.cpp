@@ -13,12 +13,17 @@
 
 namespace {
 
-TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
+// A server of 8 MiB on loopback, with `policy`.
+axon::space::ServerOptions loopbackServer(axon::space::Policy policy) {
   axon::space::ServerOptions so;
   so.listen = "127.0.0.1:0";
   so.memBytes = 8 << 20;
-  so.policy = axon::space::Policy::Reject;
-  axon::space::Server server(so);
+  so.policy = policy;
+  return so;
+}
+
+TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
+  axon::space::Server server(loopbackServer(axon::space::Policy::Reject));
   server.start();
 
   axon_space_t s = nullptr;
@@ -79,11 +84,7 @@ TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
 
 // The embedded server's own report (axon/space_server.hpp) agrees with what a client is told.
 TEST(SpaceServer, StatsNameThePolicyAndCountWhatArrived) {
-  axon::space::ServerOptions so;
-  so.listen = "127.0.0.1:0";
-  so.memBytes = 8 << 20;
-  so.policy = axon::space::Policy::Evict;
-  axon::space::Server server(so);
+  axon::space::Server server(loopbackServer(axon::space::Policy::Evict));
   server.start();
   axon::space::ServerStats before = server.stats();
   EXPECT_EQ(before.address, server.address());
