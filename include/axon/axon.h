@@ -31,7 +31,8 @@ typedef enum {
   AXON_ERR_SPACE_FULL = -17,
   AXON_ERR_EVICTED = -18,
   AXON_ERR_INCOMPLETE = -19,
-  AXON_ERR_SERVER_LOST = -20
+  AXON_ERR_SERVER_LOST = -20,
+  AXON_ERR_PERMISSION_DENIED = -21 /* a connection did not prove the job's or the space's key */
 } axon_status_t;
 
 typedef enum { AXON_SIGNAL_SET = 0, AXON_SIGNAL_ADD = 1 } axon_signal_op_t;

@@ -28,6 +28,7 @@ enum class ErrorCode : int {
   Evicted = -18,            // a staging-space version was dropped (evicted, or past keep_versions)
   Incomplete = -19,         // a staging-space box was not fully written within the timeout (names the missing boxes)
   ServerLost = -20,         // a staging server died, shut down or cannot be reached (names the server)
+  PermissionDenied = -21,   // a connection did not prove the job's or the space's key (names what was refused)
 };
 
 // The name of a code, e.g. "Timeout".

@@ -19,7 +19,7 @@ from .errors import (  # noqa: F401
     AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
     PeerDeadError, SystemError, TimeoutError, TruncatedError, UcxError, UnsupportedError, FullError, EvictedError,
-    IncompleteError, ServerLostError,
+    IncompleteError, ServerLostError, PermissionDeniedError,
 )
 from .collectives import (  # noqa: F401
     Collective, Explanation, ReduceOp, allgather, allgather_on_stream, allreduce, allreduce_on_stream, alltoall,

@@ -94,10 +94,16 @@ class ServerLostError(Error, ConnectionError):
     code = -20
 
 
+class PermissionDeniedError(Error, PermissionError):
+    """A connection did not prove the job's or the space's key; the message says which key and where."""
+    code = -21
+
+
 ALL = [
     InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
     AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
     CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
     CudaError, UcxError, TruncatedError, FullError, EvictedError, IncompleteError, ServerLostError,
+    PermissionDeniedError,
 ]
 BY_CODE = {cls.code: cls for cls in ALL}

@@ -26,6 +26,7 @@ const char* errorCodeName(ErrorCode code) noexcept {
     case ErrorCode::Evicted: return "Evicted";
     case ErrorCode::Incomplete: return "Incomplete";
     case ErrorCode::ServerLost: return "ServerLost";
+    case ErrorCode::PermissionDenied: return "PermissionDenied";
   }
   return "Unknown";
 }
