@@ -288,5 +288,5 @@ def test_frame_broadcast_refuses_what_the_job_cannot_do(npes, args, message):
 @pytest.mark.skipif(not _GPU_OK, reason=_GPU_WHY_NOT)
 @pytest.mark.parametrize("source", ["host", "gpu"])
 def test_frame_broadcast_on_gpus(source):
-    rows = run_frames(2, "--frame-bytes", "1M", "--frames", "20", "--source", source)
+    rows = run_frames(2, "--frame-bytes", "1M", "--frames", "20", "--source", source, env={"AXON_BACKEND": "auto"})
     assert {"axon", "twosided"} <= set(rows)

@@ -137,6 +137,17 @@ def test_stream_collectives_match_numpy(framework, n):
     _check_run(axon_run(n, "gpu_coll_streams.py", framework), n)
 
 
+def test_p2p_between_torch_and_host_then_a_space_server_in_pe0(tmp_path):
+    """Issue 45's crash: GPU/host two-sided traffic on 4 PEs, then an in-process staging server in PE 0
+    (it died with SIGSEGV in the server's constructor, 7 times out of 7)."""
+    _need("torch")
+    res = axon_run(4, "gpu_p2p_then_space_server.py", str(tmp_path / "space.contact"))
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    for pe in range(4):
+        assert f"[{pe}] PE {pe}: p2p then space server ok" in res.stdout, out
+
+
 def test_gpu_backend_forced_without_a_gpu_names_the_reason():
     """AXON_BACKEND=gpu where the GPU is hidden: init fails naming the reason."""
     env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS}
