@@ -20,21 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_launcher import AXON_RUN, TIMEOUT, _env
 
-AXON_RUN = [sys.executable, "-m", "axon", "run"]
-
-# Bound on how long PEs may outlive their launcher, and on any wait in these tests.
+# Bound on how long PEs may outlive their launcher.
 GONE_WITHIN = 5.0
-TIMEOUT = 30
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    extra = os.environ.get("AXON_TEST_PYTHONPATH")
-    if extra:
-        old = env.get("PYTHONPATH")
-        env["PYTHONPATH"] = extra + (os.pathsep + old if old else "")
-    return env
 
 
 def _start_time(pid: int) -> int | None:
@@ -64,6 +53,7 @@ class _Pes:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.started: dict[int, int] = {}  # pid -> start time
+        self.elapsed = 0.0  # seconds the PEs took to go, once waited for
 
     def wait_for(self, count: int) -> None:
         deadline = time.monotonic() + TIMEOUT
@@ -147,42 +137,37 @@ NODES = [
 ]
 
 
-@pytest.mark.parametrize("nodes", NODES)
-def test_pes_die_with_a_launcher_killed_by_sigkill(tmp_path, nodes):
+def _kill_launcher_and_time_pes(tmp_path: Path, nprocs: int, args: list[str]) -> _Pes:
+    """Start ``axon run -n nprocs ARGS``, SIGKILL it once every PE runs, and wait for the PEs to go."""
     pes = _Pes(tmp_path)
-    # PEs that spin at full CPU, as a job left behind by a killed launcher used to.
-    launcher = _launch(["-n", "4", *nodes, *_pe_program(tmp_path, "while True: pass")])
+    launcher = _launch(["-n", str(nprocs), *args])
     try:
-        pes.wait_for(4)
+        pes.wait_for(nprocs)
         launcher.kill()
         launcher.wait(TIMEOUT)
-        elapsed = pes.wait_gone()
+        pes.elapsed = pes.wait_gone()
     finally:
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
-    assert len(pes.started) == 4
+    assert len(pes.started) == nprocs
+    return pes
+
+
+@pytest.mark.parametrize("nodes", NODES)
+def test_pes_die_with_a_launcher_killed_by_sigkill(tmp_path, nodes):
+    # PEs that spin at full CPU, as a job left behind by a killed launcher used to.
+    pes = _kill_launcher_and_time_pes(tmp_path, 4, [*nodes, *_pe_program(tmp_path, "while True: pass")])
     # The kernel kills them (PR_SET_PDEATHSIG): no polling interval stands in between.
-    assert elapsed < 2.0
+    assert pes.elapsed < 2.0
 
 
 def test_processes_started_by_pes_die_with_a_launcher_killed_by_sigkill(tmp_path):
     # Each PE is a shell that runs the spinning program as its child, as a script PE does: the
     # kernel kills the shell, and the launcher's watcher the group it leads.
-    pes = _Pes(tmp_path)
     script = shlex.join(_pe_program(tmp_path, "while True: pass")) + " & wait"
-    launcher = _launch(["-n", "2", "sh", "-c", script])
-    try:
-        pes.wait_for(2)
-        launcher.kill()
-        launcher.wait(TIMEOUT)
-        elapsed = pes.wait_gone()
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-            launcher.wait()
-    assert len(pes.started) == 2
-    assert elapsed < 2.0
+    pes = _kill_launcher_and_time_pes(tmp_path, 2, ["sh", "-c", script])
+    assert pes.elapsed < 2.0
 
 
 @pytest.mark.parametrize("nodes", NODES)

@@ -65,6 +65,12 @@ class GroupWatch:
             # No watcher: the PEs still die with the launcher; only their children may not.
             self._proc = None
 
+    def __enter__(self) -> GroupWatch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def add(self, group: int) -> None:
         """List the process group led by a PE just started."""
         self._send(f"+{group}\n")

@@ -609,44 +609,28 @@ def _run_with_output(
     output: _Output,
     signals: _SignalCatcher,
 ) -> int:
-    watch = GroupWatch()
-    try:
-        return _start_and_supervise(nprocs, argv, grace, prefix, nodes, output, signals, watch)
-    finally:
-        # Every PE is reaped and its group swept (or the launcher is raising after
-        # kill_survivors): the watcher has nothing left to do.
-        watch.close()
-
-
-def _start_and_supervise(
-    nprocs: int,
-    argv: list[str],
-    grace: float,
-    prefix: bool,
-    nodes: EmulatedNodes | None,
-    output: _Output,
-    signals: _SignalCatcher,
-    watch: GroupWatch,
-) -> int:
-    try:
-        pes = _start_pes(nprocs, argv, output, prefix, nodes, signals, watch)
-    except _CannotStart as exc:
-        output.say(str(exc))
+    # Until every PE is reaped and its group swept (or the launcher raises after
+    # kill_survivors), the watcher stands by to kill the groups should the launcher die.
+    with GroupWatch() as watch:
+        try:
+            pes = _start_pes(nprocs, argv, output, prefix, nodes, signals, watch)
+        except _CannotStart as exc:
+            output.say(str(exc))
+            output.close()
+            return EXIT_CANNOT_START
+        except _StartInterrupted as exc:
+            output.say(str(exc))
+            output.close()
+            return exc.exit_code
+        supervisor = _Supervisor(pes, grace, output, signals, watch)
+        try:
+            exit_code = supervisor.run()
+        except BaseException:
+            supervisor.kill_survivors()
+            raise
+        # Only now that every PE has exited can its pipes reach end-of-file.
+        _drain(pes, output)
+        # Readers still blocked on a leftover process must not write once we
+        # return (and never while the interpreter shuts down).
         output.close()
-        return EXIT_CANNOT_START
-    except _StartInterrupted as exc:
-        output.say(str(exc))
-        output.close()
-        return exc.exit_code
-    supervisor = _Supervisor(pes, grace, output, signals, watch)
-    try:
-        exit_code = supervisor.run()
-    except BaseException:
-        supervisor.kill_survivors()
-        raise
-    # Only now that every PE has exited can its pipes reach end-of-file.
-    _drain(pes, output)
-    # Readers still blocked on a leftover process must not write once we
-    # return (and never while the interpreter shuts down).
-    output.close()
-    return exit_code
+        return exit_code
