@@ -5,13 +5,30 @@
 
 #include "axon/error.hpp"
 #include "core/log.hpp"
+#include "gpu/close_failures.hpp"
 
 namespace axon::gpu {
 
 static_assert(sizeof(CUipcMemHandle) == sizeof(IpcBuffer::handle));
+static_assert(CloseFailures::kDriverShutDown == CUDA_ERROR_DEINITIALIZED);
+
+namespace {
+
+// One warning per peer whose mappings could not be closed (gpu/close_failures.hpp says why).
+void report(const CloseFailures& failures, int myPe) {
+  for (const std::string& line : failures.lines()) log(LogLevel::Warn, myPe, "cuIpcCloseMemHandle: " + line);
+}
+
+}  // namespace
 
 IpcBuffers::~IpcBuffers() {
-  for (const Entry& e : open_) close(e);
+  CloseFailures failures;
+  for (const Entry& e : open_) close(e, failures);
+  report(failures, myPe_);
+  if (failures.driverShutDown()) {
+    log(LogLevel::Debug, myPe_, "the CUDA driver shut down before axon's runtime was destroyed (no finalize): the " +
+                                    std::to_string(open_.size()) + " mappings of peers' buffers went with it");
+  }
 }
 
 bool IpcBuffers::describe(const void* p, IpcBuffer& out) const {
@@ -46,15 +63,16 @@ void* IpcBuffers::open(int pe, const IpcBuffer& b) {
     }
   }
   // The same address under a new id: the old allocation was freed; its mapping goes.
+  CloseFailures failures;
   auto stale = [&](const Entry& e) { return e.pe == pe && e.base == b.base; };
   for (const Entry& e : open_) {
-    if (stale(e)) close(e);
+    if (stale(e)) close(e, failures);
   }
   std::erase_if(open_, stale);
   if (open_.size() >= kMaxOpen) {
     auto oldest = std::min_element(open_.begin(), open_.end(),
                                    [](const Entry& x, const Entry& y) { return x.lastUse < y.lastUse; });
-    close(*oldest);
+    close(*oldest, failures);
     open_.erase(oldest);
   }
   CUipcMemHandle handle;
@@ -66,11 +84,12 @@ void* IpcBuffers::open(int pe, const IpcBuffer& b) {
     // hold and made this one in its place at another base (seen on the H100 with many small
     // cudaMalloc buffers). The cache's mappings of that PE are dropped and the open tried again.
     std::erase_if(open_, [&](const Entry& e) {
-      if (e.pe == pe) close(e);
+      if (e.pe == pe) close(e, failures);
       return e.pe == pe;
     });
     r = cu_.cuIpcOpenMemHandle(&mapped, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
   }
+  report(failures, myPe_);
   if (r == CUDA_ERROR_ALREADY_MAPPED) {
     log(LogLevel::Debug, myPe_, "cuIpcOpenMemHandle of PE " + std::to_string(pe) + "'s buffer: " + cuResultText(r) +
                                     "; its data moves through the message ring instead");
@@ -81,11 +100,13 @@ void* IpcBuffers::open(int pe, const IpcBuffer& b) {
   return reinterpret_cast<void*>(mapped);
 }
 
-void IpcBuffers::close(const Entry& e) {
+void IpcBuffers::close(const Entry& e, CloseFailures& failures) {
+  // Once the driver has shut down it has released every mapping itself; each further call would
+  // only fail the same way.
+  if (failures.driverShutDown()) return;
   const CUresult r = cu_.cuIpcCloseMemHandle(e.mapped);
-  if (r != CUDA_SUCCESS) {
-    log(LogLevel::Warn, myPe_, "cuIpcCloseMemHandle of PE " + std::to_string(e.pe) + "'s buffer failed: " + cuResultText(r));
-  }
+  const bool failed = r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED;
+  failures.add(e.pe, static_cast<int>(r), failed ? cuResultText(r) : std::string());
 }
 
 }  // namespace axon::gpu

@@ -5,7 +5,8 @@
 // unique buffer id); the importer opens it once and keeps the mapping, keyed by (PE, buffer id).
 // Buffer ids are never reused, so a buffer freed and allocated again at the same address is a new
 // entry; its old mapping (same PE and base) is closed then. At most kMaxOpen mappings stay open;
-// the least recently used goes first.
+// the least recently used goes first. Mappings that cannot be closed are reported once per peer,
+// and not at all when the driver has already shut down (gpu/close_failures.hpp).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,8 @@
 #include "gpu/gpu_backend.hpp"
 
 namespace axon::gpu {
+
+class CloseFailures;
 
 class IpcBuffers {
  public:
@@ -40,7 +43,8 @@ class IpcBuffers {
     CUdeviceptr mapped;
     std::uint64_t lastUse;
   };
-  void close(const Entry& e);
+  // Closes one mapping; a failure is gathered into `failures`, reported once per peer.
+  void close(const Entry& e, CloseFailures& failures);
 
   const DriverApi& cu_;
   int myPe_;

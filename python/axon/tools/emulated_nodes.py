@@ -23,13 +23,13 @@ Standard library only, like the launcher.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
+
+from .parent_death import die_with_parent
 
 __all__ = ["EmulatedNodes", "EmulationError", "node_of_rank", "SUBNET_PREFIX"]
 
@@ -41,7 +41,6 @@ MAX_NODES = 250
 
 _TOOLS = ("ip", "nsenter", "unshare")
 _SETUP_TIMEOUT = 10.0
-_PR_SET_PDEATHSIG = 1
 
 # Run by each holder: remount what the node must not share, then sleep until killed.
 _HOLDER_SCRIPT = (
@@ -56,12 +55,6 @@ class EmulationError(RuntimeError):
 def node_of_rank(rank: int, nprocs: int, nodes: int) -> int:
     """Node of PE ``rank``: PEs are placed in blocks, nprocs / nodes per node."""
     return rank // (nprocs // nodes)
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: the holder dies with the launcher.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _run(argv: Sequence[str], what: str) -> None:
@@ -94,7 +87,13 @@ class EmulatedNodes:
         return f"{SUBNET_PREFIX}{node + 1}"
 
     def enter_command(self, node: int) -> list[str]:
-        """The prefix that runs a program inside ``node``'s namespaces."""
+        """The prefix that runs a program inside ``node``'s namespaces.
+
+        nsenter forks only to enter a PID namespace, which this does not: it joins the namespaces
+        and execs the program in its own process. So the PE's process is the program itself, and
+        what the launcher set in it (its session, PR_SET_PDEATHSIG) and sends it reaches the
+        program, not a wrapper.
+        """
         pid = self._holders[node].pid
         return ["nsenter", "-t", str(pid), "--net", "--ipc", "--uts", "--mount", f"--wd={os.getcwd()}", "--"]
 
@@ -146,7 +145,8 @@ class EmulatedNodes:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent,
+            # The holder dies with the launcher, even one killed by SIGKILL.
+            preexec_fn=die_with_parent(),
         )
         # The holder is ready once `sleep` runs in the new namespaces.
         deadline = time.monotonic() + _SETUP_TIMEOUT

@@ -10,7 +10,13 @@ one per PE, and supervises them until they are all gone:
   stderr with a ``[rank] `` prefix;
 * when one PE fails, the others get a grace period, then SIGTERM, then
   SIGKILL, so a crashed job never leaves PEs spinning in a collective;
-* SIGINT and SIGTERM sent to the launcher are forwarded to every PE.
+* SIGINT, SIGTERM and SIGHUP sent to the launcher are forwarded to every PE,
+  with the same escalation; one that arrives while the PEs are being started
+  stops the start instead, and the PEs already started are killed;
+* a launcher killed outright (SIGKILL, which it cannot catch) takes its PEs
+  with it: each PE asks the kernel for SIGKILL when the launcher goes
+  (PR_SET_PDEATHSIG, ``parent_death.py``), and a watcher process kills what
+  the PEs started (``group_watch.py``).
 
 This module uses only the standard library and must not import the compiled
 extension: the launcher has to work before (and without) the GPU backend.
@@ -31,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from .emulated_nodes import EmulatedNodes, EmulationError, node_of_rank
+from .group_watch import GroupWatch
+from .parent_death import die_with_parent
 
 __all__ = [
     "EXIT_CANNOT_START",
@@ -61,8 +69,9 @@ _DRAIN_TIMEOUT = 5.0
 
 # Signals the launcher catches and forwards to the PEs. PEs run in their own
 # sessions, so a terminal's Ctrl-C reaches only the launcher and each PE gets
-# the signal exactly once, from the launcher.
-_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# the signal exactly once, from the launcher. SIGHUP is what a closed ssh
+# session or terminal sends: PEs, in sessions of their own, would not get it.
+_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _STORE_HOST = "127.0.0.1"
 
@@ -228,7 +237,7 @@ def _pump(source: IO[bytes], sink: LineSink, prefix: bytes) -> None:
 
 
 class _SignalCatcher:
-    """Records SIGINT/SIGTERM while active instead of letting them kill the launcher.
+    """Records SIGINT/SIGTERM/SIGHUP while active instead of letting them kill the launcher.
 
     The handler only queues the signal; the supervisor loop forwards it. That
     keeps the handler trivial and also covers PEs started after the signal
@@ -294,6 +303,17 @@ class _CannotStart(Exception):
     """The program could not be started; the message is ready for the user."""
 
 
+class _StartInterrupted(Exception):
+    """A signal arrived while the PEs were being started; the started ones are gone."""
+
+    def __init__(self, signum: int, started: int, nprocs: int) -> None:
+        super().__init__(
+            f"received {signal_name(signum)} while starting the PEs ({started} of {nprocs} "
+            "started); stopped them"
+        )
+        self.exit_code = 128 + signum
+
+
 class _Output:
     """The launcher's two sinks plus its own status messages."""
 
@@ -324,17 +344,37 @@ def _start_reader(pe: _PE, source: IO[bytes], sink: LineSink, prefix: bytes, nam
 
 
 def _start_pes(
-    nprocs: int, argv: Sequence[str], output: _Output, prefix: bool, nodes: EmulatedNodes | None
+    nprocs: int,
+    argv: Sequence[str],
+    output: _Output,
+    prefix: bool,
+    nodes: EmulatedNodes | None,
+    signals: _SignalCatcher,
+    watch: GroupWatch,
 ) -> list[_PE]:
-    """Start every PE; on failure stop the ones already started and raise _CannotStart."""
+    """Start every PE; on failure stop the ones already started and raise _CannotStart.
+
+    A signal received before a PE is started (also while the emulated nodes were made) stops
+    the start: the PEs already started are killed and _StartInterrupted is raised. Those PEs
+    have not got far enough to finish anything, and a user who pressed Ctrl-C while a hundred
+    PEs start should not wait for the hundred first.
+    """
     if nodes is None:
         store_addr = f"{_STORE_HOST}:{find_free_port()}"
     else:
         # PE 0 serves the store on node 0, whose fresh network namespace has every port free.
         store_addr = f"{nodes.address(0)}:{_EMULATED_STORE_PORT}"
     node_count = nodes.count if nodes else 1
+    # Made here, in the thread that then supervises the PEs until they are gone: the kernel
+    # kills each PE when this thread exits (see parent_death.py).
+    die_with_launcher = die_with_parent()
     pes: list[_PE] = []
     for rank in range(nprocs):
+        if signals.pending:
+            _kill_and_reap(pes)
+            _kill_leftover_groups(pes)
+            _drain(pes, output)
+            raise _StartInterrupted(signals.pending[0], len(pes), nprocs)
         enter = nodes.enter_command(node_of_rank(rank, nprocs, node_count)) if nodes else []
         try:
             proc = subprocess.Popen(
@@ -346,12 +386,14 @@ def _start_pes(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=die_with_launcher,
             )
         except OSError as exc:
             _kill_and_reap(pes)
             _drain(pes, output)
             reason = exc.strerror or str(exc)
             raise _CannotStart(f"cannot start {argv[0]!r}: {reason}") from exc
+        watch.add(proc.pid)
         pe = _PE(rank, proc)
         pes.append(pe)
         line_prefix = f"[{rank}] ".encode() if prefix else b""
@@ -408,9 +450,10 @@ class _Supervisor:
     """
 
     def __init__(
-        self, pes: list[_PE], grace: float, output: _Output, signals: _SignalCatcher
+        self, pes: list[_PE], grace: float, output: _Output, signals: _SignalCatcher, watch: GroupWatch
     ) -> None:
         self._pes = pes
+        self._watch = watch
         self._live = list(pes)
         self._grace = grace
         self._output = output
@@ -462,6 +505,8 @@ class _Supervisor:
             if pe.proc.poll() is None:
                 continue
             self._live.remove(pe)
+            # Reaped: its pid, the id of its group, may be reused from now on.
+            self._watch.remove(pe.proc.pid)
             self._report_exit(pe)
 
     def _report_exit(self, pe: _PE) -> None:
@@ -518,8 +563,9 @@ def run(
 
     The exit code is 0 when every PE exits 0; otherwise the status of the
     first PE that failed (128+N for a PE killed by signal N), also after a
-    forwarded SIGINT/SIGTERM (so PEs that handle it and exit 0 give 0); 127
-    when the program cannot be started. ``grace`` is how long the other PEs may run on
+    forwarded SIGINT/SIGTERM/SIGHUP (so PEs that handle it and exit 0 give 0);
+    128+N when signal N stopped the start of the PEs; 127 when the program
+    cannot be started. ``grace`` is how long the other PEs may run on
     after a failure before the launcher stops them; ``prefix`` selects the
     ``[rank] `` prefix on forwarded output lines. ``emulate_nodes`` runs the PEs
     on that many emulated nodes (``emulated_nodes.py``), nprocs / nodes PEs on
@@ -538,31 +584,45 @@ def run(
         )
 
     output = _Output()
-    if emulate_nodes is None:
-        return _run_with_output(nprocs, argv, grace, prefix, None, output)
-    try:
-        nodes = EmulatedNodes(emulate_nodes)
-        with nodes:
-            return _run_with_output(nprocs, argv, grace, prefix, nodes, output)
-    except EmulationError as exc:
-        output.say(str(exc))
-        output.close()
-        return EXIT_CANNOT_START
+    # Catch signals before the first PE (or emulated node) exists: PEs live in
+    # their own sessions, so a launcher killed by Ctrl-C would orphan them, and
+    # one that arrives during the start must stop it (see _start_pes).
+    with _SignalCatcher() as signals:
+        if emulate_nodes is None:
+            return _run_with_output(nprocs, argv, grace, prefix, None, output, signals)
+        try:
+            nodes = EmulatedNodes(emulate_nodes)
+            with nodes:
+                return _run_with_output(nprocs, argv, grace, prefix, nodes, output, signals)
+        except EmulationError as exc:
+            output.say(str(exc))
+            output.close()
+            return EXIT_CANNOT_START
 
 
 def _run_with_output(
-    nprocs: int, argv: list[str], grace: float, prefix: bool, nodes: EmulatedNodes | None, output: _Output
+    nprocs: int,
+    argv: list[str],
+    grace: float,
+    prefix: bool,
+    nodes: EmulatedNodes | None,
+    output: _Output,
+    signals: _SignalCatcher,
 ) -> int:
-    # Catch signals before the first PE exists: PEs live in their own
-    # sessions, so a launcher killed by Ctrl-C would orphan them.
-    with _SignalCatcher() as signals:
+    # Until every PE is reaped and its group swept (or the launcher raises after
+    # kill_survivors), the watcher stands by to kill the groups should the launcher die.
+    with GroupWatch() as watch:
         try:
-            pes = _start_pes(nprocs, argv, output, prefix, nodes)
+            pes = _start_pes(nprocs, argv, output, prefix, nodes, signals, watch)
         except _CannotStart as exc:
             output.say(str(exc))
             output.close()
             return EXIT_CANNOT_START
-        supervisor = _Supervisor(pes, grace, output, signals)
+        except _StartInterrupted as exc:
+            output.say(str(exc))
+            output.close()
+            return exc.exit_code
+        supervisor = _Supervisor(pes, grace, output, signals, watch)
         try:
             exit_code = supervisor.run()
         except BaseException:
@@ -573,4 +633,4 @@ def _run_with_output(
         # Readers still blocked on a leftover process must not write once we
         # return (and never while the interpreter shuts down).
         output.close()
-    return exit_code
+        return exit_code
