@@ -54,9 +54,9 @@ Transport& Router::streamTransportFor(const RemoteRef& ref, const char* api) {
 
 std::string Router::pathTo(int pe, HeapKind kind) const {
   if (pe == myPe_) return "self";
-  if (!nodeLocal_[pe]) return net_ ? net_->pathTo(pe) : "none";
-  if (kind == HeapKind::Gpu && gpuBackend_) return gpuBackend_->peerReachable(pe) ? "cuda_ipc" : "staged";
-  return "shm";
+  if (!nodeLocal_[pe]) return net_ ? net_->pathTo(pe) : routeName(Route::Unreachable);
+  if (kind == HeapKind::Gpu && gpuBackend_) return routeName(gpuBackend_->peerReachable(pe) ? Route::CudaIpc : Route::Staged);
+  return routeName(Route::Shm);
 }
 
 void Router::fenceAll() {

@@ -84,5 +84,36 @@ TEST(Route, StreamOrderedCallsOnTheNodeAlwaysTakeTheGpuTransports) {
   }
 }
 
+TEST(Route, EveryOperationHasExactlyOneHighestTransport) {
+  // Over every query, the choice is the first reaching row of the registry, and no query but one
+  // to an unreachable node is left without a transport.
+  for (int bits = 0; bits < 256; ++bits) {
+    RouteQuery q;
+    q.nodeLocal = bits & 1;
+    q.networkReaches = !q.nodeLocal && (bits & 2);
+    q.gpuOn = bits & 4;
+    q.stagedOn = q.gpuOn && (bits & 8);
+    q.heap = (bits & 16) ? HeapKind::Gpu : HeapKind::Host;
+    q.mapped = bits & 32;
+    q.localOnDevice = q.gpuOn && (bits & 64);
+    q.streamOrdered = q.gpuOn && (bits & 128);
+    const Route r = chooseRoute(q);
+    EXPECT_EQ(r == Route::Unreachable, !q.nodeLocal && !q.networkReaches) << bits;
+    int reaching = 0;
+    for (const TransportEntry& entry : kTransports) {
+      if (!entry.reaches(q)) continue;
+      if (reaching++ == 0) EXPECT_EQ(entry.route, r) << bits;
+    }
+  }
+}
+
+TEST(Route, NamesComeFromTheRegistry) {
+  EXPECT_STREQ(routeName(Route::Shm), "shm");
+  EXPECT_STREQ(routeName(Route::CudaIpc), "cuda_ipc");
+  EXPECT_STREQ(routeName(Route::Staged), "staged");
+  EXPECT_STREQ(routeName(Route::Network), "ucx");
+  EXPECT_STREQ(routeName(Route::Unreachable), "none");
+}
+
 }  // namespace
 }  // namespace axon

@@ -12,6 +12,7 @@
 
 #include "gpu/driver.hpp"
 #include "gpu/gpu_heap.hpp"
+#include "transport/route.hpp"
 #include "transport/transport.hpp"
 
 namespace axon::gpu {
@@ -24,7 +25,7 @@ class CudaIpcTransport final : public Transport {
   CudaIpcTransport(const CudaIpcTransport&) = delete;
   CudaIpcTransport& operator=(const CudaIpcTransport&) = delete;
 
-  const char* name() const noexcept override { return "cuda_ipc"; }
+  const char* name() const noexcept override { return routeName(Route::CudaIpc); }
   bool reaches(int pe) const noexcept override { return heap_.reachable(pe); }
 
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;

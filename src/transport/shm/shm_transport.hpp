@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "transport/route.hpp"
 #include "transport/transport.hpp"
 
 namespace axon {
@@ -13,7 +14,7 @@ class ShmTransport final : public Transport {
   // reachable[pe] says which PEs' heaps this process maps.
   explicit ShmTransport(std::vector<bool> reachable) : reachable_(std::move(reachable)) {}
 
-  const char* name() const noexcept override { return "shm"; }
+  const char* name() const noexcept override { return routeName(Route::Shm); }
 
   bool reaches(int pe) const noexcept override;
 

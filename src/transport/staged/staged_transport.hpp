@@ -10,6 +10,7 @@
 
 #include "gpu/driver.hpp"
 #include "transport/staged/stage_channel.hpp"
+#include "transport/route.hpp"
 #include "transport/transport.hpp"
 
 namespace axon {
@@ -24,7 +25,7 @@ class StagedTransport final : public Transport {
   StagedTransport(const gpu::DriverApi& cu, PeContext& rt, std::size_t chunk, std::function<char*(int)> channelOf);
   ~StagedTransport() override;
 
-  const char* name() const noexcept override { return "staged"; }
+  const char* name() const noexcept override { return routeName(Route::Staged); }
   // Its stream-ordered calls are the host's, run on the stream host worker (the default).
 
   bool reaches(int pe) const noexcept override { return true; }

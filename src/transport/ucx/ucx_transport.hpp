@@ -9,6 +9,7 @@
 #include "transport/ucx/ucx_messages.hpp"
 #include "transport/ucx/ucx_registry.hpp"
 #include "transport/ucx/ucx_worker.hpp"
+#include "transport/route.hpp"
 
 namespace axon::ucx {
 
@@ -18,7 +19,7 @@ class UcxTransport final : public NetworkTransport {
       : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics),
         messages_(worker_, setup.messageEagerMax) {}
 
-  const char* name() const noexcept override { return "ucx"; }
+  const char* name() const noexcept override { return routeName(Route::Network); }
   bool reaches(int pe) const noexcept override;
   void put(const RemoteRef& dst, const void* src, std::size_t bytes) override;
   void get(void* dst, const RemoteRef& src, std::size_t bytes) override;
