@@ -1,6 +1,8 @@
 #include "coll/protocol.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <iterator>
 #include <string_view>
@@ -131,7 +133,20 @@ void Call::finish() {
 
 std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name) {
   WaitSite site{api_, team_.name.c_str(), static_cast<int>(value), team_.members[member], name.c_str(), &onCheck_};
-  return waitUntil(rt_, word, Cmp::Ge, value, site);
+  try {
+    return waitUntil(rt_, word, Cmp::Ge, value, site);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::PeerDead) throw;
+    // A member that left right after a mismatch (its finalize threw, it exited) can be seen dead
+    // here before the word of the mismatch has come round (from another node, through its leader):
+    // the mismatch is the cause, so give its abort record a moment to land.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (std::chrono::steady_clock::now() < until) {
+      checkAbort();
+      if (!rt_.progress()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    throw;
+  }
 }
 
 void Call::checkRecord(const CallRecord& theirs, int member, std::uint64_t round) {
