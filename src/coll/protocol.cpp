@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cstring>
 #include <iterator>
 #include <string_view>
+#include <thread>
 
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
