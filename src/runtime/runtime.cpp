@@ -407,6 +407,7 @@ std::string pathTo(int pe) {
 
 void Runtime::attachCollectives(const detail::TeamState& team) {
   team.collectives = coll::makeTeamCollectives(*this, router_->network(), team, env_.collBuffer);
+  team.syncOrder = team.collectives;
 }
 
 }  // namespace axon
