@@ -314,7 +314,10 @@ Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const
     std::vector<Box> covered;
     std::int64_t coveredVolume = 0;
     if (vit != v.versions.end()) {
-      for (std::uint64_t at : vit->second.index.overlapping(b)) {
+      const std::vector<std::uint64_t> near = vit->second.index.overlapping(b);
+      covered.reserve(near.size());
+      out.fragments.reserve(out.fragments.size() + near.size());
+      for (std::uint64_t at : near) {
         const Piece& p = vit->second.pieces.at(at);
         if (!p.committed) continue;
         auto overlap = intersect(p.box, b);
