@@ -107,8 +107,9 @@ void Store::define(const Variable& v) {
     throw Error(ErrorCode::SpaceFull,
                 "define of " + quoted(v.name) + ": the server's memory is full (" +
                     std::to_string(alloc_.bytesInUse()) + " bytes of data and " + std::to_string(metaBytes_) +
-                    " bytes of records of " + std::to_string(alloc_.capacity()) +
-                    " (--mem); a variable's record counts " + std::to_string(record) + " bytes)");
+                    " bytes of records of " + std::to_string(alloc_.capacity()) + " (--mem) + " +
+                    std::to_string(kMetadataAllowance) + " for records; a variable's record counts " +
+                    std::to_string(record) + " bytes)");
   }
   metaBytes_ += record;
   VarState s;
@@ -194,9 +195,8 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
     // Flow control: a writer ahead of the others may open at most keep_versions versions that are
     // not complete yet; the next waits. Else it could fill the memory with versions nobody can
     // finish, and every writer would wait for good.
-    int incomplete = 0;
-    for (const auto& [n, ver] : v.versions) incomplete += ver.committedVolume < v.ownedVolume ? 1 : 0;
-    if (incomplete >= v.def.keepVersions) return std::nullopt;
+    const std::size_t incomplete = v.versions.size() - v.complete;
+    if (incomplete >= static_cast<std::size_t>(v.def.keepVersions)) return std::nullopt;
   }
   const std::uint64_t meta = pieceRecordBytes(box) + (vit == v.versions.end() ? kVersionRecordBytes : 0);
   auto at = allocate(bytes, meta);
@@ -243,7 +243,10 @@ void Store::commit(std::uint64_t reservation) {
   ver.committedVolume += volume(p.box);
   ++counters_.putsCommitted;
   counters_.bytesPut += p.bytes;
-  if (ver.committedVolume == v.ownedVolume) trim(v);  // a version completed: older ones may go
+  if (ver.committedVolume == v.ownedVolume) {
+    ++v.complete;
+    trim(v);  // a version completed: older ones may go
+  }
   ++generation_;
 }
 
@@ -276,6 +279,7 @@ void Store::freeReservation(const ReservationRef& r, bool counted) {
   ver.index.erase(pit->second.box, pit->first);
   ver.pieces.erase(pit);
   if (ver.pieces.empty() && !ver.pinned()) {
+    if (ver.committedVolume == v.ownedVolume) --v.complete;
     v.versions.erase(vit);
     metaBytes_ -= kVersionRecordBytes;
   }
@@ -403,6 +407,9 @@ void Store::trim(VarState& v) {
   // A version goes once keepVersions newer versions are complete here (written in full), unless a
   // reader holds it or data for it is in flight. Versions still being written never count: a
   // writer ahead of the others does not push out the versions they are still writing.
+  // Fewer complete versions than keepVersions: none has that many newer ones (no walk, which
+  // would cost every version at every commit).
+  if (v.complete < static_cast<std::size_t>(v.def.keepVersions)) return;
   int completeNewer = 0;
   for (auto it = v.versions.rbegin(); it != v.versions.rend();) {
     const std::int64_t number = it->first;
@@ -450,6 +457,7 @@ void Store::dropVersion(VarState& v, std::int64_t number, bool evicted) {
     alloc_.release(off);
     metaBytes_ -= pieceRecordBytes(p.box);
   }
+  if (it->second.committedVolume == v.ownedVolume) --v.complete;
   v.versions.erase(it);
   metaBytes_ -= kVersionRecordBytes;
   rememberDropped(v, number);

@@ -43,8 +43,11 @@ using ClientId = std::uint64_t;
 
 // What the server's records cost, counted against --mem beside the data (Store::metadataBytes):
 // fixed estimates a little above what the records take in this build (names, maps, the piece
-// index), so that 20,000 defines or 30,000 versions cannot grow a server far past --mem. A server's
-// memory stays within --mem plus the fixed cost of the process (its code, UCX's buffers).
+// index), so that 20,000 defines or 30,000 versions cannot grow a server past --mem. The first
+// kMetadataAllowance bytes of records are free, so that --mem sized for N versions of data still
+// holds N; beyond it records take the data's room. Data and records together stay within --mem +
+// kMetadataAllowance (plus the fixed cost of the process: its code, UCX's buffers).
+constexpr std::uint64_t kMetadataAllowance = 1 << 20;
 constexpr std::uint64_t kVariableRecordBytes = 1024;  // plus the name's bytes
 constexpr std::uint64_t kVersionRecordBytes = 512;
 constexpr std::uint64_t kPieceRecordBytes = 512;      // plus kPieceDimensionBytes per dimension
@@ -140,7 +143,8 @@ class Store {
   StoreStats stats() const;
   std::uint64_t capacity() const { return alloc_.capacity(); }
   // The estimated bytes of the records (variables, versions, pieces, dropped versions), counted
-  // with the data against capacity(): data + metadata never exceeds it.
+  // with the data against capacity(): data + metadata never exceeds capacity() +
+  // kMetadataAllowance.
   std::uint64_t metadataBytes() const { return metaBytes_; }
 
  private:
@@ -169,6 +173,7 @@ class Store {
     std::map<std::int64_t, Version> versions;
     std::set<std::int64_t> dropped;  // the most recent kRememberDropped dropped versions
     std::int64_t droppedBelow = INT64_MIN;  // every version below this one was dropped (or never existed)
+    std::size_t complete = 0;  // versions complete here: trim and flow control need no walk to know
   };
   struct ReservationRef {
     std::string name;
@@ -197,7 +202,10 @@ class Store {
   // pass capacity().
   std::optional<std::uint64_t> allocate(std::uint64_t bytes, std::uint64_t meta);
   static std::uint64_t pieceRecordBytes(const Box& b) { return kPieceRecordBytes + kPieceDimensionBytes * b.ndim; }
-  bool metadataFits(std::uint64_t more) const { return alloc_.bytesInUse() + metaBytes_ + more <= alloc_.capacity(); }
+  bool metadataFits(std::uint64_t more) const {
+    const std::uint64_t records = metaBytes_ + more;
+    return alloc_.bytesInUse() + (records > kMetadataAllowance ? records - kMetadataAllowance : 0) <= alloc_.capacity();
+  }
   void rememberDropped(VarState& v, std::int64_t number);
 
   Policy policy_;
