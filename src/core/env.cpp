@@ -1,5 +1,6 @@
 #include "core/env.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -111,10 +112,29 @@ double parseSeconds(const std::string& text, const std::string& what) {
   return value;
 }
 
+double clampTimeout(double sec, const std::string& what, bool negativeMeansDefault) {
+  if (std::isnan(sec)) throw Error(ErrorCode::InvalidArgument, what + " is NaN; give a number of seconds");
+  if (sec < 0 && !negativeMeansDefault) {
+    throw Error(ErrorCode::InvalidArgument,
+                what + " is " + std::to_string(sec) + "; a timeout must be a positive number of seconds");
+  }
+  return std::min(sec, kMaxTimeoutSec);
+}
+
+double parseTimeout(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  // strtod reads "inf" and "infinity": the longest timeout there is.
+  if (end == text.c_str() || *end != '\0' || !(value > 0)) {
+    throw Error(ErrorCode::InvalidArgument, what + "='" + text + "' is not a positive number of seconds");
+  }
+  return clampTimeout(value, what);
+}
+
 Env Env::fromVars(const EnvVars& vars) {
   Env env;
   env.launch = detectLaunch(vars);
-  if (auto v = lookup(vars, "AXON_TIMEOUT")) env.timeoutSec = parseSeconds(*v, "AXON_TIMEOUT");
+  if (auto v = lookup(vars, "AXON_TIMEOUT")) env.timeoutSec = parseTimeout(*v, "AXON_TIMEOUT");
   env.heapMax = kDefaultHeapMax;
   if (auto v = lookup(vars, "AXON_HEAP_MAX")) env.heapMax = parseByteSize(*v, "AXON_HEAP_MAX");
   env.heapChunk = kDefaultHeapChunk;

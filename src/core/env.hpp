@@ -66,4 +66,14 @@ std::size_t parseByteSize(const std::string& text, const std::string& what);
 // "300", "2.5" -> seconds; must be positive.
 double parseSeconds(const std::string& text, const std::string& what);
 
+// The longest timeout axon keeps: about 3.2 years. Longer ones (inf included) are cut to it, so
+// that a deadline (now + timeout, in the steady clock's 64-bit nanoseconds, which overflow past
+// about 9.2e9 s) is never in the past.
+constexpr double kMaxTimeoutSec = 1e8;
+// A timeout as given: NaN, or a negative one when `negativeMeansDefault` is false, is refused with
+// InvalidArgument naming `what`; longer than kMaxTimeoutSec (inf too) is cut to it.
+double clampTimeout(double sec, const std::string& what, bool negativeMeansDefault = false);
+// AXON_TIMEOUT's text: a positive number of seconds, or "inf"; cut to kMaxTimeoutSec.
+double parseTimeout(const std::string& text, const std::string& what);
+
 }  // namespace axon

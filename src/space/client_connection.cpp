@@ -5,14 +5,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "axon/error.hpp"
 #include "core/build_version.hpp"
 #include "core/env.hpp"
+#include "core/log.hpp"
 #include "space/gpu_side.hpp"
 
 namespace axon::space {
@@ -55,7 +59,13 @@ void readContactFile(const std::string& path, std::string& address, std::uint64_
 }  // namespace
 
 Clock::time_point deadlineAfter(double sec) {
+  sec = std::min(sec, kMaxTimeoutSec);
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(sec));
+}
+
+double callTimeout(double given, double fallback, const std::string& what) {
+  const double t = clampTimeout(given, "the timeout of " + what, true);
+  return t > 0 ? t : fallback;
 }
 
 std::uint64_t millisUntil(Clock::time_point t) {
@@ -116,8 +126,21 @@ void Connection::connectAll(const ServerContact& first) {
   }
   // The rest of the space, then all of it in placement order (the handlers, which may run on
   // the progress thread meanwhile, read servers_ under mu_).
+  // A member that cannot be reached (killed, its node gone) does not keep this client out of the
+  // rest of the space: it is lost from the start, said once here, and every request that needs
+  // its rows fails naming it.
+  std::string gone;
   for (std::size_t i = 0; i < members_.size(); ++i) {
-    if (static_cast<int>(i) != servers_[0].index) connectServer(members_[i], deadline, "the space's member list");
+    if (static_cast<int>(i) == servers_[0].index) continue;
+    try {
+      connectServer(members_[i], deadline, "the space's member list", static_cast<int>(i));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::ServerLost && e.code() != ErrorCode::Timeout) throw;
+      gone += std::string(gone.empty() ? "" : "; ") + e.what();
+    }
+  }
+  if (!gone.empty() && logThreshold() >= static_cast<int>(LogLevel::Warn)) {
+    std::fprintf(stderr, "axon space: warning: connected to a space that lost servers: %s\n", gone.c_str());
   }
   std::lock_guard lock(mu_);
   std::vector<ServerConn> ordered(members_.size());
@@ -126,9 +149,39 @@ void Connection::connectAll(const ServerContact& first) {
 }
 
 std::uint64_t Connection::connectServer(const std::string& address, Clock::time_point deadline,
-                                        const std::string& origin) {
+                                        const std::string& origin, int member) {
+  try {
+    return helloServer(address, deadline, origin);
+  } catch (const Error& e) {
+    if (member < 0 || (e.code() != ErrorCode::ServerLost && e.code() != ErrorCode::Timeout)) throw;
+    // A member of the space: kept in its place, lost, with the rows it would serve.
+    const std::string count = std::to_string(members_.size());
+    rpc::ConnId conn = 0;
+    std::unique_lock lock(mu_);
+    if (servers_.empty() || servers_.back().address != address || servers_.back().index != -1) {
+      servers_.push_back(ServerConn{});
+    }
+    ServerConn& sc = servers_.back();
+    conn = std::exchange(sc.conn, 0);
+    sc.address = address;
+    sc.index = member;
+    sc.arena.reset();
+    sc.lost = "staging server " + address + " (server " + std::to_string(member) + " of the space's " + count +
+              ") could not be reached when this client connected, so the rows it holds (slabs " +
+              std::to_string(member) + ", " + std::to_string(member) + " + " + count + ", ... of every variable) " +
+              "are unavailable: " + e.what();
+    const std::string why = sc.lost;
+    lock.unlock();
+    if (conn) node_->close(conn);  // its completions take mu_
+    throw Error(e.code(), why);
+  }
+}
+
+std::uint64_t Connection::helloServer(const std::string& address, Clock::time_point deadline,
+                                      const std::string& origin) {
   ServerConn sc;
   sc.address = address;
+  sc.index = -1;  // known from its answer
   const int s = static_cast<int>(servers_.size());  // its place while connecting
   // Hello may be refused while the space still waits for servers to join: try again.
   for (;;) {
@@ -206,6 +259,7 @@ std::shared_ptr<Call> Connection::issue(int s, Op op, const wire::ByteWriter& w,
                                         rpc::Memory m, std::shared_ptr<void> keepAlive) {
   auto c = std::make_shared<Call>();
   c->memory = m;
+  c->borrowsData = bytes > 0 && !keepAlive;
   return issueCall(s, op, w.bytes(), c, data, bytes, m, std::move(keepAlive));
 }
 
@@ -227,9 +281,10 @@ std::shared_ptr<Call> Connection::issueCall(int s, Op op, std::string header, st
     }
   }
   std::memcpy(header.data() + 8, &id, 8);  // after magic, version and op
-  node_->send(servers_[s].conn, std::move(header), data, bytes, m, [this, id, s, keepAlive](const std::string& f) {
-    if (f.empty()) return;
+  node_->send(servers_[s].conn, std::move(header), data, bytes, m, [this, id, s, c, keepAlive](const std::string& f) {
     std::lock_guard lock(mu_);
+    c->sent = true;
+    if (f.empty()) return;
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     fail(*it->second, ErrorCode::ServerLost, "staging server " + servers_[s].address + ": sending failed: " + f);
@@ -268,15 +323,21 @@ bool Connection::wait(const std::shared_ptr<Call>& c, Clock::time_point deadline
     ServerConn& server = servers_[c->server];
     const std::string why = "staging server " + server.address + " did not answer " + what + " in time (" +
                             protocol::opName(c->op) + " request): the server is stopped, overloaded or unreachable";
-    fail(*c, ErrorCode::ServerLost, why);
+    if (!c->borrowsData || c->sent) {
+      // One slow answer does not end the connection: the call fails now and stays registered,
+      // so that its late reply is recognised by its id and discarded (takeReply).
+      fail(*c, ErrorCode::Timeout, why + "; its late answer will be discarded");
+      return false;
+    }
+    // UCX still reads the caller's memory for this call: closing the connection cancels that
+    // before the caller unwinds, and the server is lost to this client from now on.
+    fail(*c, ErrorCode::ServerLost, why + "; its data was still being sent, so the connection was closed");
     for (auto it = calls_.begin(); it != calls_.end(); ++it) {
       if (it->second == c) {
         calls_.erase(it);
         break;
       }
     }
-    // Considered lost from now on: its connection is closed, which cancels UCX's transfers into
-    // and out of this client's buffers before the caller unwinds.
     if (server.lost.empty()) server.lost = why;
     conn = server.conn;
     server.conn = 0;
@@ -399,14 +460,20 @@ void Connection::onMessage(rpc::ConnId conn, std::string header, rpc::Payload pa
 void Connection::takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r) {
   std::unique_lock lock(mu_);
   if (c->replied) {
-    // Failed here already (timed out): a lease the late answer carries is ended at once.
+    // Failed here already (timed out): the late answer is discarded, and what it grants is
+    // given back at once (a get's lease, a put's reservation).
+    calls_.erase(id);
     const int status = r.i32();
     r.str();
-    if (status == 0 && c->op == Op::Query && r.left() >= 8) {
-      const std::uint64_t lease = r.u64();
-      const int s = c->server;
-      lock.unlock();
-      if (lease) sendDone(s, lease);
+    if (status != 0 || r.left() < 8) return;
+    const std::uint64_t granted = r.u64();
+    const int s = c->server;
+    lock.unlock();
+    if (c->op == Op::Query && granted) sendDone(s, granted);
+    if (c->op == Op::Reserve) {
+      wire::ByteWriter w = protocol::begin(Op::Abort, 0);
+      w.u64(granted);
+      notify(s, w);
     }
     return;
   }

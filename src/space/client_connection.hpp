@@ -37,7 +37,11 @@ using Clock = std::chrono::steady_clock;
 // takes one copy through host memory on every path.
 constexpr std::uint64_t kSharedMemoryMin = 64 * 1024;
 
+// Now + sec; sec is cut to kMaxTimeoutSec (core/env.hpp), so the deadline never overflows.
 Clock::time_point deadlineAfter(double sec);
+// The timeout a call runs under: `given` when positive, else `fallback` (the client's); NaN is
+// refused (InvalidArgument naming `what`), anything past kMaxTimeoutSec (inf too) is cut to it.
+double callTimeout(double given, double fallback, const std::string& what);
 // What is left until `t`, for the timeouts requests carry (0 once past).
 std::uint64_t millisUntil(Clock::time_point t);
 
@@ -56,6 +60,11 @@ struct Call {
   rpc::Memory memory = rpc::Memory::Host;
   std::size_t landed = 0;
   std::string dataFailure;
+  // Its data comes from the caller's memory (not kept alive by the call), and whether UCX has
+  // finished sending it: a call given up before then must cancel the send (close the connection)
+  // before the caller may reuse that memory.
+  bool borrowsData = false;
+  bool sent = false;
   bool done() const { return replied && (status != 0 || landed == landing.size()); }
 };
 
@@ -98,8 +107,11 @@ class Connection {
   std::shared_ptr<Call> issueCall(int s, protocol::Op op, std::string header, std::shared_ptr<Call> c,
                                   const void* data = nullptr, std::size_t bytes = 0, rpc::Memory m = rpc::Memory::Host,
                                   std::shared_ptr<void> keepAlive = nullptr);
-  // Waits for the call until `deadline`; false if it did not end by then (the server is then
-  // considered lost for it). Progress happens here and in the engine's thread.
+  // Waits for the call until `deadline`; false if it did not end by then: the call fails with
+  // Timeout, and its late reply is discarded when it comes (a lease it carries ended). The
+  // connection stays in use unless UCX was still sending the call's data from the caller's
+  // memory: then it is closed (which cancels that send) and the server is lost to this client.
+  // Progress happens here and in the engine's thread.
   bool wait(const std::shared_ptr<Call>& c, Clock::time_point deadline, const std::string& what);
   // Throws the call's failure as the matching axon error.
   void check(const Call& c) const;
@@ -135,8 +147,12 @@ class Connection {
   };
 
   void connectAll(const ServerContact& first);
-  // Connects to one server and says hello; appends it to servers_ and returns its epoch.
-  std::uint64_t connectServer(const std::string& address, Clock::time_point deadline, const std::string& origin);
+  // Connects to one server and says hello; appends it to servers_ and returns its epoch. For a
+  // member of the space (its index given) that cannot be reached, the entry appended is that
+  // server lost, and the error thrown says so.
+  std::uint64_t connectServer(const std::string& address, Clock::time_point deadline, const std::string& origin,
+                              int member = -1);
+  std::uint64_t helloServer(const std::string& address, Clock::time_point deadline, const std::string& origin);
   static void fail(Call& c, ErrorCode code, const std::string& why);
   void onMessage(rpc::ConnId conn, std::string header, rpc::Payload payload);
   void takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r);

@@ -58,6 +58,7 @@ void writeContactFile(const std::string& path, const std::string& address, std::
 class Server::Impl {
  public:
   explicit Impl(const ServerOptions& o) : options_(o) {
+    options_.timeoutSec = clampTimeout(o.timeoutSec, "the staging server's timeout (--timeout)");
     if (o.memBytes < (1u << 20)) {
       throw Error(ErrorCode::InvalidArgument, "--mem " + std::to_string(o.memBytes) + " bytes: at least 1M is needed");
     }
@@ -72,7 +73,7 @@ class Server::Impl {
     node_->setHandlers(servingHandlers());
     address_ = node_->listen(o.listen);
     clients_ = std::make_unique<ClientLinks>(*node_, address_, [this](ConnId c) { forget(c); });
-    membership_ = std::make_unique<Membership>(*clients_, o, epoch_, identity, *arena_, servingHandlers());
+    membership_ = std::make_unique<Membership>(*clients_, options_, epoch_, identity, *arena_, servingHandlers());
     store_ = std::make_unique<Store>(o.memBytes, o.policy, membership_->index(), membership_->servers());
     puts_ = std::make_unique<ServerPuts>(*clients_, *store_, *arena_);
     gets_ = std::make_unique<ServerGets>(*clients_, *store_, *arena_);
@@ -124,6 +125,7 @@ class Server::Impl {
 
   void serveOnce(std::chrono::milliseconds nap) {
     bool busy = node_->progress();
+    if (gets_->pump()) busy = true;  // a slice of the fetches being sent
     if (store_->generation() != seenGeneration_) {
       seenGeneration_ = store_->generation();
       puts_->retry();

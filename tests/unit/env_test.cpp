@@ -2,6 +2,7 @@
 // Bad values must fail at init with InvalidArgument naming the variable, not misbehave later.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -56,8 +57,31 @@ TEST(EnvTimeout, AcceptsWholeAndFractionalSeconds) {
   EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "2.5").timeoutSec, 2.5);
 }
 
+// Past about 9.2e9 s a deadline overflows the steady clock: a long timeout is cut to the maximum.
+TEST(EnvTimeout, CutsLongTimeoutsToTheMaximum) {
+  EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "1e10").timeoutSec, kMaxTimeoutSec);
+  EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "inf").timeoutSec, kMaxTimeoutSec);
+  EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "1e8").timeoutSec, 1e8);
+}
+
+TEST(EnvTimeout, ClampTimeoutRefusesNanAndNegative) {
+  EXPECT_DOUBLE_EQ(clampTimeout(1e300, "t"), kMaxTimeoutSec);
+  EXPECT_DOUBLE_EQ(clampTimeout(2.5, "t"), 2.5);
+  EXPECT_DOUBLE_EQ(clampTimeout(-1, "t", true), -1);
+  for (double bad : {std::nan(""), -1.0}) {
+    try {
+      clampTimeout(bad, "the timeout of get");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_TRUE(contains(e.what(), "the timeout of get"));
+    }
+  }
+  EXPECT_THROW(clampTimeout(std::nan(""), "t", true), Error);
+}
+
 TEST(EnvTimeout, RejectsNonPositiveAndMalformed) {
-  for (std::string bad : {"0", "-1", "abc", "10s", "inf", "nan"}) {
+  for (std::string bad : {"0", "-1", "abc", "10s", "-inf", "nan"}) {
     SCOPED_TRACE(bad);
     EXPECT_TRUE(contains(envError("AXON_TIMEOUT", bad), "AXON_TIMEOUT='" + bad + "'"));
   }
