@@ -53,7 +53,9 @@ bool ServerGets::query(Waiting& w, wire::ByteReader& r, bool final) {
   }
   std::uint64_t bytes = 0;
   for (const auto& f : found.fragments) bytes += f.rangeBytes;
+  if (!found.fragments.empty()) holds_.check(w.conn, name, version, clients_.address());
   const std::uint64_t lease = found.fragments.empty() ? 0 : store_.lease(w.conn, name, version, bytes);
+  if (lease) holds_.leased(w.conn, name, version);
   wire::ByteWriter out = protocol::beginReply(w.id);
   out.u64(lease).u32(static_cast<std::uint32_t>(found.fragments.size()));
   for (const auto& f : found.fragments) {
@@ -100,6 +102,7 @@ void ServerGets::fetch(ConnId c, std::uint64_t id, std::uint64_t lease) {
                            if (!f.empty() && failure->empty()) *failure = f;
                            if (--*left == 0) {
                              store_.endLease(lease);
+                             holds_.leaseEnded(c);
                              if (failure->empty()) clients_.replyOk(c, id);
                              else clients_.replyError(c, id, ErrorCode::ServerLost,
                                                       "staging server " + clients_.address() +
@@ -115,7 +118,13 @@ void ServerGets::done(ConnId c, std::uint64_t lease) {
   if (it != leases_.end() && it->second.conn == c) {
     leases_.erase(it);
     store_.endLease(lease);
+    holds_.leaseEnded(c);
   }
+}
+
+void ServerGets::release(ConnId c, const std::string& name, std::int64_t version) {
+  store_.release(c, name, version);
+  holds_.released(c, name, version);
 }
 
 void ServerGets::recheck() {
@@ -142,6 +151,7 @@ void ServerGets::dropWaiting(ConnId c) {
 
 void ServerGets::dropLeases(ConnId c) {
   for (auto l = leases_.begin(); l != leases_.end();) l = l->second.conn == c ? leases_.erase(l) : std::next(l);
+  holds_.drop(c);
 }
 
 void ServerGets::failAll(const std::string& why) {
