@@ -103,9 +103,10 @@ class RawClient {
     return a;
   }
 
-  // Lets UCX deliver for a while (a close, an answer that should not come).
-  void settle(std::chrono::milliseconds d) {
-    progressUntil([] { return false; }, d);
+  // Lets UCX deliver until the server closes the connection, or `d` has passed; whether it did.
+  bool waitClosed(std::chrono::milliseconds d) {
+    progressUntil([this] { return closed_; }, d);
+    return closed_;
   }
 
   std::uint64_t reserve(const std::string& name, std::int64_t version, const Box& box) {

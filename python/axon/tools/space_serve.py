@@ -33,8 +33,9 @@ def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve", help="run a staging server until SIGINT or SIGTERM",
         description="Run a staging server: a pinned host arena bounded by --mem, served over UCX (and shared "
-                    "memory to clients on this node). Clients find it by AXON_SPACE_ADDR=HOST:PORT or "
-                    "AXON_SPACE_FILE=the contact file.",
+                    "memory to clients on this node). Clients find it by AXON_SPACE_FILE=the contact file "
+                    "(address and key), or AXON_SPACE_ADDR=HOST:PORT with AXON_SPACE_KEY; every client and "
+                    "joining server proves the key (docs/security.md).",
         epilog="Several servers form one space: start the first with --servers N, then N-1 more with "
                "--join FIRST_ADDRESS; clients connect to any of them.")
     serve.add_argument("--bind", "--listen", dest="bind", default=None, metavar="HOST[:PORT]",
