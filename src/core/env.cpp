@@ -7,6 +7,7 @@
 
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
+#include "core/secret.hpp"
 
 extern char** environ;
 
@@ -157,6 +158,10 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
   if (auto v = lookup(vars, "AXON_SPACE_ADDR")) env.spaceAddr = *v;
   if (auto v = lookup(vars, "AXON_SPACE_FILE")) env.spaceFile = *v;
+  if (auto v = lookup(vars, "AXON_SPACE_KEY")) {
+    (void)Secret::fromHex(*v, "AXON_SPACE_KEY");  // a bad key is said here, without echoing it
+    env.spaceKey = *v;
+  }
   env.spaceBatch = kDefaultSpaceBatch;
   if (auto v = lookup(vars, "AXON_SPACE_BATCH")) {
     env.spaceBatch = *v == "0" ? 0 : parseByteSize(*v, "AXON_SPACE_BATCH");

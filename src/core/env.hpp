@@ -47,6 +47,7 @@ struct Env {
   DirectMode collGpuDirect = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT: Direct protocol (symmetric buffers)
   std::string spaceAddr;        // AXON_SPACE_ADDR: a staging server's host:port (any server of the space)
   std::string spaceFile;        // AXON_SPACE_FILE: a staging server's contact file (when no address)
+  std::string spaceKey;         // AXON_SPACE_KEY: a staging space's key, hex (checked here, used by clients and servers)
   std::size_t spaceBatch = 0;   // AXON_SPACE_BATCH: nonblocking puts up to this size are sent in batches (0: off)
   // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
   std::array<std::string, 7> algo;

@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -17,7 +15,10 @@
 #include "core/build_version.hpp"
 #include "core/env.hpp"
 #include "core/log.hpp"
+#include "space/contact_file.hpp"
 #include "space/gpu_side.hpp"
+#include "space/handshake.hpp"
+#include "space/space_key.hpp"
 
 namespace axon::space {
 
@@ -26,35 +27,6 @@ using protocol::Op;
 namespace {
 
 constexpr double kReplyGraceSec = 5.0;
-
-// {"address": "10.0.0.2:4711", "epoch": 123, ...} -> address and epoch.
-void readContactFile(const std::string& path, std::string& address, std::uint64_t& epoch) {
-  std::ifstream f(path);
-  if (!f) {
-    throw Error(ErrorCode::ServerLost, "staging-space contact file " + path +
-                                           " cannot be read (no server running, or the wrong path?)");
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  auto field = [&](const std::string& key) -> std::string {
-    const auto at = text.find("\"" + key + "\"");
-    if (at == std::string::npos) return "";
-    auto p = text.find(':', at);
-    if (p == std::string::npos) return "";
-    ++p;
-    while (p < text.size() && (text[p] == ' ' || text[p] == '"')) ++p;
-    auto e = p;
-    while (e < text.size() && text[e] != '"' && text[e] != ',' && text[e] != '}' && text[e] != '\n') ++e;
-    return text.substr(p, e - p);
-  };
-  address = field("address");
-  const std::string e = field("epoch");
-  if (address.empty() || e.empty()) {
-    throw Error(ErrorCode::InvalidArgument, "staging-space contact file " + path + " is not one a server wrote: " + text);
-  }
-  epoch = std::stoull(e);
-}
 
 }  // namespace
 
@@ -77,16 +49,23 @@ ServerContact findServer(const ConnectOptions& o, const Env& env) {
   ServerContact out;
   out.address = o.address.empty() ? env.spaceAddr : o.address;
   out.origin = o.address.empty() ? "AXON_SPACE_ADDR" : "the address given";
+  std::string file, fileKey;
   if (out.address.empty()) {
-    const std::string file = !o.contactFile.empty() ? o.contactFile : env.spaceFile;
+    file = !o.contactFile.empty() ? o.contactFile : env.spaceFile;
     if (file.empty()) {
       throw Error(ErrorCode::InvalidArgument,
                   "no staging server to connect to: pass an address, or set AXON_SPACE_ADDR (host:port) or "
                   "AXON_SPACE_FILE (a server's --contact-file)");
     }
-    readContactFile(file, out.address, out.epoch);
+    const ContactInfo info = readContactFile(file);
+    out.address = info.address;
+    out.epoch = info.epoch;
+    fileKey = info.key;
     out.origin = "contact file " + file;
   }
+  SpaceKey key = clientKey(o, env, fileKey, file, out.address);
+  out.key = std::move(key.key);
+  out.keyOrigin = std::move(key.origin);
   return out;
 }
 
@@ -98,7 +77,12 @@ Clock::duration Connection::grace() {
 
 Connection::Connection(const ConnectOptions& o, const std::string& identity, double timeoutSec,
                        const ServerContact& first, GpuSide* gpu)
-    : sharedMemory_(o.sharedMemory), timeoutSec_(timeoutSec), identity_(identity), gpu_(gpu) {
+    : sharedMemory_(o.sharedMemory),
+      timeoutSec_(timeoutSec),
+      identity_(identity),
+      key_(first.key),
+      keyOrigin_(first.keyOrigin),
+      gpu_(gpu) {
   try {
     node_ = rpc::makeNode("space client");
     node_->setHandlers({[this](rpc::ConnId c, std::string h, rpc::Payload p) { onMessage(c, std::move(h), std::move(p)); },
@@ -183,17 +167,30 @@ std::uint64_t Connection::helloServer(const std::string& address, Clock::time_po
   sc.address = address;
   sc.index = -1;  // known from its answer
   const int s = static_cast<int>(servers_.size());  // its place while connecting
+  const std::string what = "connecting to staging server " + address + " (from " + origin + ")";
   // Hello may be refused while the space still waits for servers to join: try again.
   for (;;) {
-    sc.conn = node_->connect(address);
+    // The server speaks first: its greeting carries the nonce the Hello's proof covers.
+    auto greeting = std::make_shared<Call>();
+    greeting->server = s;
+    greeting->op = Op::Greeting;
     {
+      // Under the lock, so that a greeting delivered at once finds its server.
       std::lock_guard lock(mu_);
+      sc.conn = node_->connect(address);
+      sc.greeting = greeting;
       servers_.push_back(std::move(sc));
     }
-    wire::ByteWriter w = protocol::begin(Op::Hello, 0);
-    w.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
-    auto c = issue(s, Op::Hello, w);
-    const bool answered = wait(c, deadline, "connecting to staging server " + address + " (from " + origin + ")");
+    wait(greeting, deadline, what);
+    check(*greeting);
+    Nonce serverNonce;
+    std::memcpy(serverNonce.data(), greeting->reply.data(), serverNonce.size());
+    wire::ByteWriter claims;
+    claims.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
+    Digest expect;
+    auto c = issueCall(s, Op::Hello, handshake::opening(Op::Hello, key_, serverNonce, claims.bytes(), expect),
+                       std::make_shared<Call>());
+    const bool answered = wait(c, deadline, what);
     // The server said its space is still forming (servers yet to join): ask again.
     if (answered && c->answered && c->status == static_cast<int>(ErrorCode::ServerLost) && Clock::now() < deadline) {
       {
@@ -205,8 +202,18 @@ std::uint64_t Connection::helloServer(const std::string& address, Clock::time_po
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
+    if (answered && c->answered && c->status == static_cast<int>(ErrorCode::PermissionDenied)) {
+      throw Error(ErrorCode::PermissionDenied, c->message + "; this client's key came from " + keyOrigin_);
+    }
     check(*c);
     wire::ByteReader r(c->reply);
+    // The server proves the key in turn: else another program took its address.
+    if (r.left() < handshake::kProofBytes || !handshake::sameProof(expect, handshake::readProof(r))) {
+      throw Error(ErrorCode::PermissionDenied,
+                  "staging server " + address + " (from " + origin + ") did not prove the space's key (this " +
+                      "client's key came from " + keyOrigin_ + "): it is not a server of this space, or one " +
+                      "with another key");
+    }
     ServerConn& me = servers_.back();
     me.index = static_cast<int>(r.u32());
     const std::uint32_t count = r.u32();
@@ -379,10 +386,33 @@ void Connection::sendDone(int s, std::uint64_t lease) {
 
 // --- replies and data ---------------------------------------------------------------------------
 
+void Connection::onGreeting(rpc::ConnId conn, const std::string& header) {
+  const std::optional<Nonce> nonce = handshake::readGreeting(header);
+  std::lock_guard lock(mu_);
+  for (ServerConn& sc : servers_) {
+    if (sc.conn != conn || !sc.greeting) continue;
+    Call& g = *sc.greeting;
+    if (!g.replied) {
+      if (nonce) {
+        g.reply.assign(reinterpret_cast<const char*>(nonce->data()), nonce->size());
+        g.replied = g.answered = true;
+      } else {
+        fail(g, ErrorCode::ServerLost, "staging server " + sc.address + " did not greet this client as a " +
+                                           "staging server does (another program at that address?)");
+      }
+    }
+    sc.greeting.reset();
+  }
+}
+
 void Connection::onMessage(rpc::ConnId conn, std::string header, rpc::Payload payload) {
   try {
     wire::ByteReader r(header);
     const protocol::Head h = protocol::readHead(r);
+    if (h.op == Op::Greeting) {
+      node_->drop(payload);
+      return onGreeting(conn, header);
+    }
     std::shared_ptr<Call> c;
     {
       std::lock_guard lock(mu_);

@@ -18,6 +18,7 @@
 #include "axon/error.hpp"
 #include "axon/space.hpp"
 #include "core/progress_engine.hpp"
+#include "core/secret.hpp"
 #include "space/arena.hpp"
 #include "space/protocol.hpp"
 #include "transport/rpc.hpp"
@@ -69,18 +70,23 @@ struct Call {
 };
 
 // The server to connect to first, and what named it (for messages); `epoch` is the one its
-// contact file expects (0: none).
+// contact file expects (0: none); the space's key and where it came from (space_key.hpp).
 struct ServerContact {
   std::string address;
   std::uint64_t epoch = 0;
   std::string origin;
+  Secret key;
+  std::string keyOrigin;
 };
-// From the options, else AXON_SPACE_ADDR, else the contact file (given or AXON_SPACE_FILE).
+// From the options, else AXON_SPACE_ADDR, else the contact file (given or AXON_SPACE_FILE); the
+// key from the options, else AXON_SPACE_KEY, else that contact file. Throws PermissionDenied when
+// there is no key.
 ServerContact findServer(const ConnectOptions& o, const Env& env);
 
 class Connection {
  public:
-  // Connects to `first`, then to the rest of its space; throws naming the server that failed.
+  // Connects to `first`, then to the rest of its space, proving the key to each (and checking
+  // each one's proof: space/handshake.hpp); throws naming the server that failed.
   // `identity` is this host's (core/host_identity.hpp): servers with the same one share memory.
   Connection(const ConnectOptions& o, const std::string& identity, double timeoutSec, const ServerContact& first,
              GpuSide* gpu);
@@ -144,6 +150,7 @@ class Connection {
     int index = 0;
     std::unique_ptr<ArenaView> arena;  // when it shares this node and shared memory is allowed
     std::string lost;                  // why it is lost, once it is
+    std::shared_ptr<Call> greeting;    // while connecting: ends with the server's greeting (its nonce)
   };
 
   void connectAll(const ServerContact& first);
@@ -153,6 +160,8 @@ class Connection {
   std::uint64_t connectServer(const std::string& address, Clock::time_point deadline, const std::string& origin,
                               int member = -1);
   std::uint64_t helloServer(const std::string& address, Clock::time_point deadline, const std::string& origin);
+  // The server's greeting on a connection being made.
+  void onGreeting(rpc::ConnId conn, const std::string& header);
   static void fail(Call& c, ErrorCode code, const std::string& why);
   void onMessage(rpc::ConnId conn, std::string header, rpc::Payload payload);
   void takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r);
@@ -161,6 +170,8 @@ class Connection {
   const bool sharedMemory_;
   const double timeoutSec_;
   const std::string identity_;
+  Secret key_;
+  std::string keyOrigin_;
   GpuSide* const gpu_;
   std::unique_ptr<rpc::Node> node_;
   ProgressEngine engine_;

@@ -56,7 +56,9 @@ bool ServerGets::query(Waiting& w, wire::ByteReader& r, bool final) {
   }
   std::uint64_t bytes = 0;
   for (const auto& f : found.fragments) bytes += f.rangeBytes;
+  if (!found.fragments.empty()) holds_.check(w.conn, name, version, clients_.address());
   const std::uint64_t lease = found.fragments.empty() ? 0 : store_.lease(w.conn, name, version, bytes);
+  if (lease) holds_.leased(w.conn, name, version);
   wire::ByteWriter out = protocol::beginReply(w.id);
   out.u64(lease).u32(static_cast<std::uint32_t>(found.fragments.size()));
   for (const auto& f : found.fragments) {
@@ -126,6 +128,7 @@ void ServerGets::sendOne(Outgoing& o) {
                          if (!f.empty() && sending->failure.empty()) sending->failure = f;
                          if (--sending->left == 0) {
                            store_.endLease(lease);
+                           holds_.leaseEnded(c);
                            if (sending->failure.empty()) clients_.replyOk(c, id);
                            else clients_.replyError(c, id, ErrorCode::ServerLost,
                                                     "staging server " + clients_.address() +
@@ -140,6 +143,7 @@ void ServerGets::unsent(const Outgoing& o, std::size_t n, bool reply) {
   o.sending->left -= n;
   if (o.sending->left != 0) return;  // the last completion on the wire answers
   store_.endLease(o.lease);
+  holds_.leaseEnded(o.conn);
   if (reply) {
     clients_.replyError(o.conn, o.id, ErrorCode::ServerLost,
                         o.sending->failure.empty() ? "staging server " + clients_.address() + " stopped sending"
@@ -152,7 +156,13 @@ void ServerGets::done(ConnId c, std::uint64_t lease) {
   if (it != leases_.end() && it->second.conn == c) {
     leases_.erase(it);
     store_.endLease(lease);
+    holds_.leaseEnded(c);
   }
+}
+
+void ServerGets::release(ConnId c, const std::string& name, std::int64_t version) {
+  store_.release(c, name, version);
+  holds_.released(c, name, version);
 }
 
 void ServerGets::recheck() {
@@ -187,6 +197,7 @@ void ServerGets::dropWaiting(ConnId c) {
 
 void ServerGets::dropLeases(ConnId c) {
   for (auto l = leases_.begin(); l != leases_.end();) l = l->second.conn == c ? leases_.erase(l) : std::next(l);
+  holds_.drop(c);
 }
 
 void ServerGets::failAll(const std::string& why) {

@@ -15,6 +15,7 @@
 #include "bootstrap/wire.hpp"
 #include "space/protocol.hpp"
 #include "space/server_clients.hpp"
+#include "space/server_holds.hpp"
 #include "space/store.hpp"
 #include "transport/rpc.hpp"
 
@@ -24,7 +25,9 @@ class ServerArena;
 
 class ServerGets {
  public:
-  ServerGets(ClientLinks& clients, Store& store, ServerArena& arena) : clients_(clients), store_(store), arena_(arena) {}
+  // `maxHolds`: per client, versions held and reads under way (server_holds.hpp).
+  ServerGets(ClientLinks& clients, Store& store, ServerArena& arena, int maxHolds)
+      : clients_(clients), store_(store), arena_(arena), holds_(maxHolds) {}
 
   // A Query or a WaitVersion: answered now, or kept until it can be, or its timeout.
   void start(rpc::ConnId c, const protocol::Head& h, const std::string& header);
@@ -35,6 +38,8 @@ class ServerGets {
   bool pump();
   // The client copied the leased fragments itself (no reply).
   void done(rpc::ConnId c, std::uint64_t lease);
+  // The client lets go of a version it got (Release).
+  void release(rpc::ConnId c, const std::string& name, std::int64_t version);
 
   // The store changed: answers the waiting requests that can be answered now.
   void recheck();
@@ -84,6 +89,7 @@ class ServerGets {
   std::list<Outgoing> outgoing_;
   std::list<Waiting> waiting_;
   std::map<std::uint64_t, LeaseState> leases_;
+  HoldBook holds_;
 };
 
 }  // namespace axon::space

@@ -131,6 +131,11 @@ TEST(EnvSpace, AddressFileAndBatch) {
   EXPECT_EQ(env.spaceBatch, 64 * kKiB);
   EXPECT_EQ(envWith("AXON_SPACE_ADDR", "10.0.0.2:4711").spaceAddr, "10.0.0.2:4711");
   EXPECT_EQ(envWith("AXON_SPACE_FILE", "/tmp/space.json").spaceFile, "/tmp/space.json");
+  EXPECT_EQ(envWith("AXON_SPACE_KEY", std::string(32, 'a')).spaceKey, std::string(32, 'a'));
+  // A bad key is named, never echoed.
+  EXPECT_TRUE(contains(envError("AXON_SPACE_KEY", "0123456789abcdef"), "AXON_SPACE_KEY: a key of 8 bytes is too short"));
+  EXPECT_FALSE(contains(envError("AXON_SPACE_KEY", "0123456789abcdef"), "0123456789abcdef"));
+  EXPECT_TRUE(contains(envError("AXON_SPACE_KEY", std::string(31, 'a') + "g"), "not one"));
   EXPECT_EQ(envWith("AXON_SPACE_BATCH", "0").spaceBatch, std::size_t{0});
   EXPECT_EQ(envWith("AXON_SPACE_BATCH", "1M").spaceBatch, kMiB);
   EXPECT_TRUE(contains(envError("AXON_SPACE_BATCH", "2M"), "at most 1M"));
