@@ -19,7 +19,7 @@ import pytest
 
 import axon
 import axon.space as space
-from test_space import ServerProcess, servers, space_of  # noqa: F401 - the fixture is used by name
+from test_space import ServerProcess, _space_key, servers, space_of  # noqa: F401 - fixtures: by name; the key: autouse
 
 PIECES = 24000
 
