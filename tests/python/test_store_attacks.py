@@ -29,7 +29,8 @@ GREETING_BYTES = 47  # length word, magic, version, id, status, nonce
 
 
 def _env(**extra: str) -> dict:
-    env = dict(os.environ, AXON_BACKEND="host", AXON_TIMEOUT="60", **extra)
+    env = dict(os.environ, AXON_BACKEND="host", AXON_TIMEOUT="60")
+    env.update(extra)
     pythonpath = os.environ.get("AXON_TEST_PYTHONPATH")
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
