@@ -15,7 +15,7 @@
 
 #include "bootstrap/store_client.hpp"
 #include "expect_error.hpp"
-#include "store_keys.hpp"
+#include "store_support.hpp"
 
 namespace axon {
 namespace {

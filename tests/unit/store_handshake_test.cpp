@@ -28,7 +28,7 @@
 #include "bootstrap/wire.hpp"
 #include "core/build_version.hpp"
 #include "expect_error.hpp"
-#include "store_keys.hpp"
+#include "store_support.hpp"
 
 namespace axon {
 namespace {
@@ -37,38 +37,10 @@ using Clock = std::chrono::steady_clock;
 using Strings = std::vector<std::string>;
 using test::contains;
 using test::errorMessageOf;
-
-double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-int connectRaw(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) ADD_FAILURE() << "connect: " << std::strerror(errno);
-  return fd;
-}
-
-void sendRaw(int fd, const std::string& bytes) {
-  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-}
-
-// One whole frame (length word included), or "" when the peer closes (or nothing comes in 5 s).
-std::string readFrame(int fd) {
-  std::string got;
-  char buf[4096];
-  while (true) {
-    std::size_t want = 4;
-    if (got.size() >= 4) want = 4 + std::size_t{wire::lengthWord(got)};
-    if (got.size() >= want) return got.substr(0, want);
-    pollfd pfd{fd, POLLIN, 0};
-    if (::poll(&pfd, 1, 5000) <= 0) return "";
-    const ssize_t n = ::recv(fd, buf, std::min(sizeof buf, want - got.size()), 0);
-    if (n <= 0) return "";
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-}
+using test::connectRaw;
+using test::readFrame;
+using test::secondsSince;
+using test::sendRaw;
 
 // True when the server closes `fd` within `limitSec` (what it sends before is skipped).
 bool closedWithin(int fd, double limitSec) {

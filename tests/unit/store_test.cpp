@@ -15,7 +15,7 @@
 #include "bootstrap/store_client.hpp"
 #include "bootstrap/store_server.hpp"
 #include "expect_error.hpp"
-#include "store_keys.hpp"
+#include "store_support.hpp"
 
 namespace axon {
 namespace {
@@ -24,14 +24,11 @@ using Clock = std::chrono::steady_clock;
 using Strings = std::vector<std::string>;
 using test::contains;
 using test::errorMessageOf;
+using test::secondsSince;
 
 // Generous: a passing test never waits this long, a failing one does not hang the suite.
 constexpr double kClientTimeoutSec = 10.0;
 constexpr auto kStillPending = std::chrono::milliseconds(200);
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 class StoreLoopback : public ::testing::Test {
  protected:
