@@ -116,15 +116,8 @@ TEST(StoreFailure, ReaderThatStopsReadingIsDroppedWithoutStallingTheServer) {
 
 TEST(StoreFailure, SendToAStoreThatStopsReadingIsBoundedByTheTimeout) {
   // A fake store: answers the hello, then never reads again.
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&sa), len), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&sa), &len);
-  const int port = ntohs(sa.sin_port);
+  int port = 0;
+  const int listener = test::listenRaw(port);
   std::promise<void> done;
   std::thread fake([&] {
     int fd = ::accept(listener, nullptr, nullptr);

@@ -133,15 +133,8 @@ TEST_F(LiveStore, AWrongKeyIsRefusedNamingTheStoreAndTheKeySourceNeverTheKey) {
 TEST_F(LiveStore, AStoreThatCannotProveTheKeyIsRefusedByTheClient) {
   // The client holds another key than the store: the store refuses it first. An impostor store
   // that accepts anything (it cannot compute the answer) is caught by the client's own check.
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&sa), len), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&sa), &len);
-  const int port = ntohs(sa.sin_port);
+  int port = 0;
+  const int listener = test::listenRaw(port);
   std::thread impostor([&] {
     const int fd = ::accept(listener, nullptr, nullptr);
     const Nonce nonce = makeNonce();

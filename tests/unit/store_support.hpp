@@ -53,6 +53,21 @@ inline int connectRaw(int port) {
   return fd;
 }
 
+// A loopback listener on a free port (set in `port`), for a fake store.
+inline int listenRaw(int& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(sa);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || ::listen(fd, 4) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    ADD_FAILURE() << "cannot listen on loopback: " << std::strerror(errno);
+  }
+  port = ntohs(sa.sin_port);
+  return fd;
+}
+
 inline void sendRaw(int fd, const std::string& bytes) {
   ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
 }
