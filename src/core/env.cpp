@@ -156,6 +156,15 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_GPU_HEAP_CHUNK")) env.gpuHeapChunk = parseByteSize(*v, "AXON_GPU_HEAP_CHUNK");
   env.stageChunk = kDefaultStageChunk;
   if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
+  if (auto v = lookup(vars, "AXON_JOB_KEY")) env.jobKey.key = Secret::fromHex(*v, "AXON_JOB_KEY");
+  if (auto v = lookup(vars, "AXON_JOB_KEY_FILE")) {
+    if (!env.jobKey.key.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_JOB_KEY and AXON_JOB_KEY_FILE are both set: set one of them");
+    }
+    env.jobKey.file = *v;
+  }
+  if (auto v = lookup(vars, "XDG_RUNTIME_DIR")) env.jobKey.runtimeDir = *v;
+  if (auto v = lookup(vars, "HOME")) env.jobKey.homeDir = *v;
   if (auto v = lookup(vars, "AXON_SPACE_ADDR")) env.spaceAddr = *v;
   if (auto v = lookup(vars, "AXON_SPACE_FILE")) env.spaceFile = *v;
   if (auto v = lookup(vars, "AXON_SPACE_KEY")) {

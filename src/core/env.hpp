@@ -10,6 +10,7 @@
 
 #include "axon/collectives.hpp"
 #include "core/launch_detect.hpp"
+#include "core/secret.hpp"
 
 namespace axon {
 
@@ -21,6 +22,15 @@ enum class DirectMode { Off, Auto, Always };
 // AXON_UCX_ATOMICS: how atomics and signals reach PEs on other nodes: active messages the target
 // carries out, UCX's own atomic operations, or (auto) the first unless the NIC does atomics.
 enum class RemoteAtomics { Auto, ActiveMessage, Native };
+
+// Where a job's key comes from (bootstrap/job_key.hpp resolves it): AXON_JOB_KEY, else
+// AXON_JOB_KEY_FILE, else a file that rank 0 writes into a directory of this user's.
+struct JobKeyConfig {
+  Secret key;               // AXON_JOB_KEY (hex), parsed; empty when unset
+  std::string file;         // AXON_JOB_KEY_FILE: a 0600 file holding the key in hex
+  std::string runtimeDir;   // XDG_RUNTIME_DIR: rank 0's key file for jobs on one node
+  std::string homeDir;      // HOME: ~/.axon/keys, for jobs across nodes (a shared home) or without XDG_RUNTIME_DIR
+};
 
 struct Env {
   LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
@@ -45,6 +55,7 @@ struct Env {
   std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
   bool collGpuPdl = true;         // AXON_COLL_GPU_PDL: launch collective kernels as programmatic dependents
   DirectMode collGpuDirect = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT: Direct protocol (symmetric buffers)
+  JobKeyConfig jobKey;          // AXON_JOB_KEY, AXON_JOB_KEY_FILE (and where rank 0 may write one)
   std::string spaceAddr;        // AXON_SPACE_ADDR: a staging server's host:port (any server of the space)
   std::string spaceFile;        // AXON_SPACE_FILE: a staging server's contact file (when no address)
   std::string spaceKey;         // AXON_SPACE_KEY: a staging space's key, hex (checked here, used by clients and servers)
