@@ -330,15 +330,20 @@ bool Connection::wait(const std::shared_ptr<Call>& c, Clock::time_point deadline
     ServerConn& server = servers_[c->server];
     const std::string why = "staging server " + server.address + " did not answer " + what + " in time (" +
                             protocol::opName(c->op) + " request): the server is stopped, overloaded or unreachable";
-    if (!c->borrowsData || c->sent) {
+    // A server that does not greet or answer the hello of a client connecting to it was never
+    // reached: that is ServerLost, as a refused connection is.
+    const bool connecting = c->op == Op::Greeting || c->op == Op::Hello;
+    if (!connecting && (!c->borrowsData || c->sent)) {
       // One slow answer does not end the connection: the call fails now and stays registered,
       // so that its late reply is recognised by its id and discarded (takeReply).
       fail(*c, ErrorCode::Timeout, why + "; its late answer will be discarded");
       return false;
     }
-    // UCX still reads the caller's memory for this call: closing the connection cancels that
-    // before the caller unwinds, and the server is lost to this client from now on.
-    fail(*c, ErrorCode::ServerLost, why + "; its data was still being sent, so the connection was closed");
+    // UCX still reads the caller's memory for this call (or the connection never got going):
+    // closing the connection cancels that before the caller unwinds, and the server is lost to
+    // this client from now on.
+    fail(*c, ErrorCode::ServerLost,
+         why + (connecting ? "; this client could not connect" : "; its data was still being sent, so the connection was closed"));
     for (auto it = calls_.begin(); it != calls_.end(); ++it) {
       if (it->second == c) {
         calls_.erase(it);
