@@ -32,6 +32,7 @@ The calls, by family (each has its own docstring):
 """
 
 from . import _axon
+from . import _types  # noqa: F401  (the aliases that the API's type hints name)
 from .errors import (  # noqa: F401
     AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
