@@ -26,9 +26,14 @@ $(VENV)/.ready: pyproject.toml Makefile
 
 venv: $(VENV)/.ready
 
+# The distribution was named axon before axon-comm (axon on PyPI is another project). An
+# environment built then still lists it beside axon-comm, over the same files: remove it first.
+drop-old-dist = if $(1) -m pip show -q axon >/dev/null 2>&1; then $(1) -m pip uninstall -q -y axon; fi
+
 # pip builds the library, the extension, the tests and the benchmarks in build/ and installs the
 # package (with the `axon` command) into .venv.
 build: $(VENV)/.ready
+	$(call drop-old-dist,$(VPY))
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip install --quiet --no-build-isolation --no-deps \
 	  -Ccmake.define.AXON_BUILD_TESTS=ON $(foreach a,$(CMAKE_ARGS),-Ccmake.define.$(a)) .
 
@@ -126,6 +131,7 @@ $(GPU_VENV)/.ready:
 gpu-venv: $(GPU_VENV)/.ready
 
 gpu-build: $(GPU_VENV)/.ready
+	$(call drop-old-dist,$(GPU_VPY))
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(GPU_VPY) -m pip install --quiet --no-build-isolation --no-deps \
 	  -Ccmake.define.AXON_BUILD_TESTS=ON -Ccmake.define.AXON_CUDA=ON $(foreach a,$(CMAKE_ARGS),-Ccmake.define.$(a)) .
 

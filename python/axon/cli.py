@@ -17,6 +17,7 @@ from typing import Callable
 
 from .tools import bench as _bench_tool
 from .tools import cli_parser
+from .tools import config as _config_tool
 from .tools import doctor as _doctor_tool
 from .tools import launcher
 from .tools import plot as _plot_tool
@@ -102,6 +103,7 @@ _SUBCOMMANDS: Sequence[Callable[[argparse._SubParsersAction], None]] = (
     _bench_tool.add_subcommand,
     _plot_tool.add_subcommand,
     _space_tool.add_subcommand,
+    _config_tool.add_subcommand,
 )
 
 

@@ -30,11 +30,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _axon
+from ._types import ArrayLike, DTypeLike, EnumLike, StreamLike
 from .errors import InvalidArgumentError
 from .gpu import SymmetricGpuArray, _cuda_array_interface, _stream_handle, as_buffer
 
+__all__ = [
+    "Collective", "Explanation", "ReduceOp", "allgather", "allgather_on_stream", "allreduce", "allreduce_on_stream",
+    "alltoall", "alltoall_on_stream", "barrier", "broadcast", "broadcast_on_stream", "device_coll_handle", "explain",
+    "reduce", "reduce_on_stream", "reduce_scatter", "reduce_scatter_on_stream",
+]
+
 
 class ReduceOp(enum.IntEnum):
+    """How a reduction combines the PEs' elements; calls also take "sum", "prod", "min", "max"."""
+
     SUM = 0
     PROD = 1
     MIN = 2
@@ -42,6 +51,8 @@ class ReduceOp(enum.IntEnum):
 
 
 class Collective(enum.IntEnum):
+    """The collectives that explain() describes; it also takes their names ("allreduce", ...)."""
+
     BARRIER = 0
     BROADCAST = 1
     REDUCE = 2
@@ -120,13 +131,14 @@ def _result_like(src, size, api):
     return np.empty(size, dtype=src.dtype)
 
 
-def barrier(team=None) -> None:
+def barrier(team: _axon.Team | None = None) -> None:
     """Synchronize the team through its collective workspace (a mismatch with another collective
     is reported). Completes no puts: use Team.barrier() or barrier_all() for that."""
     _axon.coll_barrier(_team(team))
 
 
-def allreduce(src, dst=None, op="sum", *, team=None, dtype=None):
+def allreduce(src: ArrayLike, dst: ArrayLike | None = None, op: EnumLike = "sum", *,
+              team: _axon.Team | None = None, dtype: DTypeLike = None) -> ArrayLike:
     """dst = the element-wise reduction of every member's src. dst=None: in place."""
     dst = src if dst is None else dst
     s, d = _buffers(src, dst, "allreduce")
@@ -137,7 +149,8 @@ def allreduce(src, dst=None, op="sum", *, team=None, dtype=None):
     return dst
 
 
-def reduce(src, dst=None, op="sum", root: int = 0, *, team=None, dtype=None):
+def reduce(src: ArrayLike, dst: ArrayLike | None = None, op: EnumLike = "sum", root: int = 0, *,
+           team: _axon.Team | None = None, dtype: DTypeLike = None) -> ArrayLike:
     """The root's dst = the element-wise reduction of every member's src (other PEs' dst is
     untouched). dst=None: in place on the root."""
     dst = src if dst is None else dst
@@ -149,7 +162,8 @@ def reduce(src, dst=None, op="sum", root: int = 0, *, team=None, dtype=None):
     return dst
 
 
-def broadcast(src, dst=None, root: int = 0, *, team=None, dtype=None):
+def broadcast(src: ArrayLike, dst: ArrayLike | None = None, root: int = 0, *, team: _axon.Team | None = None,
+              dtype: DTypeLike = None) -> ArrayLike:
     """Every member's dst = the root's src. dst=None: in place (src is the receive buffer on the
     other PEs)."""
     dst = src if dst is None else dst
@@ -160,7 +174,8 @@ def broadcast(src, dst=None, root: int = 0, *, team=None, dtype=None):
     return dst
 
 
-def allgather(src, dst=None, *, team=None, dtype=None):
+def allgather(src: ArrayLike, dst: ArrayLike | None = None, *, team: _axon.Team | None = None,
+              dtype: DTypeLike = None) -> ArrayLike:
     """dst (n_pes * src.size elements) = every member's src, in team order."""
     t = _team(team)
     n = t.n_pes()
@@ -173,7 +188,8 @@ def allgather(src, dst=None, *, team=None, dtype=None):
     return dst
 
 
-def reduce_scatter(src, dst=None, op="sum", *, team=None, dtype=None):
+def reduce_scatter(src: ArrayLike, dst: ArrayLike | None = None, op: EnumLike = "sum", *,
+                   team: _axon.Team | None = None, dtype: DTypeLike = None) -> ArrayLike:
     """src holds n_pes blocks; member i's dst = the reduction of block i of every member's src."""
     t = _team(team)
     n = t.n_pes()
@@ -190,7 +206,8 @@ def reduce_scatter(src, dst=None, op="sum", *, team=None, dtype=None):
     return dst
 
 
-def alltoall(src, dst=None, *, team=None, dtype=None):
+def alltoall(src: ArrayLike, dst: ArrayLike | None = None, *, team: _axon.Team | None = None,
+             dtype: DTypeLike = None) -> ArrayLike:
     """src holds n_pes blocks; block j goes to member j, which keeps it as block i (i = sender)."""
     t = _team(team)
     n = t.n_pes()
@@ -218,7 +235,9 @@ def alltoall(src, dst=None, *, team=None, dtype=None):
 # axon.UnsupportedError (the blocking forms take the host path there).
 
 
-def allreduce_on_stream(src, dst=None, op="sum", *, stream=None, team=None, dtype=None):
+def allreduce_on_stream(src: ArrayLike, dst: ArrayLike | None = None, op: EnumLike = "sum", *,
+                        stream: StreamLike = None, team: _axon.Team | None = None,
+                        dtype: DTypeLike = None) -> ArrayLike:
     """On `stream`: dst = the element-wise reduction of every member's src. dst=None: in place."""
     api = "allreduce_on_stream"
     h = _stream_handle(stream, api)
@@ -231,7 +250,8 @@ def allreduce_on_stream(src, dst=None, op="sum", *, stream=None, team=None, dtyp
     return dst
 
 
-def reduce_on_stream(src, dst=None, op="sum", root: int = 0, *, stream=None, team=None, dtype=None):
+def reduce_on_stream(src: ArrayLike, dst: ArrayLike | None = None, op: EnumLike = "sum", root: int = 0, *,
+                     stream: StreamLike = None, team: _axon.Team | None = None, dtype: DTypeLike = None) -> ArrayLike:
     """On `stream`: the root's dst = the element-wise reduction of every member's src (other PEs'
     dst is untouched). dst=None: in place on the root."""
     api = "reduce_on_stream"
@@ -245,7 +265,9 @@ def reduce_on_stream(src, dst=None, op="sum", root: int = 0, *, stream=None, tea
     return dst
 
 
-def broadcast_on_stream(src, dst=None, root: int = 0, *, stream=None, team=None, dtype=None):
+def broadcast_on_stream(src: ArrayLike, dst: ArrayLike | None = None, root: int = 0, *,
+                        stream: StreamLike = None, team: _axon.Team | None = None,
+                        dtype: DTypeLike = None) -> ArrayLike:
     """On `stream`: every member's dst = the root's src. dst=None: in place."""
     api = "broadcast_on_stream"
     h = _stream_handle(stream, api)
@@ -266,7 +288,8 @@ def _stream_result(dst, size, api):
     return dst
 
 
-def allgather_on_stream(src, dst=None, *, stream=None, team=None, dtype=None):
+def allgather_on_stream(src: ArrayLike, dst: ArrayLike | None = None, *, stream: StreamLike = None,
+                        team: _axon.Team | None = None, dtype: DTypeLike = None) -> ArrayLike:
     """On `stream`: dst (n_pes * src.size elements) = every member's src, in team order."""
     api = "allgather_on_stream"
     h = _stream_handle(stream, api)
@@ -281,7 +304,9 @@ def allgather_on_stream(src, dst=None, *, stream=None, team=None, dtype=None):
     return dst
 
 
-def reduce_scatter_on_stream(src, dst=None, op="sum", *, stream=None, team=None, dtype=None):
+def reduce_scatter_on_stream(src: ArrayLike, dst: ArrayLike | None = None, op: EnumLike = "sum", *,
+                             stream: StreamLike = None, team: _axon.Team | None = None,
+                             dtype: DTypeLike = None) -> ArrayLike:
     """On `stream`: src holds n_pes blocks; member i's dst = the reduction of block i of every
     member's src."""
     api = "reduce_scatter_on_stream"
@@ -300,7 +325,8 @@ def reduce_scatter_on_stream(src, dst=None, op="sum", *, stream=None, team=None,
     return dst
 
 
-def alltoall_on_stream(src, dst=None, *, stream=None, team=None, dtype=None):
+def alltoall_on_stream(src: ArrayLike, dst: ArrayLike | None = None, *, stream: StreamLike = None,
+                       team: _axon.Team | None = None, dtype: DTypeLike = None) -> ArrayLike:
     """On `stream`: src holds n_pes blocks; block j goes to member j, which keeps it as block i
     (i = sender). dst must be another array of src's size (alltoall has no in-place form)."""
     api = "alltoall_on_stream"
@@ -318,7 +344,7 @@ def alltoall_on_stream(src, dst=None, *, stream=None, team=None, dtype=None):
     return dst
 
 
-def device_coll_handle(team=None) -> bytes:
+def device_coll_handle(team: _axon.Team | None = None) -> bytes:
     """The team's handle for the device-callable collectives, as raw bytes.
 
     It is an axon::device::CollHandle (include/axon/device/coll_types.hpp; the headers ship under
@@ -352,7 +378,8 @@ class Explanation:
         return self.text
 
 
-def explain(collective, count: int, dtype="float32", *, team=None) -> Explanation:
+def explain(collective: EnumLike, count: int, dtype: DTypeLike = "float32", *,
+            team: _axon.Team | None = None) -> Explanation:
     """Which algorithm and path `collective` on `count` elements of `dtype` would use, and why."""
     if isinstance(collective, str):
         try:

@@ -2,6 +2,15 @@
 
 import builtins
 
+# TimeoutError and SystemError stay out: `from axon import *` would rebind the builtins of those
+# names, and `except TimeoutError` would then miss the builtin one. Name them axon.TimeoutError.
+__all__ = [
+    "Error", "InvalidArgumentError", "InvalidPeError", "OutOfBoundsError", "NotInitializedError",
+    "AlreadyInitializedError", "PeerDeadError", "BootstrapError", "CollectiveMismatchError",
+    "OutOfMemoryError", "UnsupportedError", "InternalError", "CudaError", "UcxError",
+    "TruncatedError", "FullError", "EvictedError", "IncompleteError", "ServerLostError", "PermissionDeniedError",
+]
+
 
 class Error(Exception):
     """Base class of every error axon raises."""
@@ -10,62 +19,77 @@ class Error(Exception):
 
 
 class InvalidArgumentError(Error, ValueError):
+    """A bad value (buffer, dtype, size, name, option) that is not one of the more specific errors."""
     code = -1
 
 
 class InvalidPeError(Error, ValueError):
+    """A PE number outside the world or the team."""
     code = -2
 
 
 class OutOfBoundsError(Error, IndexError):
+    """An address outside the symmetric heap, or a range past its allocation."""
     code = -3
 
 
 class NotInitializedError(Error, RuntimeError):
+    """A call that needs the runtime before axon.init() or after axon.finalize()."""
     code = -4
 
 
 class AlreadyInitializedError(Error, RuntimeError):
+    """axon.init() called while the runtime is running."""
     code = -5
 
 
 class TimeoutError(Error, builtins.TimeoutError):  # noqa: A001 - mirrors the C++ code name
+    """A wait passed AXON_TIMEOUT; the message names the PE, the address, the expected and the seen value."""
     code = -6
 
 
 class PeerDeadError(Error, RuntimeError):
+    """A PE this one depends on exited or was killed; the message names it."""
     code = -7
 
 
 class BootstrapError(Error, ConnectionError):
+    """The job's key-value store could not be reached or failed."""
     code = -8
 
 
 class CollectiveMismatchError(Error, RuntimeError):
+    """PEs called a collective (or an allocation) with different arguments; the message names both calls."""
     code = -9
 
 
 class OutOfMemoryError(Error, MemoryError):
+    """The heap cap (AXON_HEAP_MAX) or the memory behind it is exhausted."""
     code = -10
 
 
 class SystemError(Error, OSError):  # noqa: A001
+    """An operating-system call failed; the message names it."""
     code = -11
 
 
 class UnsupportedError(Error, NotImplementedError):
+    """No transport or build feature supports the request (a stream call on the host backend, ...)."""
     code = -12
 
 
 class InternalError(Error, RuntimeError):
+    """A broken invariant inside axon: a bug; please report it with the message."""
     code = -13
 
 
 class CudaError(Error, RuntimeError):
+    """A CUDA driver call failed; the message names the call and the error."""
     code = -14
 
 
 class UcxError(Error, RuntimeError):
+    """A UCX call (the network across nodes) failed; the message names the call, the PE and the status."""
     code = -15
 
 

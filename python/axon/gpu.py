@@ -24,7 +24,10 @@ import math
 import numpy as np
 
 from . import _axon
+from ._types import ArrayLike
 from .errors import CudaError, InvalidArgumentError, UnsupportedError
+
+__all__ = ["SymmetricGpuArray", "gpu_device", "gpu_enabled", "gpu_peer_reachable", "gpu_unavailable_reason"]
 
 # DLPack device type of CUDA memory (DLDeviceType kDLCUDA).
 KDL_CUDA = 2
@@ -108,27 +111,33 @@ class SymmetricGpuArray:
         return self._ptr
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
+        """The array's shape, as NumPy's."""
         return self._shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The element type (a NumPy dtype)."""
         return self._dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self._shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return math.prod(self._shape)
 
     @property
     def itemsize(self) -> int:
+        """The bytes of one element."""
         return self._dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """The bytes of the whole array."""
         return self.size * self._dtype.itemsize
 
     @property
@@ -266,7 +275,7 @@ class SymmetricGpuArray:
             _axon.get(out.__array_interface__["data"][0], self._symmetric, out.nbytes, self._pe)
         return out
 
-    def copy_from(self, src) -> SymmetricGpuArray:
+    def copy_from(self, src: ArrayLike) -> SymmetricGpuArray:
         """Overwrite the data (PE `pe`'s copy, for a peer view) with `src`; returns self.
 
         `src` may be host data (anything numpy.asarray takes; it is converted to this dtype and

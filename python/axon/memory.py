@@ -12,8 +12,11 @@ import math
 import numpy as np
 
 from . import _axon
+from ._types import ArrayLike, DTypeLike, Shape
 from .errors import InvalidArgumentError, UnsupportedError
 from .gpu import SymmetricGpuArray, check_gpu_dtype
+
+__all__ = ["empty", "free", "heap_stats", "host_heap_stats", "is_symmetric", "peer_view", "ptr", "zeros"]
 
 _ALIGNMENT = 64
 _DEVICES = {"gpu": "gpu", "cuda": "gpu", "host": "host", "cpu": "host"}
@@ -47,7 +50,7 @@ def _shape(shape, api: str) -> tuple:
     return tuple(int(s) for s in shape)
 
 
-def empty(shape, dtype=np.float64, device: str | None = None):
+def empty(shape: Shape, dtype: DTypeLike = np.float64, device: str | None = None) -> np.ndarray | SymmetricGpuArray:
     """Collective: an uninitialised array on the symmetric heap of every PE.
 
     device: None (the GPU heap when the GPU backend is on, else the host heap), "gpu" (a
@@ -77,7 +80,7 @@ def empty(shape, dtype=np.float64, device: str | None = None):
     return _axon.heap_bytes(addr, nbytes).view(dtype).reshape(shape)
 
 
-def zeros(shape, dtype=np.float64, device: str | None = None):
+def zeros(shape: Shape, dtype: DTypeLike = np.float64, device: str | None = None) -> np.ndarray | SymmetricGpuArray:
     """Collective: a zero-filled array on the symmetric heap (zeroed on every PE before any returns).
 
     device as for axon.empty.
@@ -92,7 +95,7 @@ def zeros(shape, dtype=np.float64, device: str | None = None):
     return array
 
 
-def free(array) -> None:
+def free(array: ArrayLike) -> None:
     """Collective: release an array made by axon.empty/zeros. Every PE must free the same array."""
     if isinstance(array, SymmetricGpuArray) and array.pe != _axon.my_pe():
         raise InvalidArgumentError(
@@ -103,12 +106,12 @@ def free(array) -> None:
     _axon.free(address_of(array))
 
 
-def is_symmetric(array) -> bool:
+def is_symmetric(array: ArrayLike) -> bool:
     """Whether `array` lies in one of this PE's symmetric heaps."""
     return _axon.is_symmetric(address_of(array))
 
 
-def ptr(array, pe: int) -> int | None:
+def ptr(array: ArrayLike, pe: int) -> int | None:
     """Address at which this process (host heap) or its GPU (GPU heap) can load/store `array` of
     PE `pe`, or None if unreachable."""
     if isinstance(array, SymmetricGpuArray):
@@ -118,7 +121,7 @@ def ptr(array, pe: int) -> int | None:
     return addr or None
 
 
-def peer_view(array, pe: int):
+def peer_view(array: ArrayLike, pe: int) -> np.ndarray | SymmetricGpuArray | None:
     """A view of PE `pe`'s copy of symmetric `array` (direct load/store), or None.
 
     A NumPy view for host heap arrays; for a SymmetricGpuArray, its peer(pe) (GPU load/store).

@@ -17,16 +17,35 @@ import enum
 import numpy as np
 
 from . import _axon
+from ._types import ArrayLike, EnumLike, Scalar, StreamLike
 from .errors import InvalidArgumentError
 from .gpu import _stream_handle, as_buffer
 
+__all__ = [
+    "Cmp", "SignalOp", "atomic_add", "atomic_compare_swap", "atomic_fetch", "atomic_fetch_add", "atomic_fetch_and",
+    "atomic_fetch_or", "atomic_fetch_xor", "atomic_set", "atomic_swap", "barrier_all", "barrier_all_on_stream",
+    "barrier_on_stream", "fence", "g", "get", "get_nbi", "get_on_stream", "p", "put", "put_nbi", "put_on_stream",
+    "put_signal", "put_signal_on_stream", "quiet", "quiet_on_stream", "signal_fetch", "signal_op",
+    "signal_op_on_stream", "signal_wait_until", "signal_wait_until_on_stream", "stream_synchronize", "sync_all",
+]
+
 
 class SignalOp(enum.IntEnum):
+    """What a signal update does to the signal word: SET it to the value, or ADD the value.
+
+    Calls also take the names as strings ("set", "add").
+    """
+
     SET = 0
     ADD = 1
 
 
 class Cmp(enum.IntEnum):
+    """How signal_wait_until compares the signal word with the value (EQ, NE, GT, GE, LT, LE).
+
+    Calls also take the names as strings ("eq", "ge", ...).
+    """
+
     EQ = 0
     NE = 1
     GT = 2
@@ -77,27 +96,27 @@ def _transfer(dest, src, api, *, local_is_dest, stream=None):
     return d.addr, s.addr, (d.nbytes if local_is_dest else s.nbytes)
 
 
-def put(dest, src, pe: int) -> None:
+def put(dest: ArrayLike, src: ArrayLike, pe: int) -> None:
     """Copy `src` (local) into PE `pe`'s `dest` (symmetric). Returns when `src` may be reused."""
     _axon.put(*_transfer(dest, src, "put", local_is_dest=False), pe)
 
 
-def get(dest, src, pe: int) -> None:
+def get(dest: ArrayLike, src: ArrayLike, pe: int) -> None:
     """Copy PE `pe`'s `src` (symmetric) into `dest` (local)."""
     _axon.get(*_transfer(dest, src, "get", local_is_dest=True), pe)
 
 
-def put_nbi(dest, src, pe: int) -> None:
+def put_nbi(dest: ArrayLike, src: ArrayLike, pe: int) -> None:
     """As put, complete at the next quiet()."""
     _axon.put_nbi(*_transfer(dest, src, "put_nbi", local_is_dest=False), pe)
 
 
-def get_nbi(dest, src, pe: int) -> None:
+def get_nbi(dest: ArrayLike, src: ArrayLike, pe: int) -> None:
     """As get, complete at the next quiet()."""
     _axon.get_nbi(*_transfer(dest, src, "get_nbi", local_is_dest=True), pe)
 
 
-def p(dest, value, pe: int) -> None:
+def p(dest: ArrayLike, value: Scalar, pe: int) -> None:
     """Write one element (the first of `dest`) on PE `pe`."""
     d = as_buffer(dest, "p", "dest")
     if d.size == 0:
@@ -106,7 +125,7 @@ def p(dest, value, pe: int) -> None:
     _axon.put(d.addr, src.__array_interface__["data"][0], d.itemsize, pe)
 
 
-def g(src, pe: int):
+def g(src: ArrayLike, pe: int) -> np.generic:
     """Read one element (the first of `src`) from PE `pe`, as a NumPy scalar."""
     s = as_buffer(src, "g", "src")
     if s.size == 0:
@@ -123,7 +142,8 @@ def _signal(sig, api):
     return s.addr
 
 
-def put_signal(dest, src, sig, value: int, op, pe: int, nbi: bool = False) -> None:
+def put_signal(dest: ArrayLike, src: ArrayLike, sig: ArrayLike, value: int, op: EnumLike, pe: int,
+               nbi: bool = False) -> None:
     """Put `src` into PE `pe`'s `dest`, then set or add `value` to its signal `sig[0]`.
 
     A PE that sees the signal change also sees the data.
@@ -133,17 +153,17 @@ def put_signal(dest, src, sig, value: int, op, pe: int, nbi: bool = False) -> No
                      int(_enum(op, SignalOp, "put_signal")), pe, nbi)
 
 
-def signal_op(sig, value: int, op, pe: int) -> None:
+def signal_op(sig: ArrayLike, value: int, op: EnumLike, pe: int) -> None:
     """Set or add `value` to PE `pe`'s signal `sig[0]`."""
     _axon.signal_op(_signal(sig, "signal_op"), int(value), int(_enum(op, SignalOp, "signal_op")), pe)
 
 
-def signal_fetch(sig) -> int:
+def signal_fetch(sig: ArrayLike) -> int:
     """Read this PE's signal `sig[0]`."""
     return _axon.signal_fetch(_signal(sig, "signal_fetch"))
 
 
-def signal_wait_until(sig, cmp, value: int) -> int:
+def signal_wait_until(sig: ArrayLike, cmp: EnumLike, value: int) -> int:
     """Wait until this PE's `sig[0]` compares true against `value`; return the value seen.
 
     Bounded by AXON_TIMEOUT (raises axon.TimeoutError); raises axon.PeerDeadError if a PE dies.
@@ -165,47 +185,69 @@ def _atomic(op, dest, operand, cond, pe, api):
     return np.array([raw], dtype=f"u{d.itemsize}").view(d.dtype)[0]
 
 
-def atomic_fetch(src, pe: int):
+def atomic_fetch(src: ArrayLike, pe: int) -> np.integer:
+    """Read PE `pe`'s `src[0]` atomically; return it (int32, uint32, int64 or uint64 arrays)."""
     return _atomic(_AtomicOp.FETCH, src, 0, 0, pe, "atomic_fetch")
 
 
-def atomic_set(dest, value, pe: int) -> None:
+def atomic_set(dest: ArrayLike, value: int, pe: int) -> None:
+    """Write `value` into PE `pe`'s `dest[0]` atomically."""
     _atomic(_AtomicOp.SET, dest, value, 0, pe, "atomic_set")
 
 
-def atomic_swap(dest, value, pe: int):
+def atomic_swap(dest: ArrayLike, value: int, pe: int) -> np.integer:
+    """Write `value` into PE `pe`'s `dest[0]` atomically; return the value before."""
     return _atomic(_AtomicOp.SWAP, dest, value, 0, pe, "atomic_swap")
 
 
-def atomic_compare_swap(dest, cond, value, pe: int):
-    """Write `value` if the element equals `cond`; return the value before."""
+def atomic_compare_swap(dest: ArrayLike, cond: int, value: int, pe: int) -> np.integer:
+    """Write `value` into PE `pe`'s `dest[0]` if it equals `cond`, atomically; return the value before."""
     return _atomic(_AtomicOp.COMPARE_SWAP, dest, value, cond, pe, "atomic_compare_swap")
 
 
-def atomic_fetch_add(dest, value, pe: int):
+def atomic_fetch_add(dest: ArrayLike, value: int, pe: int) -> np.integer:
+    """Add `value` to PE `pe`'s `dest[0]` atomically (wrapping); return the value before."""
     return _atomic(_AtomicOp.FETCH_ADD, dest, value, 0, pe, "atomic_fetch_add")
 
 
-def atomic_add(dest, value, pe: int) -> None:
+def atomic_add(dest: ArrayLike, value: int, pe: int) -> None:
+    """Add `value` to PE `pe`'s `dest[0]` atomically (wrapping)."""
     _atomic(_AtomicOp.ADD, dest, value, 0, pe, "atomic_add")
 
 
-def atomic_fetch_and(dest, value, pe: int):
+def atomic_fetch_and(dest: ArrayLike, value: int, pe: int) -> np.integer:
+    """Bitwise-and `value` into PE `pe`'s `dest[0]` atomically; return the value before."""
     return _atomic(_AtomicOp.FETCH_AND, dest, value, 0, pe, "atomic_fetch_and")
 
 
-def atomic_fetch_or(dest, value, pe: int):
+def atomic_fetch_or(dest: ArrayLike, value: int, pe: int) -> np.integer:
+    """Bitwise-or `value` into PE `pe`'s `dest[0]` atomically; return the value before."""
     return _atomic(_AtomicOp.FETCH_OR, dest, value, 0, pe, "atomic_fetch_or")
 
 
-def atomic_fetch_xor(dest, value, pe: int):
+def atomic_fetch_xor(dest: ArrayLike, value: int, pe: int) -> np.integer:
+    """Bitwise-xor `value` into PE `pe`'s `dest[0]` atomically; return the value before."""
     return _atomic(_AtomicOp.FETCH_XOR, dest, value, 0, pe, "atomic_fetch_xor")
 
 
-fence = _axon.fence
-quiet = _axon.quiet
-barrier_all = _axon.barrier_all
-sync_all = _axon.sync_all
+def fence() -> None:
+    """Order this PE's puts: those to one PE issued before the fence arrive before those after."""
+    _axon.fence()
+
+
+def quiet() -> None:
+    """Complete every outstanding put, put_nbi, get_nbi and atomic of this PE."""
+    _axon.quiet()
+
+
+def barrier_all() -> None:
+    """quiet(), then every PE of the world synchronizes (collective)."""
+    _axon.barrier_all()
+
+
+def sync_all() -> None:
+    """Every PE of the world synchronizes, without completing outstanding puts (collective)."""
+    _axon.sync_all()
 
 
 # -- stream-ordered calls (GPU backend) --------------------------------------------------------
@@ -216,19 +258,20 @@ sync_all = _axon.sync_all
 # streams must be in the GPU heap. On the host backend they raise axon.UnsupportedError.
 
 
-def put_on_stream(dest, src, pe: int, stream=None) -> None:
+def put_on_stream(dest: ArrayLike, src: ArrayLike, pe: int, stream: StreamLike = None) -> None:
     """On `stream`: copy `src` (local) into PE `pe`'s `dest` (symmetric)."""
     h = _stream_handle(stream, "put_on_stream")
     _axon.put_on_stream(*_transfer(dest, src, "put_on_stream", local_is_dest=False, stream=h), pe, h)
 
 
-def get_on_stream(dest, src, pe: int, stream=None) -> None:
+def get_on_stream(dest: ArrayLike, src: ArrayLike, pe: int, stream: StreamLike = None) -> None:
     """On `stream`: copy PE `pe`'s `src` (symmetric) into `dest` (local)."""
     h = _stream_handle(stream, "get_on_stream")
     _axon.get_on_stream(*_transfer(dest, src, "get_on_stream", local_is_dest=True, stream=h), pe, h)
 
 
-def put_signal_on_stream(dest, src, sig, value: int, op, pe: int, stream=None) -> None:
+def put_signal_on_stream(dest: ArrayLike, src: ArrayLike, sig: ArrayLike, value: int, op: EnumLike, pe: int,
+                         stream: StreamLike = None) -> None:
     """On `stream`: put `src` into PE `pe`'s `dest`, then set or add `value` to its `sig[0]`.
 
     The signal follows the data in stream order with release semantics: a PE that sees it (by
@@ -240,14 +283,14 @@ def put_signal_on_stream(dest, src, sig, value: int, op, pe: int, stream=None) -
     _axon.put_signal_on_stream(d, s, n, _signal(sig, api), int(value), int(_enum(op, SignalOp, api)), pe, h)
 
 
-def signal_op_on_stream(sig, value: int, op, pe: int, stream=None) -> None:
+def signal_op_on_stream(sig: ArrayLike, value: int, op: EnumLike, pe: int, stream: StreamLike = None) -> None:
     """On `stream`: set or add `value` to PE `pe`'s signal `sig[0]`."""
     api = "signal_op_on_stream"
     h = _stream_handle(stream, api)
     _axon.signal_op_on_stream(_signal(sig, api), int(value), int(_enum(op, SignalOp, api)), pe, h)
 
 
-def signal_wait_until_on_stream(sig, cmp, value: int, stream=None) -> None:
+def signal_wait_until_on_stream(sig: ArrayLike, cmp: EnumLike, value: int, stream: StreamLike = None) -> None:
     """Work enqueued on `stream` after this starts once this PE's `sig[0]` compares true.
 
     The wait runs on the GPU, bounded by AXON_TIMEOUT; past it the kernel reports the PE,
@@ -258,24 +301,24 @@ def signal_wait_until_on_stream(sig, cmp, value: int, stream=None) -> None:
     _axon.signal_wait_until_on_stream(_signal(sig, api), int(_enum(cmp, Cmp, api)), int(value), h)
 
 
-def quiet_on_stream(stream=None) -> None:
+def quiet_on_stream(stream: StreamLike = None) -> None:
     """Work enqueued on `stream` after this starts once this PE's puts on it (and put_nbi) are
     complete at their targets."""
     _axon.quiet_on_stream(_stream_handle(stream, "quiet_on_stream"))
 
 
-def stream_synchronize(stream=None) -> None:
+def stream_synchronize(stream: StreamLike = None) -> None:
     """Waits until `stream` has done its work, then raises what a stream-ordered call that the
     host served on the way met (a stream-ordered message's TruncatedError, TimeoutError, ...)."""
     _axon.stream_synchronize(_stream_handle(stream, "stream_synchronize"))
 
 
-def barrier_on_stream(team, stream=None) -> None:
+def barrier_on_stream(team: _axon.Team, stream: StreamLike = None) -> None:
     """A barrier over `team` on the GPU: work enqueued on `stream` after it starts once every
     member reached it (and quiet held on each). One stream barrier per team in flight at a time."""
     _axon.barrier_on_stream(team, _stream_handle(stream, "barrier_on_stream"))
 
 
-def barrier_all_on_stream(stream=None) -> None:
+def barrier_all_on_stream(stream: StreamLike = None) -> None:
     """barrier_on_stream over the world."""
     _axon.barrier_all_on_stream(_stream_handle(stream, "barrier_all_on_stream"))

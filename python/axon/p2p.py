@@ -27,13 +27,21 @@ raised by the next ``axon.stream_synchronize(stream)``.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from dataclasses import dataclass
 
 from . import _axon
+from ._types import ArrayLike, StreamLike
 from .collectives import _team
 from .errors import InvalidArgumentError
 from .gpu import _stream_handle, as_buffer
+
+__all__ = [
+    "ANY_SOURCE", "ANY_TAG", "MAX_TAG", "Request", "Status", "explain_message", "group", "group_end", "group_start",
+    "iprobe", "irecv", "isend", "message_stats", "probe", "recv", "recv_on_stream", "send", "send_on_stream",
+    "wait_all", "wait_any",
+]
 
 ANY_SOURCE = _axon.ANY_SOURCE
 ANY_TAG = _axon.ANY_TAG
@@ -98,7 +106,7 @@ def _tag(tag, api):
     return tag
 
 
-def send(buf, dest: int, tag: int = 0, team=None) -> None:
+def send(buf: ArrayLike, dest: int, tag: int = 0, team: _axon.Team | None = None) -> None:
     """Sends the whole of `buf` to member `dest` of `team`. Returns when `buf` may be reused: at
     once for small messages, once the receiver has matched a large one."""
     tag = _tag(tag, "send")
@@ -106,28 +114,28 @@ def send(buf, dest: int, tag: int = 0, team=None) -> None:
     _axon.send(addr, n, int(dest), tag, _team(team))
 
 
-def recv(buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, team=None) -> Status:
+def recv(buf: ArrayLike, source: int = ANY_SOURCE, tag: int = ANY_TAG, team: _axon.Team | None = None) -> Status:
     """Receives the earliest matching message into `buf` (room: its size in bytes)."""
     tag = _tag(tag, "recv")
     addr, n = _addr(buf, "recv", True)
     return _status(_axon.recv(addr, n, int(source), tag, _team(team)))
 
 
-def isend(buf, dest: int, tag: int = 0, team=None) -> Request:
+def isend(buf: ArrayLike, dest: int, tag: int = 0, team: _axon.Team | None = None) -> Request:
     """Starts a send; `buf` must not change until the request completes."""
     tag = _tag(tag, "isend")
     addr, n = _addr(buf, "isend", False)
     return Request(_axon.isend(addr, n, int(dest), tag, _team(team)), buf)
 
 
-def irecv(buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, team=None) -> Request:
+def irecv(buf: ArrayLike, source: int = ANY_SOURCE, tag: int = ANY_TAG, team: _axon.Team | None = None) -> Request:
     """Posts a receive into `buf`; read it once the request completes."""
     tag = _tag(tag, "irecv")
     addr, n = _addr(buf, "irecv", True)
     return Request(_axon.irecv(addr, n, int(source), tag, _team(team)), buf)
 
 
-def wait_all(requests) -> list[Status]:
+def wait_all(requests: Sequence[Request]) -> list[Status]:
     """Waits for every request; raises the first failure once all have ended."""
     first = None
     out = []
@@ -142,7 +150,7 @@ def wait_all(requests) -> list[Status]:
     return out
 
 
-def wait_any(requests) -> tuple[int, Status]:
+def wait_any(requests: Sequence[Request]) -> tuple[int, Status]:
     """Waits until one request is complete; returns (its index, its Status)."""
     requests = list(requests)
     for i, r in enumerate(requests):
@@ -157,7 +165,7 @@ def wait_any(requests) -> tuple[int, Status]:
     return i, requests[i]._status
 
 
-def send_on_stream(buf, dest: int, stream=None, team=None) -> None:
+def send_on_stream(buf: ArrayLike, dest: int, stream: StreamLike = None, team: _axon.Team | None = None) -> None:
     """On `stream` (None: the legacy default stream, an int handle, a torch or CuPy stream): sends
     the whole of `buf` to member `dest`; the stream's later work waits until `buf` may be reused."""
     h = _stream_handle(stream, "send_on_stream")
@@ -165,7 +173,7 @@ def send_on_stream(buf, dest: int, stream=None, team=None) -> None:
     _axon.send_on_stream(b.addr, b.nbytes, int(dest), _team(team), h)
 
 
-def recv_on_stream(buf, source: int, stream=None, team=None) -> None:
+def recv_on_stream(buf: ArrayLike, source: int, stream: StreamLike = None, team: _axon.Team | None = None) -> None:
     """On `stream`: receives the message of `source`'s matching send_on_stream (the calls pair in
     order) into `buf`; the stream's later work sees the data. `source` names a member (no
     wildcard)."""
@@ -185,7 +193,7 @@ def group_end() -> None:
 
 
 @contextmanager
-def group():
+def group() -> Iterator[None]:
     """``with axon.group():`` around stream-ordered sends and receives that must run at once."""
     group_start()
     try:
@@ -194,18 +202,18 @@ def group():
         group_end()
 
 
-def probe(source: int = ANY_SOURCE, tag: int = ANY_TAG, team=None) -> Status:
+def probe(source: int = ANY_SOURCE, tag: int = ANY_TAG, team: _axon.Team | None = None) -> Status:
     """Waits (bounded) for a message a receive (source, tag) would take, without taking it."""
     return _status(_axon.probe(int(source), int(tag), _team(team)))
 
 
-def iprobe(source: int = ANY_SOURCE, tag: int = ANY_TAG, team=None) -> Status | None:
+def iprobe(source: int = ANY_SOURCE, tag: int = ANY_TAG, team: _axon.Team | None = None) -> Status | None:
     """As probe, but looks once: None when no such message waits."""
     t = _axon.iprobe(int(source), int(tag), _team(team))
     return None if t is None else _status(t)
 
 
-def explain_message(nbytes: int, dest: int, *, device: bool = False, team=None) -> str:
+def explain_message(nbytes: int, dest: int, *, device: bool = False, team: _axon.Team | None = None) -> str:
     """Which protocol and path a message of `nbytes` (in GPU memory when `device`) to `dest` takes."""
     if nbytes < 0:
         raise InvalidArgumentError(f"axon.explain_message: nbytes {nbytes} is negative")

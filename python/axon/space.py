@@ -71,11 +71,13 @@ class Request:
         self._raw, self._keep, self._result = raw, keep, result
 
     def wait(self):
+        """Waits until the request is done; returns the get's array (None for a put)."""
         self._raw.wait()
         self._keep = None
         return self._result
 
     def test(self) -> bool:
+        """Whether the request is done, without waiting (wait() then returns at once)."""
         done = self._raw.test()
         if done:
             self._keep = None
@@ -155,6 +157,7 @@ class Client:
         return out
 
     def iget(self, name: str, version: int, lo, hi, out=None, timeout: float | None = None) -> Request:
+        """A nonblocking get of the box [lo, hi); its Request's wait() returns the array."""
         lo, hi, out, buf = self._get_args(name, lo, hi, out, "iget")
         raw = self._raw.iget(name, int(version), lo, hi, buf.addr, buf.nbytes, _timeout(timeout))
         return Request(raw, out, out)
@@ -176,6 +179,7 @@ class Client:
 
     @property
     def servers(self) -> list[str]:
+        """The addresses ("host:port") of the space's servers."""
         return list(self._raw.servers())
 
     def close(self) -> None:
@@ -231,10 +235,12 @@ class Server:
 
     @property
     def address(self) -> str:
+        """The "host:port" that clients connect to (AXON_SPACE_ADDR)."""
         return self._raw.address
 
     @property
     def epoch(self) -> int:
+        """A random number this server drew at start (also in its contact file): a restart changes it."""
         return self._raw.epoch
 
     @property
@@ -248,6 +254,7 @@ class Server:
         return self._raw.key_origin
 
     def stats(self) -> dict:
+        """What this server holds and did, as Client.stats() reports it per server."""
         return self._raw.stats()
 
     def stop(self, drain: float = 5.0) -> None:

@@ -1,5 +1,5 @@
 """The command line's tools: ``axon run`` (launcher, emulated_nodes), ``axon topo``, ``axon doctor``,
-``axon bench`` (with the comparison peers it runs), ``axon plot`` and ``axon space serve``.
+``axon bench`` (with the comparison peers it runs), ``axon plot``, ``axon space serve`` and ``axon config``.
 
 The package root holds the API a program imports (``import axon``); everything the ``axon`` command
 runs lives here, beside the pieces the tools share (cli_parser, topology). Each command's module

@@ -9,7 +9,7 @@ measured in the same run (``limit`` in axon bench results, memcpy in host_put_be
 line of the same colour, a baseline of gpu_bench a dash-dotted one.
 
 matplotlib is imported only when plotting, and only its Agg canvas is used (no pyplot, no
-display): ``pip install 'axon[tools]'`` or ``pip install matplotlib``.
+display): ``pip install 'axon-comm[tools]'`` or ``pip install matplotlib``.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _import_matplotlib():
         from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
     except ImportError as exc:
         raise PlotError("axon plot needs matplotlib, which is not installed "
-                        "(pip install 'matplotlib>=3.5', or pip install 'axon[tools]')") from exc
+                        "(pip install 'matplotlib>=3.5', or pip install 'axon-comm[tools]')") from exc
     return Figure, FigureCanvasAgg, FuncFormatter, NullFormatter, NullLocator
 
 

@@ -605,7 +605,7 @@ def discover(*, sysfs: str = "/sys", proc_modules: str = "/proc/modules",
             except ImportError:
                 unavailable.append(
                     "GPUs not discovered: the Python package nvidia-ml-py (module pynvml) is not "
-                    "installed: pip install nvidia-ml-py (or pip install 'axon[tools]')")
+                    "installed: pip install nvidia-ml-py (or pip install 'axon-comm[tools]')")
     if nvml is not None:
         try:
             nvml.nvmlInit()
