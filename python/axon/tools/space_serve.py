@@ -16,6 +16,8 @@ from .bench.sizes import parse_size
 
 _POLICIES = ("block", "reject", "evict")
 
+_SERVE_PROG = "axon space serve"
+
 
 def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
     """Add ``space`` (with ``serve``) to the ``axon`` command line."""
@@ -50,13 +52,24 @@ def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     mem = parse_size(args.mem, "--mem")
+    from axon.errors import Error, InvalidArgumentError
     from axon.space import Server  # the extension: only when a server is started
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = Server(listen=args.listen, mem=mem, policy=args.policy, contact_file=args.contact_file,
-                    servers=args.servers, join=args.join)
+    try:
+        server = Server(listen=args.listen, mem=mem, policy=args.policy, contact_file=args.contact_file,
+                        servers=args.servers, join=args.join)
+    except InvalidArgumentError as exc:
+        # A bad --listen, --join, ...: the message names the value; no traceback for a typo.
+        quoted = [opt for opt, value in (("--listen", args.listen), ("--join", args.join))
+                  if value and f"'{value}'" in str(exc)]
+        raise cli_parser.UsageError(f"{quoted[0]} {exc}" if quoted else str(exc), _SERVE_PROG) from None
+    except Error as exc:
+        # Nothing to reach at --join, a contact file that cannot be written, a port in use...
+        print(f"{_SERVE_PROG}: cannot start the server: {exc}", file=sys.stderr)
+        return 1
     print(f"axon space: serving at {server.address} (epoch {server.epoch}, mem {args.mem}, policy {args.policy})",
           flush=True)
     while not stop.wait(0.2):
