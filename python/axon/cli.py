@@ -53,7 +53,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     )
     # -np and --np as mpirun spells it.
     parser.add_argument(
-        "-n", "-np", "--np", "--nprocs", dest="nprocs", type=cli_parser.positive_int, required=True,
+        "-n", "--nprocs", "-np", "--np", dest="nprocs", type=cli_parser.positive_int, required=True,
         metavar="N", help="number of PEs to start (>= 1)",
     )
     parser.add_argument(

@@ -166,8 +166,10 @@ def axon_import_hint(command: Sequence[str], environ: Mapping[str, str] | None =
     if code is None or not _IMPORTS_AXON.search(code):
         return None
     resolved = shutil.which(python) or python
-    if os.path.realpath(resolved) == os.path.realpath(sys.executable):
-        return None  # the Python running axon run: it has axon
+    # The Python running axon run has axon. Compared unresolved: a virtual environment's python is
+    # a link to the same binary as the base Python's, and only the link's place makes it the venv's.
+    if os.path.abspath(resolved) == os.path.abspath(sys.executable):
+        return None
     # Imported, not only looked up: a package found without numpy or its extension fails the same.
     try:
         result = subprocess.run([resolved, "-c", "import axon"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ from ..cli_parser import UsageError, integer_at_least
 from .catalog import COLLECTIVES, OPS, SPACE_TESTS, TESTS
 from .peers import PEER_NAMES
 from .sizes import DEFAULT_MAX, DEFAULT_MIN, parse_range, parse_size
-from .spellings import check_flag, dtype_name, refuse_threads, split_d
+from .spellings import check_flag, dtype_name, refuse_threads, split_d, take_test
 
 
 @dataclass
@@ -83,6 +83,7 @@ def _count(text: str | None, opt: str, minimum: int) -> int | None:
 
 def validate(args: argparse.Namespace) -> Request:
     """Checks the parsed options; raises UsageError with one clear line."""
+    take_test(args, [*TESTS, *SPACE_TESTS])
     test = args.test
     if test not in TESTS:
         raise UsageError(f"unknown test {test!r} (tests: {', '.join([*TESTS, *SPACE_TESTS])})")

@@ -75,7 +75,8 @@ def take_test(args, tests: list[str]) -> None:
     if args.test is None and args.placement and args.placement[-1] in tests:
         args.test = args.placement.pop()
     if args.test is None:
-        raise UsageError(f"name the test to run, e.g. axon bench latency (tests: {', '.join(tests)})")
+        raise UsageError(f"the following arguments are required: TEST (e.g. axon bench latency; tests: "
+                         f"{', '.join(tests)})")
     if args.placement == []:
         raise UsageError("-d takes two of D (GPU memory) and H (host memory), e.g. -d H D")
 

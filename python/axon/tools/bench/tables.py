@@ -78,7 +78,8 @@ def _collective_summary(rows: list[dict], validated: bool) -> list[str]:
         wrong = sum(int(d.get("wrong") or 0) for d in sides)
         lines.append(f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}")
     avg = f"{sum(busbw) / len(busbw):.6g}" if busbw else "-"
-    return lines + [f"# Avg bus bandwidth    : {avg} GB/s", "#"]
+    # No unit after the number (GB/s, as the columns): scripts take the last field, as of nccl-tests.
+    return lines + [f"# Avg bus bandwidth    : {avg}", "#"]
 
 
 def collective_head_lines(test: str, header: dict | None, impl: str) -> list[str]:
