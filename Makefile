@@ -60,14 +60,15 @@ tsan-test: build
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  ../$(VENV)/bin/ctest --output-on-failure -j $(JOBS) -R "^(Store|StoreGather|StoreFailure|StoreLoopback|SetupStep|BootstrapThreads)\\.|^mp_threads_|^mp_onesided_2pe$$"
 
-# libFuzzer targets (tests/fuzz: the store's wire decoder and value decoders, launcher detection)
+# libFuzzer targets (tests/fuzz: the store's wire decoder and value decoders, launcher detection,
+# the staging space's handshake)
 # under ASan and UBSan, built with clang in a project of their own in build-fuzz/, each run for
 # FUZZ_SECONDS on a copy of its seed corpus (tests/fuzz/corpus/<target>, which stays as it is). Where
 # clang++ is missing it is installed when we are root (CI), else the target says so and fails. A
 # crash, leak, timeout or broken invariant fails it and names the reproducer in build-fuzz/findings.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build-fuzz
-FUZZ_TARGETS := wire launch
+FUZZ_TARGETS := wire launch space_handshake
 # It needs no Python: cmake from PATH where there is one, else the one `make venv` installs.
 FUZZ_CMAKE   := $(if $(shell command -v cmake 2>/dev/null),cmake,$(VENV)/bin/cmake)
 fuzz: $(if $(filter cmake,$(FUZZ_CMAKE)),,$(VENV)/.ready)

@@ -60,6 +60,7 @@ int putGet(const SpaceOptions& o) {
   for (bool shared : {true, false}) {
     axon::space::ConnectOptions base;
     base.address = server.address();
+    base.key = server.key();
     base.timeoutSec = 120;
     base.sharedMemory = shared;
     axon::space::ConnectOptions staged = base, device = base;

@@ -61,7 +61,7 @@ def main() -> int:
         print(f"\n   (a staging server embedded in this process, at {server.address})")
         run("In-situ workflow: simulation and analysis coupled through the staging space",
             ["-n", n, str(examples / "insitu"), "--sim-pes", str(max(1, args.pes // 2)), "--grid", "48",
-             "--steps", "20"], dict(env, AXON_SPACE_ADDR=server.address))
+             "--steps", "20"], dict(env, AXON_SPACE_ADDR=server.address, AXON_SPACE_KEY=server.key))
         stats = server.stats()
     print(f"\n   the server held at most {stats.get('high_water', 0) / 2**20:.1f} MiB")
     print(f"\ntour: every example verified its results, in {time.monotonic() - start:.1f} s")

@@ -3,8 +3,8 @@
 // their statistics; the simulation computes the same statistics in situ, and the analysis checks
 // its results against them.
 //
-//   axon space serve --mem 1G &                        # prints the address for AXON_SPACE_ADDR
-//   AXON_SPACE_ADDR=... axon run -n 6 build/examples/insitu --sim-pes 4 --grid 128 --steps 20
+//   axon space serve --mem 1G --contact-file space.json &   # the address and the key, mode 0600
+//   AXON_SPACE_FILE=space.json axon run -n 6 build/examples/insitu --sim-pes 4 --grid 128 --steps 20
 //
 // One job: the first --sim-pes PEs simulate (slabs along x), the others analyse (slabs along y).
 // The simulation runs at most --keep steps ahead of the analysis (the space keeps that many
@@ -36,7 +36,7 @@ constexpr const char* kUsage =
     "  defaults: --grid 64, --steps 20, --sim-pes half the PEs, --bins 16, --keep 3, --gpu-path direct.\n"
     "  The variables are NAME.temperature, NAME.change, NAME.square (--name, default insitu): runs\n"
     "  on one space with other grids need other names. The staging space is found through\n"
-    "  AXON_SPACE_ADDR or AXON_SPACE_FILE.\n";
+    "  AXON_SPACE_ADDR (with its key in AXON_SPACE_KEY) or AXON_SPACE_FILE (the server's contact file).\n";
 
 struct Options {
   long grid[3] = {64, 64, 64};

@@ -198,12 +198,16 @@ axon_status_t axon_group_end(void);
 /* The staging space (axon/space.hpp): a client of staging servers; no axon_init needed. Boxes are
  * half-open [lo, hi) of `ndim` (1 to 8) int64 entries; buffers are host or GPU memory. Errors:
  * AXON_ERR_INVALID_ARGUMENT (bad boxes, names, types, a buffer too small), AXON_ERR_SPACE_FULL,
- * AXON_ERR_EVICTED, AXON_ERR_INCOMPLETE (the message lists the missing boxes), AXON_ERR_SERVER_LOST.
+ * AXON_ERR_EVICTED, AXON_ERR_INCOMPLETE (the message lists the missing boxes), AXON_ERR_SERVER_LOST,
+ * AXON_ERR_PERMISSION_DENIED (no key, a wrong one, or a server that could not prove it).
  * A timeout <= 0 means AXON_TIMEOUT. */
 typedef struct axon_space_s* axon_space_t;
 typedef struct axon_space_request_s* axon_space_request_t;
-/* addr NULL or "": AXON_SPACE_ADDR, then the contact file AXON_SPACE_FILE names. */
+/* addr NULL or "": AXON_SPACE_ADDR, then the contact file AXON_SPACE_FILE names. The space's key:
+ * AXON_SPACE_KEY, else the key in that contact file. */
 axon_status_t axon_space_connect(const char* addr, double timeout, axon_space_t* out);
+/* The same with the space's key given (hex; NULL or "": as axon_space_connect). */
+axon_status_t axon_space_connect_key(const char* addr, const char* key, double timeout, axon_space_t* out);
 /* Waits for open requests, disconnects and frees the client. */
 axon_status_t axon_space_close(axon_space_t space);
 axon_status_t axon_space_define(axon_space_t space, const char* name, int ndim, const int64_t* shape,

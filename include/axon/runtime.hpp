@@ -39,6 +39,7 @@ struct LaunchInfo {
   std::string storeHint;   // how storeAddr was derived, for error messages
   std::string rankVar;     // the variables rank and size came from, for error messages
   std::string sizeVar;
+  std::string jobId;       // the launcher's id of this job or step, where it gives one (names rank 0's key file)
 };
 // The launcher that set `vars` (a process environment), as init() reads it. Throws
 // InvalidArgument naming the variable when a value is malformed or inconsistent (rank >= size, a

@@ -16,7 +16,9 @@
 // the timeout), Evicted (the version was dropped), Incomplete (a box not fully written within the
 // timeout; the message lists the missing boxes), ServerLost (a server died, shut down, cannot be
 // reached or did not answer in time; the message names it; later calls to it fail at once),
-// Timeout (waitVersion: no version complete everywhere in time).
+// Timeout (waitVersion: no version complete everywhere in time), PermissionDenied (no key, a
+// wrong one, or a server that could not prove it; the message names the server and where the key
+// came from).
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,9 @@ struct ConnectOptions {
   GpuPath gpuPath = GpuPath::Direct;
   bool sharedMemory = true;   // false: UCX only, even to servers on this node
   std::int64_t batchBytes = -1;  // nonblocking puts up to this size travel in batches; <0: AXON_SPACE_BATCH, 0: off
+  // The space's key, hex (the servers refuse a client that cannot prove it: PermissionDenied).
+  // Empty: AXON_SPACE_KEY, else the key in the contact file the server was found through.
+  std::string key;
 };
 
 // What one server holds, and what this client did.

@@ -24,13 +24,24 @@ const char* policyName(Policy p);             // "block", "reject", "evict"
 Policy parsePolicy(const std::string& text);  // throws InvalidArgument
 
 struct ServerOptions {
-  std::string listen = "0.0.0.0:0";  // --listen HOST:PORT (port 0: any free one)
+  // --bind HOST:PORT (port 0: any free one). Empty, or an empty host (":4711"): this host's
+  // address, the first interface that is up and not loopback (the one clients on other nodes
+  // reach; 127.0.0.1 where there is none), never every interface unless "0.0.0.0" is asked for.
+  std::string listen;
   std::uint64_t memBytes = 1ull << 30;  // --mem
   Policy policy = Policy::Block;     // --policy
   std::string contactFile;           // --contact-file: written atomically, removed at exit
   int servers = 1;                   // --servers: how many servers form the space (on the first)
   std::string join;                  // --join ADDR: another server of the space (the first one)
   double timeoutSec = 300;           // joining, and the drain at shutdown
+  // The space's key (docs/security.md), hex: every client and every joining server must prove it.
+  // Empty: keyFile, else AXON_SPACE_KEY, else a new one (written into the contact file; key()).
+  // A server that joins another must be given the key of that space.
+  std::string key;
+  std::string keyFile;               // --key-file: a file of this user with mode 0600 holding the key
+  // --max-holds: per client, the versions it may hold (gets it has not released) and the reads it
+  // may have under way on this server; one more is refused (InvalidArgument) until it releases.
+  int maxHolds = 1024;
 };
 
 class Server {
@@ -44,6 +55,10 @@ class Server {
   // "10.0.0.2:4711": what clients connect to (AXON_SPACE_ADDR).
   const std::string& address() const;
   std::uint64_t epoch() const;
+  // The space's key, hex, for the clients of an embedded server (ConnectOptions::key), and where
+  // it came from ("a new key", "AXON_SPACE_KEY", "key file PATH", "the key given").
+  const std::string& key() const;
+  const std::string& keyOrigin() const;
   int index() const;  // in the space (0: the first server)
   // Serves on a thread of its own until stop().
   void start();

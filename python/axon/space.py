@@ -4,7 +4,7 @@ loosely coupled programs.
 Writers put blocks; readers get any box [lo, hi) into host or GPU memory, in any decomposition::
 
     import axon.space
-    c = axon.space.connect()                 # AXON_SPACE_ADDR, else the file AXON_SPACE_FILE names
+    c = axon.space.connect()                 # AXON_SPACE_ADDR (+ AXON_SPACE_KEY), else the file AXON_SPACE_FILE names
     c.define("temperature", (512, 512, 512), "float64")
     c.put("temperature", step, (0, 0, 0), block)            # NumPy, CuPy, torch or symmetric arrays
     box = c.get("temperature", step, (10, 0, 0), (20, 512, 512))   # a NumPy array
@@ -15,7 +15,12 @@ processes (``axon space serve``) or inside a program (:class:`Server`). Every ca
 timeout, else by AXON_TIMEOUT. Errors: :class:`FullError` (a server's --mem is used up),
 :class:`EvictedError` (the version was dropped), :class:`IncompleteError` (not fully written within
 the timeout; lists the missing boxes), :class:`ServerLostError` (a server died, shut down or cannot
-be reached), and axon.InvalidArgumentError for bad boxes, dtypes, names or buffers.
+be reached), axon.PermissionDeniedError (no key, a wrong one, or a server that could not prove it)
+and axon.InvalidArgumentError for bad boxes, dtypes, names or buffers.
+
+Every client proves the space's key (docs/security.md): ``key=`` given to :func:`connect`, else
+AXON_SPACE_KEY, else the key in the server's contact file when the client finds the server through
+it (AXON_SPACE_FILE). An embedded :class:`Server` tells its key as ``server.key``.
 """
 
 from __future__ import annotations
@@ -185,32 +190,42 @@ class Client:
 
 
 def connect(addr: str | None = None, timeout: float | None = None, *, contact_file: str | None = None,
-            gpu_path: str = "direct", shared_memory: bool = True, batch: int | None = None) -> Client:
+            gpu_path: str = "direct", shared_memory: bool = True, batch: int | None = None,
+            key: str | None = None) -> Client:
     """Connects to the space of the server at `addr` ("host:port"; None: AXON_SPACE_ADDR, then the
     contact file AXON_SPACE_FILE names). `gpu_path`: "direct" (one DMA into a server's mapped memory
     on this node; to other nodes a pipeline through pinned host buffers), "ucx-device" (GPU memory
     handed to UCX: GPUDirect RDMA where the NIC has it) or "host-staged" (the baseline: GPU data
     copied to host first). Boxes under 64 KiB go through host memory in one message on every path.
     `shared_memory=False` takes UCX even to servers on this
-    node. `batch`: bytes up to which nonblocking puts are batched (0: off; None: AXON_SPACE_BATCH)."""
+    node. `batch`: bytes up to which nonblocking puts are batched (0: off; None: AXON_SPACE_BATCH).
+    `key`: the space's key, hex (None: AXON_SPACE_KEY, then the contact file's); without the right
+    one the servers refuse the client (axon.PermissionDeniedError, naming where the key came from)."""
     if gpu_path not in _GPU_PATHS:
         raise InvalidArgumentError(f"axon.space.connect: gpu_path {gpu_path!r} is not one of {', '.join(_GPU_PATHS)}")
     raw = _axon.SpaceClient(addr or "", contact_file or "", _timeout(timeout), _GPU_PATHS.index(gpu_path),
-                            bool(shared_memory), -1 if batch is None else int(batch))
+                            bool(shared_memory), -1 if batch is None else int(batch), key or "")
     return Client(raw)
 
 
 class Server:
     """A staging server inside this process (``axon space serve`` runs one as its own process).
 
-    ``Server(mem="256M")`` listens on a free port of every interface; ``address`` is what clients
-    connect to. ``servers=N`` makes it the first of N servers; the others pass ``join=address``."""
+    ``Server(mem="256M")`` listens on a free port of this host's address (the first interface that
+    is up and not loopback; ``listen="127.0.0.1:0"`` for this node only, ``"0.0.0.0:0"`` for every
+    interface); ``address`` is what clients connect to. ``servers=N`` makes it the first of N
+    servers; the others pass ``join=address`` and the same key.
 
-    def __init__(self, listen: str = "0.0.0.0:0", mem="1G", policy: str = "block", contact_file: str | None = None,
-                 servers: int = 1, join: str | None = None, timeout: float = 300.0, start: bool = True):
+    The key every client and joining server must prove: ``key`` (hex), else ``key_file`` (mode
+    0600), else AXON_SPACE_KEY, else a new one; ``server.key`` tells it (and the contact file holds
+    it). ``max_holds``: per client, the versions it may hold and the reads it may have under way."""
+
+    def __init__(self, listen: str = "", mem="1G", policy: str = "block", contact_file: str | None = None,
+                 servers: int = 1, join: str | None = None, timeout: float = 300.0, start: bool = True, *,
+                 key: str | None = None, key_file: str | None = None, max_holds: int = 1024):
         mem_bytes = parse_size(mem, "mem") if isinstance(mem, str) else int(mem)
         self._raw = _axon.SpaceServer(listen, mem_bytes, policy, contact_file or "", int(servers), join or "",
-                                      float(timeout))
+                                      float(timeout), key or "", key_file or "", int(max_holds))
         if start:
             self._raw.start()
 
@@ -221,6 +236,16 @@ class Server:
     @property
     def epoch(self) -> int:
         return self._raw.epoch
+
+    @property
+    def key(self) -> str:
+        """The space's key, hex: what clients pass as ``connect(..., key=)``."""
+        return self._raw.key
+
+    @property
+    def key_origin(self) -> str:
+        """Where the key came from: "a new key", "AXON_SPACE_KEY", "key file PATH", "the key given"."""
+        return self._raw.key_origin
 
     def stats(self) -> dict:
         return self._raw.stats()

@@ -80,10 +80,11 @@ void bindSpace(nb::module_& m) {
   nb::class_<Client>(m, "SpaceClient")
       .def("__init__",
            [](Client* self, const std::string& address, const std::string& contactFile, double timeout,
-              int gpuPath, bool sharedMemory, std::int64_t batchBytes) {
+              int gpuPath, bool sharedMemory, std::int64_t batchBytes, const std::string& key) {
              space::ConnectOptions o;
              o.address = address;
              o.contactFile = contactFile;
+             o.key = key;
              o.timeoutSec = timeout;
              if (gpuPath < 0 || gpuPath > static_cast<int>(space::GpuPath::HostStaged)) {
                throw Error(ErrorCode::InvalidArgument, "space client: gpu path " + std::to_string(gpuPath) +
@@ -142,8 +143,12 @@ void bindSpace(nb::module_& m) {
   nb::class_<space::Server>(m, "SpaceServer")
       .def("__init__",
            [](space::Server* self, const std::string& listen, std::uint64_t mem, const std::string& policy,
-              const std::string& contactFile, int servers, const std::string& join, double timeout) {
+              const std::string& contactFile, int servers, const std::string& join, double timeout,
+              const std::string& key, const std::string& keyFile, int maxHolds) {
              space::ServerOptions o;
+             o.key = key;
+             o.keyFile = keyFile;
+             o.maxHolds = maxHolds;
              o.listen = listen;
              o.memBytes = mem;
              o.policy = space::parsePolicy(policy);
@@ -156,6 +161,8 @@ void bindSpace(nb::module_& m) {
            })
       .def_prop_ro("address", &space::Server::address)
       .def_prop_ro("epoch", &space::Server::epoch)
+      .def_prop_ro("key", &space::Server::key)
+      .def_prop_ro("key_origin", &space::Server::keyOrigin)
       .def_prop_ro("index", &space::Server::index)
       .def("start", &space::Server::start, release)
       .def("stop", &space::Server::stop, nb::arg("drain") = 5.0, release)

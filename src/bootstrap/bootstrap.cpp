@@ -1,14 +1,19 @@
 #include "bootstrap/bootstrap.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
 #include "axon/error.hpp"
 
 namespace axon {
 
-Bootstrap::Bootstrap(const LaunchInfo& launch, double timeoutSec)
-    : rank_(launch.rank), size_(launch.worldSize), worldRanks_(launch.worldSize), timeoutSec_(timeoutSec) {
+Bootstrap::Bootstrap(const LaunchInfo& launch, double timeoutSec, const JobKeyConfig& keys)
+    : rank_(launch.rank),
+      size_(launch.worldSize),
+      worldRanks_(launch.worldSize),
+      timeoutSec_(timeoutSec),
+      key_(JobKey::resolve(keys, launch, timeoutSec)) {
   std::iota(worldRanks_.begin(), worldRanks_.end(), 0);
   net::HostPort addr;
   std::string origin = launch.storeHint;
@@ -20,11 +25,29 @@ Bootstrap::Bootstrap(const LaunchInfo& launch, double timeoutSec)
     addr = net::parseHostPort(launch.storeAddr, launch.storeHint);
   }
   if (rank_ == 0) {
+    StoreServerOptions options;
+    options.key = key_.secret();
+    options.worldSize = size_;
     // A client that does not read its replies for AXON_TIMEOUT is dropped and counts as gone.
-    server_ = std::make_unique<StoreServer>(addr, timeoutSec);
+    options.replyTimeoutSec = timeoutSec;
+    server_ = std::make_unique<StoreServer>(addr, std::move(options));
     if (addr.port == 0) addr.port = server_->port();
   }
-  client_ = std::make_unique<StoreClient>(addr, origin, rank_, timeoutSec);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeoutSec));
+  while (true) {
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    try {
+      client_ = std::make_unique<StoreClient>(addr, origin, rank_, std::max(left, 0.001), key_.secret(), key_.source());
+      return;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::PermissionDenied) throw;
+      // Read before rank 0 replaced an earlier job's file: try the key it holds now.
+      if (key_.reload()) continue;
+      if (key_.advice().empty()) throw;
+      throw Error(ErrorCode::PermissionDenied, std::string(e.what()) + "; " + key_.advice());
+    }
+  }
 }
 
 Bootstrap::~Bootstrap() = default;
@@ -67,6 +90,7 @@ void Bootstrap::finalize() {
   if (server_) server_->shutdownAfterGoodbyes(size_, timeoutSec_);
   client_.reset();
   server_.reset();
+  key_.removeFile();
 }
 
 }  // namespace axon

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/env.hpp"
 #include "core/launch_detect.hpp"
+#include "bootstrap/job_key.hpp"
 #include "bootstrap/store_client.hpp"
 #include "bootstrap/store_server.hpp"
 
@@ -20,8 +22,9 @@ namespace axon {
 
 class Bootstrap {
  public:
-  // Starts the store on rank 0 and connects every rank to it.
-  Bootstrap(const LaunchInfo& launch, double timeoutSec);
+  // Resolves the job key (bootstrap/job_key.hpp), starts the store on rank 0 and connects every
+  // rank to it, proving the key.
+  Bootstrap(const LaunchInfo& launch, double timeoutSec, const JobKeyConfig& keys);
   ~Bootstrap();
 
   int rank() const { return rank_; }
@@ -57,6 +60,7 @@ class Bootstrap {
   int size_;
   std::vector<int> worldRanks_;
   double timeoutSec_;
+  JobKey key_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<StoreClient> client_;
   std::mutex roundsMu_;

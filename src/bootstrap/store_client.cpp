@@ -18,6 +18,7 @@
 #include "bootstrap/wire.hpp"
 #include "core/build_version.hpp"
 #include "core/log.hpp"
+#include "bootstrap/store_handshake.hpp"
 
 namespace axon {
 namespace {
@@ -75,11 +76,35 @@ int connectOnce(const net::HostPort& addr, Clock::time_point deadline, int& err,
   return fd;
 }
 
+// Reads from the non-blocking `fd` into `buffer` until it holds a whole frame of at most `maxLen`
+// bytes or `deadline` passes. Returns the frame's size (length word included); 0 when the peer
+// closed first. Throws Malformed for a length no frame of the handshake may have, Timeout-like
+// conditions as -1.
+long readFrameBefore(int fd, std::string& buffer, std::uint32_t maxLen, Clock::time_point deadline) {
+  while (true) {
+    if (const std::size_t n = wire::completeFrameBytes(buffer, maxLen)) return static_cast<long>(n);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return -1;
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 100)));
+    if (ready <= 0) continue;
+    char buf[4096];
+    const ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
+    if (r > 0) {
+      buffer.append(buf, static_cast<std::size_t>(r));
+    } else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      return 0;
+    }
+  }
+}
+
 }  // namespace
 
-StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, int rank,
-                         double timeoutSec, std::string version)
+StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, int rank, double timeoutSec,
+                         const Secret& key, const std::string& keySource, std::string version)
     : addr_(addr), origin_(origin), rank_(rank), timeoutSec_(timeoutSec) {
+  if (key.empty()) throw Error(ErrorCode::Internal, "PE " + std::to_string(rank) + ": a store client without the job key");
+  if (version.empty()) version = buildVersion();
   const auto deadline = after(timeoutSec);
   int err = 0;
   std::string errText;
@@ -87,7 +112,24 @@ StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, i
   while (true) {
     ++attempts;
     fd_ = connectOnce(addr_, deadline, err, errText);
-    if (fd_ >= 0) break;
+    if (fd_ >= 0) {
+      int one = 1;
+      ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      bool done = false;
+      try {
+        done = handshake(key, keySource, version, deadline);
+      } catch (...) {
+        ::close(fd_);
+        fd_ = -1;
+        throw;
+      }
+      if (done) return;
+      // Closed before the handshake ended: the store had too many connections waiting (it drops
+      // the oldest) or ran out of descriptors. Try again, as while rank 0 starts.
+      ::close(fd_);
+      fd_ = -1;
+      errText = "the store closed the connection during the handshake (too busy?)";
+    }
     if (Clock::now() >= deadline) {
       throw Error(ErrorCode::Bootstrap,
                   "PE " + std::to_string(rank) + ": cannot reach the axon store at " + addr_.str() +
@@ -99,21 +141,89 @@ StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, i
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(attempts < 20 ? 10 : 100));
   }
-  int one = 1;
-  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  std::uint8_t status = 0;
-  std::uint32_t id = nextId();
+}
+
+bool StoreClient::handshake(const Secret& key, const std::string& keySource, const std::string& version,
+                            Clock::time_point deadline) {
+  const std::string at = "PE " + std::to_string(rank_) + ": the axon store at " + addr_.str() + " (from " + origin_ + ")";
+  std::string buffer;
+  long n = 0;
   try {
-    roundTrip(wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Hello))
-                  .u32(static_cast<std::uint32_t>(rank))
-                  .str(version.empty() ? buildVersion() : version)
-                  .frame(),
-              id, "hello", status);
-  } catch (...) {
-    ::close(fd_);
-    fd_ = -1;
-    throw;
+    n = readFrameBefore(fd_, buffer, wire::kMaxHelloFrame, deadline);
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, at + " did not greet as an axon store of this build (" + e.what() +
+                                          "): another program holds the port, or rank 0 runs another axon build");
   }
+  if (n == 0) return false;
+  if (n < 0) {
+    throw Error(ErrorCode::Timeout, at + " accepted the connection but sent no greeting within " + secondsText(timeoutSec_) +
+                                        " (AXON_TIMEOUT): rank 0 runs an axon build from before the job key, or another "
+                                        "program holds the port");
+  }
+  Nonce storeNonce{};
+  std::uint16_t theirVersion = 0;
+  try {
+    storeNonce = wire::decodeGreeting(std::string_view(buffer).substr(4, static_cast<std::size_t>(n) - 4), theirVersion);
+  } catch (const wire::Malformed& e) {
+    if (theirVersion != 0 && theirVersion != wire::kWireVersion) {
+      throw Error(ErrorCode::Bootstrap, at + " speaks store protocol version " + std::to_string(theirVersion) +
+                                            " and this PE (axon " + version + ") version " +
+                                            std::to_string(wire::kWireVersion) + ": every PE must run the same axon build");
+    }
+    throw Error(ErrorCode::Bootstrap, at + " did not greet as an axon store (" + e.what() + ")");
+  }
+  buffer.erase(0, static_cast<std::size_t>(n));
+  wire::HelloClaims claims;
+  claims.clientNonce = makeNonce();
+  claims.rank = static_cast<std::uint32_t>(rank_);
+  claims.version = version.substr(0, wire::kMaxVersionText);
+  const std::uint32_t id = nextId();
+  const std::string hello = wire::encodeHello(id, key, storeNonce, claims);
+  switch (net::sendAll(fd_, hello.data(), hello.size(), deadline)) {
+    case net::SendResult::Sent: break;
+    case net::SendResult::Gone: return false;
+    case net::SendResult::TimedOut:
+      throw Error(ErrorCode::Timeout, at + " did not take this PE's hello within " + secondsText(timeoutSec_) + " (AXON_TIMEOUT)");
+  }
+  try {
+    n = readFrameBefore(fd_, buffer, wire::kMaxFrame, deadline);
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, at + " answered the hello with a corrupt frame (" + e.what() + ")");
+  }
+  if (n == 0) return false;
+  if (n < 0) {
+    throw Error(ErrorCode::Timeout, at + " did not answer this PE's hello within " + secondsText(timeoutSec_) + " (AXON_TIMEOUT)");
+  }
+  wire::ByteReader r(std::string_view(buffer).substr(4, static_cast<std::size_t>(n) - 4));
+  std::string why;
+  wire::FrameHead head;
+  try {
+    head = wire::readHead(r);
+    if (head.code != 0) why = r.str();
+  } catch (const wire::Malformed& e) {
+    throw Error(ErrorCode::Bootstrap, at + " answered the hello with a corrupt frame (" + e.what() + ")");
+  }
+  switch (static_cast<wire::Status>(head.code)) {
+    case wire::Status::Ok:
+      if (!wire::storeProvedKey(key, storeNonce, claims, r.rest())) {
+        throw Error(ErrorCode::PermissionDenied,
+                    at + " did not prove the job key (from " + keySource +
+                        "): it is not this job's store (another job's, on a port used again, or an impostor); "
+                        "this PE sent it nothing but a proof of its key");
+      }
+      break;
+    case wire::Status::Refused:
+      throw Error(ErrorCode::PermissionDenied, at + " refused this PE: " + why + " (this PE's key is from " + keySource +
+                                                   "; every PE of a job needs rank 0's key)");
+    case wire::Status::VersionMismatch:
+      throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(rank_) + ": " + why);
+    default:
+      throw Error(ErrorCode::Bootstrap, at + " refused this PE: " + why);
+  }
+  // What came after the answer (news of ranks already gone) is read as usual.
+  buffer.erase(0, static_cast<std::size_t>(n));
+  in_ = std::move(buffer);
+  return true;
 }
 
 StoreClient::~StoreClient() {

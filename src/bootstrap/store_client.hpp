@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -17,16 +18,20 @@
 #include "axon/error.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/net.hpp"
+#include "core/secret.hpp"
 
 namespace axon {
 
 class StoreClient {
  public:
   // Connects, retrying while rank 0 is still starting, until `timeoutSec`, and introduces itself
-  // with its rank and axon build (`version`, default: this library's). Throws Bootstrap naming the
-  // address when it cannot connect, or naming both builds when the store's differs.
-  StoreClient(const net::HostPort& addr, const std::string& origin, int rank, double timeoutSec,
-              std::string version = "");
+  // with its rank and axon build (`version`, default: this library's), proving the job `key`
+  // (bootstrap/store_handshake.hpp); `keySource` says where the key came from, for messages.
+  // Throws Bootstrap naming the address when it cannot connect, or naming both builds when the
+  // store's differs; PermissionDenied naming the address and the key's source when the store
+  // refuses the proof, or does not prove the key itself (it is not this job's store).
+  StoreClient(const net::HostPort& addr, const std::string& origin, int rank, double timeoutSec, const Secret& key,
+              const std::string& keySource, std::string version = "");
   ~StoreClient();
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;
@@ -102,6 +107,10 @@ class StoreClient {
   // the store cannot be asked.
   [[noreturn]] void throwTimeoutNaming(const Error& timeout, const std::function<std::vector<std::string>()>& missing);
   std::uint32_t nextId();
+  // One connection's handshake: true when it is done; false when the store closed the connection
+  // first (it was busy: try again). Throws when the store refused or could not be trusted.
+  bool handshake(const Secret& key, const std::string& keySource, const std::string& version,
+                 std::chrono::steady_clock::time_point deadline);
 
   net::HostPort addr_;
   std::string origin_;

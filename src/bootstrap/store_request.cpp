@@ -8,14 +8,6 @@ StoreRequest decodeStoreRequest(const FrameHead& head, std::string_view fields) 
   ByteReader in(fields);
   if (head.version != kWireVersion) {
     q.foreign = true;
-    if (head.code == static_cast<std::uint8_t>(Op::Hello)) {
-      try {
-        q.rank = in.u32();
-        q.version = in.str();
-      } catch (const Malformed&) {
-        q.version.clear();
-      }
-    }
     return q;
   }
   if (head.code < static_cast<std::uint8_t>(Op::Hello) || head.code > static_cast<std::uint8_t>(Op::GatherMissing)) {
@@ -24,8 +16,10 @@ StoreRequest decodeStoreRequest(const FrameHead& head, std::string_view fields) 
   q.op = static_cast<Op>(head.code);
   switch (q.op) {
     case Op::Hello:
+      q.nonce = std::string(in.fixed(kNonceBytes));
       q.rank = in.u32();
       q.version = in.str();
+      q.proof = std::string(in.fixed(kProofBytes));
       break;
     case Op::Set:
       q.keys.push_back(in.str());

@@ -17,6 +17,7 @@
 #include "bootstrap/store_request.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/build_version.hpp"
+#include "core/log.hpp"
 
 namespace axon {
 namespace {
@@ -94,15 +95,23 @@ std::string field(std::string_view s) {
 
 }  // namespace
 
-StoreServer::StoreServer(const net::HostPort& addr, double replyTimeoutSec, std::string version)
-    : replyTimeoutSec_(replyTimeoutSec), version_(version.empty() ? buildVersion() : std::move(version)) {
+StoreServer::StoreServer(const net::HostPort& addr, StoreServerOptions options)
+    : opt_(std::move(options)),
+      replyTimeoutSec_(opt_.replyTimeoutSec),
+      version_(opt_.version.empty() ? buildVersion() : opt_.version),
+      maxPending_(opt_.maxPending ? opt_.maxPending : 64 + static_cast<std::size_t>(std::max(opt_.worldSize, 0))) {
+  if (opt_.key.empty()) throw Error(ErrorCode::InvalidArgument, "the axon store needs the job key");
+  if (opt_.worldSize < 1) throw Error(ErrorCode::InvalidArgument, "the axon store needs the job's world size");
+  opt_.handshakeSec = std::min(opt_.handshakeSec, replyTimeoutSec_);
   listenFd_ = bindListener(addr, port_);
   net::setNonBlocking(listenFd_, true);
   epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  spareFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (epollFd_ < 0 || ::pipe2(wakePipe_, O_CLOEXEC) != 0) {
     int err = errno;
     ::close(listenFd_);
     if (epollFd_ >= 0) ::close(epollFd_);
+    if (spareFd_ >= 0) ::close(spareFd_);
     throw SystemError("store server: epoll/pipe", err);
   }
   for (int fd : {listenFd_, wakePipe_[0]}) {
@@ -125,6 +134,7 @@ StoreServer::~StoreServer() {
   if (listenFd_ >= 0) ::close(listenFd_);
   if (epollFd_ >= 0) ::close(epollFd_);
   for (int fd : wakePipe_) if (fd >= 0) ::close(fd);
+  if (spareFd_ >= 0) ::close(spareFd_);
 }
 
 void StoreServer::shutdownAfterGoodbyes(int ranks, double timeoutSec) {
@@ -143,8 +153,9 @@ void StoreServer::shutdownAfterGoodbyes(int ranks, double timeoutSec) {
 void StoreServer::loop() {
   std::vector<epoll_event> events(256);
   while (!stop_) {
-    // Wake up in time to drop a reader that stalls past the reply timeout.
-    int waitMs = stalled_.empty() ? 1000 : 100;
+    // Wake up in time to drop a reader that stalls past the reply timeout, a handshake past its
+    // deadline, and to accept again after running out of descriptors.
+    int waitMs = stalled_.empty() && handshakes_.empty() && !acceptPaused_ ? 1000 : 100;
     int n = ::epoll_wait(epollFd_, events.data(), static_cast<int>(events.size()), waitMs);
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
@@ -157,9 +168,21 @@ void StoreServer::loop() {
       auto it = conns_.find(fd);
       if (it == conns_.end()) continue;
       if (events[i].events & EPOLLOUT) flush(it->second);
-      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readFrom(it->second);
+      if (it->second.paused && (events[i].events & (EPOLLHUP | EPOLLERR))) {
+        markDead(fd);  // not read while it waits for room, but gone all the same
+      } else if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        readFrom(it->second);
+      }
     }
     dropStalled();
+    dropExpiredHandshakes();
+    if (acceptPaused_ && Clock::now() >= acceptPausedUntil_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = listenFd_;
+      ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, listenFd_, &ev);
+      acceptPaused_ = false;
+    }
     // Closing a connection can fail waits and queue replies elsewhere, whose flush can find more
     // dead connections: repeat until the round is settled.
     do {
@@ -175,9 +198,26 @@ void StoreServer::loop() {
 }
 
 void StoreServer::acceptAll() {
-  while (true) {
-    int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+  while (!acceptPaused_) {
+    sockaddr_storage peer{};
+    socklen_t peerLen = sizeof(peer);
+    int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&peer), &peerLen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) outOfDescriptors(errno);
+      return;
+    }
+    // Full: the oldest pending connection makes room (a stranger cannot hold the slots of PEs
+    // that connect later, which prove the key within a round trip).
+    while (pending_ >= maxPending_ && !handshakes_.empty()) {
+      auto [serial, deadline] = handshakes_.front();
+      handshakes_.pop_front();
+      auto it = fdOfSerial_.find(serial);
+      if (it == fdOfSerial_.end()) continue;
+      note("more than " + std::to_string(maxPending_) + " connections to the store have not proven the job key: "
+           "dropping the oldest (" + conns_[it->second].peer + ")");
+      closeConn(it->second);
+    }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     epoll_event ev{};
@@ -187,17 +227,89 @@ void StoreServer::acceptAll() {
       ::close(fd);
       continue;
     }
-    conns_[fd].fd = fd;
+    Conn& c = conns_[fd];
+    c.fd = fd;
+    c.serial = ++serials_;
+    c.peer = net::describeSockaddr(peer);
+    c.nonce = makeNonce();
+    ++pending_;
+    fdOfSerial_[c.serial] = fd;
+    handshakes_.emplace_back(c.serial, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(opt_.handshakeSec)));
+    queue(fd, 0, 0, "", std::make_shared<const std::string>(wire::encodeGreeting(c.nonce)), /*raw=*/true);
   }
+}
+
+void StoreServer::outOfDescriptors(int err) {
+  // Pending connections are the ones to give up: they are not (yet) ranks of the job.
+  std::vector<int> pending;
+  for (const auto& [fd, c] : conns_) {
+    if (!c.proven) pending.push_back(fd);
+  }
+  for (int fd : pending) closeConn(fd);
+  if (pending.empty() && spareFd_ >= 0) {
+    // Nothing to drop: take the connection at the head of the queue with the spare descriptor and
+    // close it, so that it is refused rather than left to wake this loop forever.
+    ::close(spareFd_);
+    const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    spareFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  if (!saidOutOfDescriptors_) {
+    saidOutOfDescriptors_ = true;
+    log(LogLevel::Warn, 0,
+        std::string("the axon store ran out of file descriptors accepting a connection (") + std::strerror(err) +
+            "): dropped " + std::to_string(pending.size()) +
+            " connections that had not proven the job key and accepts again in 100 ms (said once; raise ulimit -n "
+            "if the program itself needs that many)");
+  }
+  // Not accepting for a while keeps a full queue from spinning this loop.
+  epoll_event ev{};
+  ev.events = 0;
+  ev.data.fd = listenFd_;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, listenFd_, &ev);
+  acceptPaused_ = true;
+  acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(100);
+}
+
+void StoreServer::dropExpiredHandshakes() {
+  const auto now = Clock::now();
+  while (!handshakes_.empty() && handshakes_.front().second <= now) {
+    const std::uint64_t serial = handshakes_.front().first;
+    handshakes_.pop_front();
+    auto it = fdOfSerial_.find(serial);
+    if (it == fdOfSerial_.end()) continue;  // proven or gone since
+    Conn& c = conns_[it->second];
+    if (!c.refused) note("a connection from " + c.peer + " did not prove the job key within " + secondsText(opt_.handshakeSec) + ": dropped");
+    markDead(c.fd);
+    fdOfSerial_.erase(it);  // once: it may linger in dead_ until the end of the round
+  }
+}
+
+void StoreServer::note(const std::string& line) {
+  const auto now = Clock::now();
+  if (lastNote_ != Clock::time_point{} && now - lastNote_ < std::chrono::seconds(1)) {
+    ++notesDropped_;
+    return;
+  }
+  std::string text = "axon store: " + line;
+  if (notesDropped_) text += " (and " + std::to_string(notesDropped_) + " more such events since the last line)";
+  notesDropped_ = 0;
+  lastNote_ = now;
+  log(LogLevel::Warn, 0, text);
 }
 
 void StoreServer::readFrom(Conn& c) {
   char buf[65536];
   bool closed = false;
-  while (!closed) {
+  // Frames are handled after each read, so that what is buffered is at most one frame arriving
+  // plus one read, however fast the client sends.
+  while (!closed && !c.paused) {
     ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
     if (r > 0) {
+      if (c.refused) continue;  // a refused stranger: its bytes go nowhere
       c.in.append(buf, static_cast<std::size_t>(r));
+      if (!consume(c)) closed = true;
     } else if (r == 0) {
       closed = true;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -206,21 +318,103 @@ void StoreServer::readFrom(Conn& c) {
       closed = true;
     }
   }
+  if (closed) markDead(c.fd);
+}
+
+bool StoreServer::consume(Conn& c) {
   // Frames that arrived before the connection closed still count: a goodbye followed at once by
   // the close is a goodbye.
   std::size_t used = 0;
+  bool ok = true;
   try {
-    while (std::size_t n = wire::completeFrameBytes(std::string_view(c.in).substr(used))) {
-      handleFrame(c, std::string_view(c.in).substr(used + 4, n - 4));
+    while (!c.refused) {
+      const std::uint32_t limit = c.proven ? wire::kMaxFrame : wire::kMaxHelloFrame;
+      const std::size_t n = wire::completeFrameBytes(std::string_view(c.in).substr(used), limit);
+      if (n == 0) break;
+      const std::string_view body = std::string_view(c.in).substr(used + 4, n - 4);
       used += n;
+      if (c.proven) {
+        handleFrame(c, body);
+      } else {
+        handleFirstFrame(c, body);
+      }
     }
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
     // A length or magic no axon client sends (the stream cannot be trusted past it), or a request
     // that cost too much: it ends that connection, never rank 0's process.
-    closed = true;
+    if (!c.proven) note("a connection from " + c.peer + " sent " + e.what() + " before proving the job key: dropped");
+    ok = false;
   }
+  if (c.refused) used = c.in.size();
   c.in.erase(0, used);
-  if (closed) markDead(c.fd);
+  if (c.proven) reserveArriving(c);
+  return ok;
+}
+
+// Frames up to this size are not counted against maxPartialBytes: a read holds them anyway.
+constexpr std::size_t kSmallFrame = std::size_t{1} << 20;
+
+void StoreServer::reserveArriving(Conn& c) {
+  const std::size_t want = c.in.size() >= 4 ? 4 + std::size_t{wire::lengthWord(c.in)} : 0;
+  if (want <= kSmallFrame) return release(c);
+  if (c.reserved == want) return;
+  release(c);
+  // One frame always goes through, so that any frame completes however small the budget.
+  if (partialBytes_ != 0 && partialBytes_ + want > opt_.maxPartialBytes) {
+    c.paused = true;
+    pausedFds_.push_back(c.fd);
+    epoll_event ev{};
+    ev.events = stalled_.count(c.fd) ? EPOLLOUT : 0u;
+    ev.data.fd = c.fd;
+    ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
+    return;
+  }
+  c.reserved = want;
+  partialBytes_ += want;
+}
+
+void StoreServer::release(Conn& c) {
+  if (c.reserved == 0) return;
+  partialBytes_ -= c.reserved;
+  c.reserved = 0;
+  resumePaused();
+}
+
+void StoreServer::resumePaused() {
+  while (!pausedFds_.empty()) {
+    auto it = conns_.find(pausedFds_.front());
+    if (it == conns_.end() || !it->second.paused) {
+      pausedFds_.pop_front();
+      continue;
+    }
+    Conn& c = it->second;
+    const std::size_t want = 4 + std::size_t{wire::lengthWord(c.in)};
+    if (partialBytes_ != 0 && partialBytes_ + want > opt_.maxPartialBytes) return;
+    pausedFds_.pop_front();
+    c.paused = false;
+    c.reserved = want;
+    partialBytes_ += want;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (stalled_.count(c.fd) ? EPOLLOUT : 0u);
+    ev.data.fd = c.fd;
+    ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+}
+
+void StoreServer::handleFirstFrame(Conn& c, std::string_view body) {
+  const wire::HelloVerdict v = wire::checkHello(opt_.key, c.nonce, body);
+  if (!v.proven) return refusePending(c, v.id, v.why, "the job key was not proven");
+  fdOfSerial_.erase(c.serial);
+  c.proven = true;
+  --pending_;
+  handleHello(c, v.id, v.claims, v.answer);
+}
+
+void StoreServer::refusePending(Conn& c, std::uint32_t id, const std::string& why, const std::string& told) {
+  note("refused a connection from " + c.peer + ": " + why);
+  queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::Refused), field(told));
+  c.refused = true;
+  c.closeWhenSent = true;
 }
 
 void StoreServer::handleFrame(Conn& c, std::string_view body) {
@@ -233,10 +427,14 @@ void StoreServer::handleFrame(Conn& c, std::string_view body) {
     queue(c.fd, head.id, static_cast<std::uint8_t>(wire::Status::BadRequest), field(e.what()));
     return;
   }
-  if (q.foreign) return handleHello(c, q);
+  if (q.foreign) {
+    // Only a Hello may differ in version, and that was the first frame: this is corrupt.
+    return queue(c.fd, head.id, static_cast<std::uint8_t>(wire::Status::BadRequest),
+                 field("a request of store protocol version " + std::to_string(head.version) + " after the Hello"));
+  }
   switch (q.op) {
     case wire::Op::Hello:
-      return handleHello(c, q);
+      return queue(c.fd, head.id, static_cast<std::uint8_t>(wire::Status::BadRequest), field("a second Hello"));
     case wire::Op::Set: {
       auto [it, fresh] = kv_.insert_or_assign(std::move(q.keys[0]), std::move(q.value));
       queue(c.fd, head.id, 0);
@@ -294,26 +492,44 @@ void StoreServer::handleFrame(Conn& c, std::string_view body) {
   }
 }
 
-void StoreServer::handleHello(Conn& c, const wire::StoreRequest& q) {
-  const std::uint32_t id = q.head.id;
-  if (!q.foreign && q.version == version_) {
-    c.rank = static_cast<int>(q.rank);
-    queue(c.fd, id, 0);
-    // A late joiner learns of ranks already gone, as the others did.
-    for (int gone : goneRanks_) queueGoneEvent(c.fd, gone);
+void StoreServer::handleHello(Conn& c, std::uint32_t id, const wire::HelloClaims& claims, const Digest& answer) {
+  // A holder of the job key: its claims are the job's business from here on.
+  if (claims.version != version_) {
+    const std::string why = "axon " + (claims.version.empty() ? std::string("of an unknown build") : claims.version) +
+                            " on PE " + std::to_string(claims.rank) + ", axon " + version_ +
+                            " on PE 0 (which serves the store): every PE must run the same axon build";
+    if (refusal_.empty()) refusal_ = why;
+    queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(why));
+    // It cannot take part; flush its answer, then let it go without counting it as a crash.
+    c.closeWhenSent = true;
+    if (!c.saidBye) ++goodbyes_;
+    c.saidBye = true;
+    failWaiting();
     return;
   }
-  const std::string who = q.op == wire::Op::Hello && !q.version.empty() ? "PE " + std::to_string(q.rank) : "a client";
-  const std::string theirs = q.version.empty() ? "of an unknown build" : q.version;
-  const std::string why = "axon " + theirs + " on " + who + ", axon " + version_ +
-                          " on PE 0 (which serves the store): every PE must run the same axon build";
-  if (refusal_.empty()) refusal_ = why;
-  queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::VersionMismatch), field(why));
-  // It cannot take part; flush its answer, then let it go without counting it as a crash.
-  c.closeWhenSent = true;
-  if (!c.saidBye) ++goodbyes_;
-  c.saidBye = true;
-  failWaiting();
+  const int rank = static_cast<int>(std::min<std::uint32_t>(claims.rank, 1u << 30));
+  std::string wrong;
+  if (rank >= opt_.worldSize) {
+    wrong = "rank " + std::to_string(claims.rank) + " is outside this job of " + std::to_string(opt_.worldSize) + " PEs";
+  } else if (fdOfRank_.count(rank)) {
+    wrong = "PE " + std::to_string(rank) + " is already connected to this store (" + conns_[fdOfRank_[rank]].peer +
+            "): two processes were started as the same rank";
+  }
+  if (!wrong.empty()) {
+    // Refused without a trace in the job: it is not bound to a rank, so its going is no PE's death.
+    note("refused a connection from " + c.peer + ": " + wrong);
+    queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::BadRequest), field(wrong));
+    c.closeWhenSent = true;
+    c.refused = true;
+    return;
+  }
+  c.rank = rank;
+  fdOfRank_[rank] = c.fd;
+  wire::ByteWriter proof;
+  proof.fixed(answer);
+  queue(c.fd, id, 0, proof.bytes());
+  // A late joiner learns of ranks already gone, as the others did.
+  for (int gone : goneRanks_) queueGoneEvent(c.fd, gone);
 }
 
 void StoreServer::handleGet(Conn& c, std::uint32_t id, std::vector<std::string> keys) {
@@ -368,9 +584,12 @@ void StoreServer::handleGather(Conn& c, std::uint32_t id, const std::string& nam
     queue(c.fd, id, static_cast<std::uint8_t>(wire::Status::BadRequest), field(why));
   };
   if (!refusal_.empty()) return queueFailure(c.fd, id);
-  if (members == 0 || members > kMaxGroup || index >= members) {
+  // A group has at most one member per PE of the job: a count beyond that is refused before
+  // anything is reserved for it.
+  const std::uint32_t most = std::min<std::uint32_t>(kMaxGroup, static_cast<std::uint32_t>(opt_.worldSize));
+  if (members == 0 || members > most || index >= members) {
     return bad("member " + std::to_string(index) + " of a group of " + std::to_string(members) + " (at most " +
-               std::to_string(kMaxGroup) + " members)");
+               std::to_string(most) + " members: the PEs of the job)");
   }
   auto [it, fresh] = groups_.try_emplace(name);
   Group& g = it->second;
@@ -447,13 +666,16 @@ void StoreServer::failWaiting() {
   for (auto& [fd, c] : conns_) c.gathers.clear();
 }
 
-void StoreServer::queue(int fd, std::uint32_t id, std::uint8_t status, const std::string& fields, Bytes shared) {
+void StoreServer::queue(int fd, std::uint32_t id, std::uint8_t status, const std::string& fields, Bytes shared,
+                        bool raw) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   Conn& c = it->second;
   const bool idle = c.out.empty();
-  c.out.push_back({std::make_shared<const std::string>(replyHead(id, status, fields, shared ? shared->size() : 0))});
-  c.outBytes += c.out.back().data->size();
+  if (!raw) {
+    c.out.push_back({std::make_shared<const std::string>(replyHead(id, status, fields, shared ? shared->size() : 0))});
+    c.outBytes += c.out.back().data->size();
+  }
   if (shared && !shared->empty()) {
     c.outBytes += shared->size();
     c.out.push_back({std::move(shared)});
@@ -502,7 +724,7 @@ void StoreServer::flush(Conn& c) {
 void StoreServer::watchOutput(Conn& c, bool on) {
   if (on == (stalled_.count(c.fd) != 0)) return;
   epoll_event ev{};
-  ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
+  ev.events = (c.paused ? 0u : EPOLLIN) | (on ? EPOLLOUT : 0u);
   ev.data.fd = c.fd;
   ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
   if (on) stalled_.insert(c.fd);
@@ -538,6 +760,20 @@ void StoreServer::closeConn(int fd) {
   stalled_.erase(fd);
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
+  // The number may come back with the next accept: nothing queued for this one may reach that one.
+  std::erase(dead_, fd);
+  if (!c.proven) {
+    // Never a rank of the job: its going is nobody's news.
+    fdOfSerial_.erase(c.serial);
+    --pending_;
+    return;
+  }
+  if (c.reserved) {
+    partialBytes_ -= c.reserved;
+    resumePaused();
+  }
+  auto bound = fdOfRank_.find(c.rank);
+  if (bound != fdOfRank_.end() && bound->second == fd) fdOfRank_.erase(bound);
   // Forget its waits: nobody is left to answer, and a later connection may get the same fd and
   // request ids.
   for (std::uint32_t id : c.pendingGets) {
@@ -556,7 +792,7 @@ void StoreServer::closeConn(int fd) {
     auto g = groups_.find(name);
     if (g != groups_.end()) std::erase_if(g->second.waiters, [fd](const Waiter& w) { return w.fd == fd; });
   }
-  if (c.saidBye || c.rank < 0) return;
+  if (c.saidBye || c.rank < 0 || c.refused) return;
   goneRanks_.insert(c.rank);
   ++goodbyes_;  // it will not say goodbye now; do not wait for it at shutdown
   // Tell every other rank at once: a PE waiting on the gone one's memory, not on the store, checks

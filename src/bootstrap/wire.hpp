@@ -2,13 +2,18 @@
 //
 // A frame is [u32 length of the rest][u32 magic][u16 wire version][u32 request id][u8 op or
 // status][fields]; strings are [u32 n][bytes]. The length, magic and version lead every frame in
-// every version of axon, and the Hello request and the VersionMismatch reply keep their layout, so
-// that a PE of another build is told apart and answered in words both understand instead of being
-// misread. Integers are little-endian (the hosts axon runs on).
+// every version of axon, so that a PE of another build is told apart instead of being misread.
+// Integers are little-endian (the hosts axon runs on).
+//
+// A connection opens with the job key handshake (bootstrap/store_handshake.hpp): the store greets
+// first with a frame of fixed size that carries its wire version and a nonce, and the client's
+// first frame is a Hello that proves the job key. Until that proof checks out the store reads no
+// frame longer than kMaxHelloFrame and no claim of the client.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -16,19 +21,29 @@
 namespace axon::wire {
 
 constexpr std::uint32_t kFrameMagic = 0x53584178u;  // "xAXS" in memory: an axon store frame
-constexpr std::uint16_t kWireVersion = 2;           // 1: the unversioned frames before this one
+// 1: the unversioned frames; 2: versioned frames, a Hello without proof; 3: the job key handshake.
+constexpr std::uint16_t kWireVersion = 3;
 // Bytes of a frame before its fields: length, magic, version, id, op/status.
 constexpr std::size_t kFrameHeaderBytes = 4 + 4 + 2 + 4 + 1;
-// Largest frame either side accepts: keeps a corrupt length word from allocating gigabytes.
+// Largest frame either side accepts: keeps a corrupt length word from allocating gigabytes. It
+// also caps a store value: the runtime's largest are a few KiB per PE (cards, set-up steps).
 constexpr std::uint32_t kMaxFrame = 256u << 20;
+// Largest frame the store reads from a connection that has not proven the job key yet (its
+// Hello): nonce, rank, a build string of at most kMaxVersionText bytes, proof.
+constexpr std::uint32_t kMaxHelloFrame = 512;
+constexpr std::size_t kMaxVersionText = 256;
+constexpr std::size_t kNonceBytes = 32;
+constexpr std::size_t kProofBytes = 32;
 
-// Requests. Hello: [u32 rank][str axon version]. Gather: [str group][u32 members][u32 index]
+// Requests. Hello: [nonce][u32 rank][str axon version][proof] (store_handshake.hpp). Gather: [str group][u32 members][u32 index]
 // [str value], answered when every member has contributed: [u32 n][str value]... in index order.
 // GatherMissing: [str group] -> [u32 n][u32 index]... of the members not yet in.
 enum class Op : std::uint8_t { Hello = 1, Set, Get, Check, Add, Del, Bye, Gather, GatherMissing };
 // Replies carry a status where requests carry the op. Frames with request id 0 are events the
-// server sends unasked: PeerGone [u32 rank][str why] when a rank's connection drops without Bye.
-enum class Status : std::uint8_t { Ok = 0, PeerGone = 1, BadRequest = 2, VersionMismatch = 3 };
+// server sends unasked: PeerGone [u32 rank][str why] when a rank's connection drops without Bye,
+// and the Greeting [nonce] that opens every connection. Refused [str why]: the Hello did not
+// prove the job key, or the store takes no more connections; the connection closes after it.
+enum class Status : std::uint8_t { Ok = 0, PeerGone = 1, BadRequest = 2, VersionMismatch = 3, Greeting = 4, Refused = 5 };
 constexpr std::uint32_t kEventId = 0;
 
 // A field that runs past the end of what was received, a wrong magic, a count that cannot fit:
@@ -51,6 +66,8 @@ class ByteWriter {
     u32(static_cast<std::uint32_t>(s.size()));
     return raw(s.data(), s.size());
   }
+  // Bytes of a size both sides know (a nonce, a proof): no length word.
+  ByteWriter& fixed(std::span<const std::uint8_t> b) { return raw(b.data(), b.size()); }
   const std::string& bytes() const { return buf_; }
 
  protected:
@@ -90,6 +107,13 @@ class ByteReader {
                       " bytes left");
     }
     return n;
+  }
+  // `n` bytes of a size both sides know (a nonce, a proof).
+  std::string_view fixed(std::size_t n) {
+    need(n, "a fixed field");
+    std::string_view s = bytes_.substr(pos_, n);
+    pos_ += n;
+    return s;
   }
   std::size_t left() const { return bytes_.size() - pos_; }
   std::size_t position() const { return pos_; }
@@ -133,6 +157,7 @@ class Writer : public ByteWriter {
   Writer& i32(std::int32_t v) { ByteWriter::i32(v); return *this; }
   Writer& i64(std::int64_t v) { ByteWriter::i64(v); return *this; }
   Writer& str(std::string_view s) { ByteWriter::str(s); return *this; }
+  Writer& fixed(std::span<const std::uint8_t> b) { ByteWriter::fixed(b); return *this; }
   // The finished frame, with its length filled in.
   const std::string& frame() {
     std::uint32_t n = static_cast<std::uint32_t>(buf_.size() - 4);
@@ -160,13 +185,20 @@ inline FrameHead readHead(ByteReader& in) {
   return h;
 }
 
-// Checks the length word at the start of `buffered`: how many bytes the whole frame takes, or 0
-// while it is not all there. Throws Malformed for a length that no frame may have.
-inline std::size_t completeFrameBytes(std::string_view buffered) {
-  if (buffered.size() < 4) return 0;
+// The length word at the start of `buffered` (at least 4 bytes): the bytes of the frame after it.
+inline std::uint32_t lengthWord(std::string_view buffered) {
   std::uint32_t len;
   std::memcpy(&len, buffered.data(), 4);
-  if (len > kMaxFrame) throw Malformed("a frame of " + std::to_string(len) + " bytes (the most is " + std::to_string(kMaxFrame) + ")");
+  return len;
+}
+
+// Checks the length word at the start of `buffered`: how many bytes the whole frame takes, or 0
+// while it is not all there. Throws Malformed for a length that no frame may have, or above
+// `maxLen` (kMaxHelloFrame before a connection has proven the job key).
+inline std::size_t completeFrameBytes(std::string_view buffered, std::uint32_t maxLen = kMaxFrame) {
+  if (buffered.size() < 4) return 0;
+  const std::uint32_t len = lengthWord(buffered);
+  if (len > maxLen) throw Malformed("a frame of " + std::to_string(len) + " bytes (the most is " + std::to_string(maxLen) + ")");
   if (len < kFrameHeaderBytes - 4) throw Malformed("a frame of " + std::to_string(len) + " bytes is shorter than its header");
   return buffered.size() >= 4 + std::size_t{len} ? 4 + std::size_t{len} : 0;
 }

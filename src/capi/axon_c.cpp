@@ -475,10 +475,14 @@ const char* nameOf(const char* name) {
 extern "C" {
 
 axon_status_t axon_space_connect(const char* addr, double timeout, axon_space_t* out) {
+  return axon_space_connect_key(addr, nullptr, timeout, out);
+}
+axon_status_t axon_space_connect_key(const char* addr, const char* key, double timeout, axon_space_t* out) {
   return guarded([&] {
     requireOut(out, "out");
     axon::space::ConnectOptions o;
     o.address = addr ? addr : "";
+    o.key = key ? key : "";
     o.timeoutSec = timeout;
     *out = new axon_space_s{axon::space::Client(o)};
   });

@@ -4,7 +4,9 @@
 // workspace's device handle.
 #include <cstdint>
 
+#include "axon/error.hpp"
 #include "coll/gpu_path.hpp"
+#include "coll/protocol.hpp"
 #include "coll/team_collectives.hpp"
 #include "core/pe_context.hpp"
 #include "core/team_state.hpp"
@@ -37,6 +39,33 @@ class GpuCollectives final : public TeamCollectives {
                "device memory";
     e.chunkBytes = gp.chunkBytes;
     e.rounds = gp.rounds;
+  }
+
+  // finalize and a team's destroy synchronize this PE's GPU first, so none of its stream work is
+  // left on the workspace: they publish their record through it, as a barrier kernel tagged with
+  // their kind, which every member's kernels (blocking, stream-ordered or device-callable) compare
+  // with their own call, naming both. The team barriers (barrier_all, Team::barrier) do not:
+  // stream-ordered calls of this PE on the team may still be pending, and a kernel of the
+  // barrier's overtaking them would reorder the team's calls (docs/architecture.md).
+  void enterSync(const char* what) override {
+    const std::uint32_t kind = syncRecord(what).collective;
+    if (kind == static_cast<std::uint32_t>(SyncKind::TeamBarrier)) return;
+    if (!ws_ || ws_->error()) return;  // after a failed call: the barrier goes on without a record
+    try {
+      runOnGpu(rt_, team_, *ws_, Request{Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8, ReduceOp::Sum, 0},
+               nullptr, what, kind);
+    } catch (const Error& err) {
+      if (err.code() != ErrorCode::CollectiveMismatch && err.code() != ErrorCode::Timeout) throw;
+      // The kernel may have adopted a failure another member reported earlier, which this PE had
+      // not met yet: no news to this synchronization, which goes on without a record as after any
+      // failed call. A report that names this synchronization's record is its mismatch.
+      const device::CollError* e = ws_->error();
+      auto ours = [&](const device::CollRecord& r) {
+        return r.collective == static_cast<unsigned>(Collective::Barrier) && r.op == kind;
+      };
+      if (e && e->code == static_cast<int>(device::CollErrorCode::Mismatch) && (ours(e->mine) || ours(e->theirs))) throw;
+      if (e && e->code == static_cast<int>(device::CollErrorCode::Timeout) && ours(e->mine)) throw;
+    }
   }
 
   device::CollHandle deviceHandle(const Team&) override {

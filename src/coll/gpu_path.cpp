@@ -4,6 +4,7 @@
 
 #include "axon/error.hpp"
 #include "coll/describe_call.hpp"
+#include "coll/protocol.hpp"
 #include "core/log.hpp"
 #include "core/pe_context.hpp"
 #include "core/team_state.hpp"
@@ -13,6 +14,11 @@ namespace axon::coll {
 namespace {
 
 std::string describeCall(const device::CollRecord& r) {
+  if (r.collective == static_cast<unsigned>(Collective::Barrier) && r.op >= static_cast<unsigned>(SyncKind::TeamBarrier)) {
+    CallRecord sync{};
+    sync.collective = r.op;  // a team synchronization (runOnGpu's syncKind)
+    return coll::describeCall(sync);
+  }
   const auto c = static_cast<Collective>(r.collective);
   const char* proto = r.proto == static_cast<unsigned>(device::CollProto::LL)       ? " LL"
                       : r.proto == static_cast<unsigned>(device::CollProto::Direct) ? " direct"
@@ -128,7 +134,7 @@ void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q
 }
 
 void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws, Request q, void* stream,
-              const char* api) {
+              const char* api, unsigned syncKind) {
   GpuBackend& gpu = *rt.gpu();
   throwIfGpuFailed(rt, team, ws, api);
   const int n = static_cast<int>(team.members.size());
@@ -139,7 +145,7 @@ void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws
   kernels::CollLaunch launch{};
   launch.record.collective = static_cast<unsigned>(q.collective);
   launch.record.dtype = q.collective == Collective::Barrier ? 0 : static_cast<unsigned>(q.type);
-  launch.record.op = reduces(q.collective) ? static_cast<unsigned>(q.op) : 0;
+  launch.record.op = reduces(q.collective) ? static_cast<unsigned>(q.op) : syncKind;
   launch.record.algo = static_cast<unsigned>(plan.algo);
   launch.record.root = rooted(q.collective) ? q.root : -1;
   launch.record.channels = static_cast<unsigned>(plan.channels);

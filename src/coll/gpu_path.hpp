@@ -23,9 +23,11 @@ GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type
 
 // `q` is checked; `ws` is the team's GPU workspace. stream == nullptr: blocking, on the workspace's
 // own stream; otherwise enqueued on `stream` (a CUstream) with device buffers only. Throws the
-// team's earlier failure, if any.
+// team's earlier failure, if any. `syncKind` (a coll::SyncKind, with a barrier request): the
+// barrier stands for that team synchronization, whose kind its record carries (in `op`, which a
+// barrier does not use otherwise), so that the kernels compare it with the members' calls.
 void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws, Request q, void* stream,
-              const char* api);
+              const char* api, unsigned syncKind = 0);
 // Throws InvalidArgument unless src and dst (`bytes` of each, 0: unused) are GPU memory, as the
 // stream forms require.
 void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q,

@@ -234,25 +234,48 @@ void Hierarchy::release() {
 }
 
 void Hierarchy::run(PeContext& rt, const Request& q, const CallRecord& record, const char* api) {
+  runCall(rt, &q, record, api);
+}
+
+void Hierarchy::sync(PeContext& rt, const char* what) {
+  {
+    std::lock_guard one(callMutex_);
+    // After a failed call the members no longer count alike: the barrier goes on without a record.
+    if ((localWs_ && !localWs_->failure.empty()) || (netWs_ && !netWs_->failure.empty())) return;
+  }
+  runCall(rt, nullptr, syncRecord(what), what);
+}
+
+void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& record, const char* api) {
   std::lock_guard one(callMutex_);
   std::optional<ShmCall> local;
   std::optional<NetCall> net;
   try {
     if (localWs_) local.emplace(rt, local_, *localWs_, record, api);
+    // A leader vouches for its node: it sends its record to the other leaders only once every
+    // member of its node made the same call, so that a leader that has every leader's record
+    // knows that every member of the team agrees.
+    if (local && netWs_) local->agreeWithAll();
     if (netWs_) net.emplace(rt, leaders_, *netWs_, record, api, local ? &*local : nullptr);
-    Steps s{rt, layout_, myNode_, myLocal_, local ? &*local : nullptr, net ? &*net : nullptr, q,
-            dataTypeSize(q.type), api};
-    switch (q.collective) {
-      case Collective::Barrier: s.barrier(); break;
-      case Collective::Broadcast: s.broadcast(); break;
-      case Collective::Reduce: s.reduce(); break;
-      case Collective::Allreduce: s.allreduce(); break;
-      case Collective::Allgather: s.allgather(); break;
-      case Collective::ReduceScatter: s.reduceScatter(); break;
-      case Collective::Alltoall: s.alltoall(); break;
+    if (q) {
+      Steps s{rt, layout_, myNode_, myLocal_, local ? &*local : nullptr, net ? &*net : nullptr, *q,
+              dataTypeSize(q->type), api};
+      switch (q->collective) {
+        case Collective::Barrier: s.barrier(); break;
+        case Collective::Broadcast: s.broadcast(); break;
+        case Collective::Reduce: s.reduce(); break;
+        case Collective::Allreduce: s.allreduce(); break;
+        case Collective::Allgather: s.allgather(); break;
+        case Collective::ReduceScatter: s.reduceScatter(); break;
+        case Collective::Alltoall: s.alltoall(); break;
+      }
     }
+    // Each level compares every member's record; a member returns only once its leader knows
+    // that every leader (so every member) made the same call (else the leader's abort stops it).
     if (local) local->finish();
     if (net) net->finish();
+    if (local && myLocal_ == 0) local->confirmToNode();
+    if (local && myLocal_ != 0) local->awaitNodeLeader(0);
   } catch (const Error& e) {
     // A mismatch found on one level stops the other too: the members there wait for this PE.
     if (e.code() == ErrorCode::CollectiveMismatch) {

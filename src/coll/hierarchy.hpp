@@ -36,10 +36,17 @@ class Hierarchy {
   const HierarchyLayout& layout() const { return layout_; }
   // Runs one call of the team on host buffers; `record` describes it (as on one node).
   void run(PeContext& rt, const Request& q, const CallRecord& record, const char* api);
+  // A team synchronization (onesided/team_barrier.hpp; `what` names it): publishes its record on
+  // both levels and returns once every member's record is the same, throwing CollectiveMismatch
+  // naming both calls where a member made another call. Nothing after a failed call.
+  void sync(PeContext& rt, const char* what);
   // explain(): fills `e` (path "hierarchical") with both levels' choices.
   void explain(PeContext& rt, Explanation& e, std::size_t count, DataType type) const;
 
  private:
+  // One call: its steps (none when q is null: a synchronization), then every record compared.
+  void runCall(PeContext& rt, const Request* q, const CallRecord& record, const char* api);
+
   HierarchyLayout layout_;
   NetworkTransport* net_ = nullptr;  // to the other nodes
   int myNode_ = 0, myLocal_ = 0;

@@ -47,6 +47,8 @@ class HierarchyCollectives final : public TeamCollectives {
                         std::string(api) + " on team " + team_.name + " (across nodes)");
   }
 
+  void enterSync(const char* what) override { hierarchy_->sync(rt_, what); }
+
   void explain(Explanation& e, std::size_t count, DataType type) const override {
     hierarchy_->explain(rt_, e, count, type);
   }

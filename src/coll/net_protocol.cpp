@@ -23,6 +23,22 @@ NetCall::NetCall(PeContext& rt, const detail::TeamState& leaders, NetWorkspace& 
                  Call* local)
     : Call(rt, leaders, ws, ws.members(), ws.me(), record, api), ws_(ws), net_(ws.transport()), local_(local) {
   checkAbort();
+  // The record travels to every leader, data or not (a blocking put: `rec` is on the stack). Slot
+  // seq % 2 is not rewritten before every leader is done with this call: a leader starts call
+  // seq + 2 only after it had every record of call seq + 1.
+  CallRecord rec = record_;
+  for (int p : ws_.others) {
+    net_.putSignal(ws_.at(p, ws_.callOffset(me(), record_.seq)), &rec, sizeof(rec), ws_.at(p, ws_.calledOffset(me())),
+                   record_.seq, SignalOp::Set, false);
+  }
+}
+
+CallRecord NetCall::awaitRecord(int p) {
+  const std::uint64_t called = waitWord(ws_.calledWord(p), record_.seq, p, ws_.callNames[p]);
+  CallRecord theirs;
+  std::memcpy(&theirs, &ws_.callFrom(p, record_.seq), sizeof(theirs));
+  if (called > record_.seq && theirs.seq != record_.seq) theirs.seq = called;  // p counts its calls otherwise
+  return theirs;
 }
 
 void NetCall::publish(std::uint64_t r, std::span<const int> readers, std::size_t bytes) {
@@ -65,10 +81,13 @@ void NetCall::checkPeers() {
       if (theirs.round == 0 || theirs.round > ready || theirs.round % 2 != half || theirs.round <= ws_.acked[p][half]) {
         continue;
       }
-      if (theirs.seq == record_.seq && !sameCall(theirs, record_)) {
-        mismatch("this PE called " + describeCall(record_) + " but team PE " + std::to_string(p) + " (PE " +
-                 std::to_string(team_.members[p]) + ") called " + describeCall(theirs));
-      }
+      if (theirs.seq == record_.seq && !sameCall(theirs, record_)) differs(theirs, p);
+    }
+    // Its record of this call, once complete (the signal comes after the put).
+    if (loadAcquire(*ws_.calledWord(p)) >= record_.seq) {
+      CallRecord theirs;
+      std::memcpy(&theirs, &ws_.callFrom(p, record_.seq), sizeof(theirs));
+      comparePeer(theirs, p);
     }
   }
 }

@@ -1,7 +1,9 @@
 // The network level of the flag protocol (coll/protocol.hpp), among a team's node leaders: a
 // publisher puts its record and data into each reader's inbox, then signals ready after them (the
 // network transport orders a signal after the puts before it); a reader acks with a signal back.
-// Every wait is on the waiter's own region and drives progress.
+// Every wait is on the waiter's own region and drives progress. At its start a call puts its record
+// into every other leader's `calls` (then signals `called`), so that each compares every leader's
+// call before it returns, whether data flowed between them or not.
 #pragma once
 
 #include "coll/net_workspace.hpp"
@@ -23,6 +25,7 @@ class NetCall final : public Call {
   void checkAbort() override;
 
  private:
+  CallRecord awaitRecord(int p) override;
   std::uint64_t* ackWord(int reader) override { return ws_.ackWord(reader); }
   char* halfFor(std::uint64_t r) override { return ws_.outbox(r) + kSlotHeader; }
   void checkPeers() override;

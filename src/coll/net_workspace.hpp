@@ -5,6 +5,9 @@
 //   abort[n]:  abort[p]: p told this leader to stop (written by p)
 //   ready[n]:  ready[p] = the last round p published to this leader   (written by p)
 //   ack[n]:    ack[p]   = the last round of this leader's that p consumed (written by p)
+//   called[n]: called[p] = the number of p's last call whose record sits in calls (written by p)
+//   calls[n][2]: p's record of its call #s in calls[p][s % 2], put at the start of the call, so
+//              that every leader compares every other's call before it returns
 //   inbox[n][2]: p's round r lands in inbox[p][r % 2]: its call record, then its data
 //   outbox[2]: where this leader prepares its round r (local only: the source of its puts)
 //
@@ -32,7 +35,7 @@ struct TeamState;
 namespace coll {
 
 struct NetLayout {
-  std::size_t abort, ready, ack, inbox, outbox;
+  std::size_t abort, ready, ack, called, calls, inbox, outbox;
   std::size_t slotBytes;  // a record and a half
   std::size_t total;
 };
@@ -45,7 +48,9 @@ constexpr NetLayout netLayout(int members, std::size_t halfBytes) {
   l.abort = 0;
   l.ready = alignUp(n * sizeof(AbortRecord), kFlagStride);
   l.ack = l.ready + n * kFlagStride;
-  l.inbox = alignUp(l.ack + n * kFlagStride, 4096);
+  l.called = l.ack + n * kFlagStride;
+  l.calls = l.called + n * kFlagStride;
+  l.inbox = alignUp(l.calls + 2 * n * sizeof(CallRecord), 4096);
   l.slotBytes = alignUp(kSlotHeader + halfBytes, 4096);
   l.outbox = l.inbox + 2 * n * l.slotBytes;
   l.total = l.outbox + 2 * l.slotBytes;
@@ -75,6 +80,10 @@ class NetWorkspace : public ProtocolState {
   std::uint64_t* word(std::size_t offset) const { return reinterpret_cast<std::uint64_t*>(base_ + offset); }
   std::uint64_t* readyWord(int from) const { return word(layout_.ready + static_cast<std::size_t>(from) * kFlagStride); }
   std::uint64_t* ackWord(int from) const { return word(layout_.ack + static_cast<std::size_t>(from) * kFlagStride); }
+  std::uint64_t* calledWord(int from) const { return word(calledOffset(from)); }
+  const CallRecord& callFrom(int from, std::uint64_t seq) const {
+    return *reinterpret_cast<const CallRecord*>(base_ + callOffset(from, seq));
+  }
   AbortRecord& abortFrom(int from) const {
     return *reinterpret_cast<AbortRecord*>(base_ + layout_.abort + static_cast<std::size_t>(from) * sizeof(AbortRecord));
   }
@@ -86,6 +95,10 @@ class NetWorkspace : public ProtocolState {
   }
   std::size_t readyOffset(int from) const { return layout_.ready + static_cast<std::size_t>(from) * kFlagStride; }
   std::size_t ackOffset(int from) const { return layout_.ack + static_cast<std::size_t>(from) * kFlagStride; }
+  std::size_t calledOffset(int from) const { return layout_.called + static_cast<std::size_t>(from) * kFlagStride; }
+  std::size_t callOffset(int from, std::uint64_t seq) const {
+    return layout_.calls + (static_cast<std::size_t>(from) * 2 + seq % 2) * sizeof(CallRecord);
+  }
   std::size_t abortOffset(int from) const { return layout_.abort + static_cast<std::size_t>(from) * sizeof(AbortRecord); }
 
   // The last round this leader acked to member p, per half: an inbox slot not yet acked holds

@@ -57,9 +57,16 @@ class Call {
   // differs from this one.
   virtual const char* await(int p, std::uint64_t r) = 0;
   virtual void ack(int p, std::uint64_t r) = 0;
-  // Ends the call. A PE that read nothing in it (a broadcast root, a reduce leaf) waits for the
-  // acks of its last round, so that a mismatch is reported on every PE before the call returns.
+  // Ends the call: waits for the record of every member whose record it has not compared yet (no
+  // data came from it) and compares it, so that no PE returns from a call that some member made
+  // differently (a broadcast reader whose root agrees while another member names another root).
+  // A PE that read nothing in it (a broadcast root, a reduce leaf) also waits for the acks of its
+  // last round before its half is reused.
   void finish();
+  // Waits for the record of every member not compared yet and compares it (finish() starts so).
+  void agreeWithAll();
+  // The call's number on the team (this level's count).
+  std::uint64_t seq() const { return record_.seq; }
   // Marks the team's collectives unusable after an exception escaped a call.
   void fail(const std::string& why) { state_.failure = why; }
   // Tells every other member to stop with `message` (a mismatch found on another level); their
@@ -73,6 +80,8 @@ class Call {
   Call(PeContext& rt, const detail::TeamState& team, ProtocolState& state, int members, int me, CallRecord record,
        const char* api);
 
+  // Member p's record of this call (its number): waits until p has published it.
+  virtual CallRecord awaitRecord(int p) = 0;
   // This PE's ack[reader] and its half for round r.
   virtual std::uint64_t* ackWord(int reader) = 0;
   virtual char* halfFor(std::uint64_t r) = 0;
@@ -81,6 +90,11 @@ class Call {
 
   std::uint64_t waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name);
   void checkRecord(const CallRecord& theirs, int member, std::uint64_t round);
+  // Compares member's record of a call with this one's when it has the same number (mismatch
+  // otherwise); records of other calls are left alone.
+  void comparePeer(const CallRecord& theirs, int member);
+  // Member `member` made another call than this one (`theirs`): a mismatch naming both.
+  [[noreturn]] void differs(const CallRecord& theirs, int member);
   // A member whose call differs: tells the others, marks the level failed, throws.
   [[noreturn]] void mismatch(const std::string& text);
   // Notes that round r went to `readers`: its half is reused only after their acks.
@@ -102,8 +116,11 @@ class Call {
 
 // Whether two members' records describe the same call (its round aside).
 bool sameCall(const CallRecord& a, const CallRecord& b);
-// "allreduce(count 1024, int32, sum, oneshot, buffer 65536)"
+// "allreduce(count 1024, int32, sum, oneshot, buffer 65536)", "finalize()"
 std::string describeCall(const CallRecord& r);
+// The record of a team synchronization (onesided/team_barrier.hpp): `what` is its caller's name,
+// "barrier_all", "sync_all", "barrier", "sync", "finalize" or "team_destroy".
+CallRecord syncRecord(const char* what);
 
 // The shared-memory level: every member maps every member's workspace.
 class ShmCall final : public Call {
@@ -116,7 +133,13 @@ class ShmCall final : public Call {
   void tellOthers(const std::string& message) override;
   void checkAbort() override;
 
+  // Hierarchical teams: the node's leader tells its node that every leader agreed on this call;
+  // the others wait for it before they return (a mismatch among leaders reaches them as an abort).
+  void confirmToNode();
+  void awaitNodeLeader(int leader);
+
  private:
+  CallRecord awaitRecord(int p) override;
   std::uint64_t* ackWord(int reader) override { return ws_.ackWord(me(), reader); }
   char* halfFor(std::uint64_t r) override { return ws_.half(me(), r); }
   void checkPeers() override;

@@ -11,7 +11,7 @@
 namespace axon::coll {
 
 struct ProtocolState {
-  std::uint64_t calls = 0;   // collectives started
+  std::uint64_t calls = 0;   // collectives and team synchronizations started
   std::uint64_t rounds = 0;  // rounds used so far (every member counts the same)
   struct HalfUse {
     std::uint64_t round = 0;
@@ -21,7 +21,10 @@ struct ProtocolState {
 
   // Fixed per team, built once: every member but this one, and the names waits give their flags.
   std::vector<int> others;
-  std::vector<std::string> readyNames, ackNames;  // [member]
+  std::vector<std::string> readyNames, ackNames, callNames;  // [member]
+  // [member]: the last call whose record this PE compared with its own and found the same (read
+  // with the member's data, or at the call's end). A call ends once every member's is its own.
+  std::vector<std::uint64_t> agreed;
 
   // Fills `others` and the flag names: "ready[from team PE 2] of <what>".
   void nameFlags(int members, int me, const std::string& what) {
@@ -30,7 +33,9 @@ struct ProtocolState {
       const std::string of = "[from team PE " + std::to_string(i) + "] of " + what;
       readyNames.push_back("ready" + of);
       ackNames.push_back("ack" + of);
+      callNames.push_back("call record" + of);
     }
+    agreed.assign(members, 0);
   }
 };
 

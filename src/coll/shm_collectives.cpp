@@ -49,6 +49,19 @@ class ShmCollectives final : public TeamCollectives {
 
   void enqueue(const Team&, Request, void*, const char* api) override { noGpuWorkspace(rt_, team_, api); }
 
+  void enterSync(const char* what) override {
+    // After a failed call the members no longer count alike: the barrier goes on without a record
+    // (Team::destroy must still work).
+    if (!ws_ || !ws_->failure.empty()) return;
+    ShmCall call(rt_, team_, *ws_, syncRecord(what), what);
+    try {
+      call.finish();  // every member's record of this call, compared
+    } catch (const Error& e) {
+      call.fail(std::string(errorCodeName(e.code())) + " in " + what);
+      throw;
+    }
+  }
+
   void explain(Explanation& e, std::size_t, DataType) const override { explainHostShm(rt_, team_, e); }
 
   device::CollHandle deviceHandle(const Team&) override { noDeviceHandle(rt_, team_); }

@@ -17,6 +17,7 @@
 #include "axon/collectives.hpp"
 #include "axon/device/coll_types.hpp"
 #include "coll/request.hpp"
+#include "core/sync_order.hpp"
 
 namespace axon {
 class PeContext;
@@ -32,9 +33,9 @@ namespace axon::coll {
 class Workspace;
 class Hierarchy;
 
-class TeamCollectives {
+class TeamCollectives : public detail::SyncOrder {
  public:
-  virtual ~TeamCollectives() = default;
+  ~TeamCollectives() override = default;
 
   // Runs a checked call on any buffers (host or GPU); returns when it is done on this PE.
   virtual void run(Request q, const char* api) = 0;
@@ -49,6 +50,10 @@ class TeamCollectives {
   virtual device::CollHandle deviceHandle(const Team& team) = 0;
   // Team::destroy, after the team's last barrier: gives back what the peers reach.
   virtual void release() {}
+  // A team synchronization's record among the calls (core/sync_order.hpp). Paths that compare no
+  // records between calls (a team of one; the GPU workspace, whose records live in the kernels'
+  // rounds) leave the barrier as it was.
+  void enterSync(const char*) override {}
 };
 
 // The one choice of a team's path. Collective over the team's members (workspaces are made

@@ -44,6 +44,7 @@ std::unique_ptr<Workspace> Workspace::create(PeContext& rt, const detail::TeamSt
   open.finish();
   ws->segments_[team.myIndex].unlinkName();
   ws->nameFlags(n, team.myIndex, "team " + team.name + "'s collective workspace");
+  ws->confirmedName = "confirmed call of team " + team.name + "'s collective workspace (set by its first member)";
   return ws;
 }
 

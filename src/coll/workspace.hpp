@@ -38,6 +38,8 @@ class Workspace : public ProtocolState {
   // Tells every other member to stop with `message`: the first teller of each member wins.
   void tellOthers(int myPe, const std::string& message) const;
 
+  std::string confirmedName;  // how waits name the node leader's `confirmed` flag
+
  private:
   Workspace(int members, int me, WorkspaceLayout layout) : members_(members), me_(me), layout_(layout) {}
   char* base(int member) const { return segments_[member].base(); }

@@ -1,11 +1,13 @@
 #include "core/env.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 
 #include "axon/collectives.hpp"
 #include "axon/error.hpp"
+#include "core/secret.hpp"
 
 extern char** environ;
 
@@ -111,10 +113,29 @@ double parseSeconds(const std::string& text, const std::string& what) {
   return value;
 }
 
+double clampTimeout(double sec, const std::string& what, bool negativeMeansDefault) {
+  if (std::isnan(sec)) throw Error(ErrorCode::InvalidArgument, what + " is NaN; give a number of seconds");
+  if (sec < 0 && !negativeMeansDefault) {
+    throw Error(ErrorCode::InvalidArgument,
+                what + " is " + std::to_string(sec) + "; a timeout must be a positive number of seconds");
+  }
+  return std::min(sec, kMaxTimeoutSec);
+}
+
+double parseTimeout(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  // strtod reads "inf" and "infinity": the longest timeout there is.
+  if (end == text.c_str() || *end != '\0' || !(value > 0)) {
+    throw Error(ErrorCode::InvalidArgument, what + "='" + text + "' is not a positive number of seconds");
+  }
+  return clampTimeout(value, what);
+}
+
 Env Env::fromVars(const EnvVars& vars) {
   Env env;
   env.launch = detectLaunch(vars);
-  if (auto v = lookup(vars, "AXON_TIMEOUT")) env.timeoutSec = parseSeconds(*v, "AXON_TIMEOUT");
+  if (auto v = lookup(vars, "AXON_TIMEOUT")) env.timeoutSec = parseTimeout(*v, "AXON_TIMEOUT");
   env.heapMax = kDefaultHeapMax;
   if (auto v = lookup(vars, "AXON_HEAP_MAX")) env.heapMax = parseByteSize(*v, "AXON_HEAP_MAX");
   env.heapChunk = kDefaultHeapChunk;
@@ -135,8 +156,21 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_GPU_HEAP_CHUNK")) env.gpuHeapChunk = parseByteSize(*v, "AXON_GPU_HEAP_CHUNK");
   env.stageChunk = kDefaultStageChunk;
   if (auto v = lookup(vars, "AXON_STAGE_CHUNK")) env.stageChunk = parseByteSize(*v, "AXON_STAGE_CHUNK");
+  if (auto v = lookup(vars, "AXON_JOB_KEY")) env.jobKey.key = Secret::fromHex(*v, "AXON_JOB_KEY");
+  if (auto v = lookup(vars, "AXON_JOB_KEY_FILE")) {
+    if (!env.jobKey.key.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_JOB_KEY and AXON_JOB_KEY_FILE are both set: set one of them");
+    }
+    env.jobKey.file = *v;
+  }
+  if (auto v = lookup(vars, "XDG_RUNTIME_DIR")) env.jobKey.runtimeDir = *v;
+  if (auto v = lookup(vars, "HOME")) env.jobKey.homeDir = *v;
   if (auto v = lookup(vars, "AXON_SPACE_ADDR")) env.spaceAddr = *v;
   if (auto v = lookup(vars, "AXON_SPACE_FILE")) env.spaceFile = *v;
+  if (auto v = lookup(vars, "AXON_SPACE_KEY")) {
+    (void)Secret::fromHex(*v, "AXON_SPACE_KEY");  // a bad key is said here, without echoing it
+    env.spaceKey = *v;
+  }
   env.spaceBatch = kDefaultSpaceBatch;
   if (auto v = lookup(vars, "AXON_SPACE_BATCH")) {
     env.spaceBatch = *v == "0" ? 0 : parseByteSize(*v, "AXON_SPACE_BATCH");

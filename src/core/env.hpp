@@ -10,6 +10,7 @@
 
 #include "axon/collectives.hpp"
 #include "core/launch_detect.hpp"
+#include "core/secret.hpp"
 
 namespace axon {
 
@@ -21,6 +22,15 @@ enum class DirectMode { Off, Auto, Always };
 // AXON_UCX_ATOMICS: how atomics and signals reach PEs on other nodes: active messages the target
 // carries out, UCX's own atomic operations, or (auto) the first unless the NIC does atomics.
 enum class RemoteAtomics { Auto, ActiveMessage, Native };
+
+// Where a job's key comes from (bootstrap/job_key.hpp resolves it): AXON_JOB_KEY, else
+// AXON_JOB_KEY_FILE, else a file that rank 0 writes into a directory of this user's.
+struct JobKeyConfig {
+  Secret key;               // AXON_JOB_KEY (hex), parsed; empty when unset
+  std::string file;         // AXON_JOB_KEY_FILE: a 0600 file holding the key in hex
+  std::string runtimeDir;   // XDG_RUNTIME_DIR: rank 0's key file for jobs on one node
+  std::string homeDir;      // HOME: ~/.axon/keys, for jobs across nodes (a shared home) or without XDG_RUNTIME_DIR
+};
 
 struct Env {
   LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
@@ -45,8 +55,10 @@ struct Env {
   std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
   bool collGpuPdl = true;         // AXON_COLL_GPU_PDL: launch collective kernels as programmatic dependents
   DirectMode collGpuDirect = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT: Direct protocol (symmetric buffers)
+  JobKeyConfig jobKey;          // AXON_JOB_KEY, AXON_JOB_KEY_FILE (and where rank 0 may write one)
   std::string spaceAddr;        // AXON_SPACE_ADDR: a staging server's host:port (any server of the space)
   std::string spaceFile;        // AXON_SPACE_FILE: a staging server's contact file (when no address)
+  std::string spaceKey;         // AXON_SPACE_KEY: a staging space's key, hex (checked here, used by clients and servers)
   std::size_t spaceBatch = 0;   // AXON_SPACE_BATCH: nonblocking puts up to this size are sent in batches (0: off)
   // AXON_ALGO_<COLLECTIVE>: a forced algorithm name per collective (index: axon::Collective), or ""
   std::array<std::string, 7> algo;
@@ -65,5 +77,15 @@ std::string algoVariable(Collective c);
 std::size_t parseByteSize(const std::string& text, const std::string& what);
 // "300", "2.5" -> seconds; must be positive.
 double parseSeconds(const std::string& text, const std::string& what);
+
+// The longest timeout axon keeps: about 3.2 years. Longer ones (inf included) are cut to it, so
+// that a deadline (now + timeout, in the steady clock's 64-bit nanoseconds, which overflow past
+// about 9.2e9 s) is never in the past.
+constexpr double kMaxTimeoutSec = 1e8;
+// A timeout as given: NaN, or a negative one when `negativeMeansDefault` is false, is refused with
+// InvalidArgument naming `what`; longer than kMaxTimeoutSec (inf too) is cut to it.
+double clampTimeout(double sec, const std::string& what, bool negativeMeansDefault = false);
+// AXON_TIMEOUT's text: a positive number of seconds, or "inf"; cut to kMaxTimeoutSec.
+double parseTimeout(const std::string& text, const std::string& what);
 
 }  // namespace axon

@@ -179,6 +179,25 @@ void chooseStoreAddr(LaunchInfo& info, const Vars& vars) {
   }
 }
 
+// The launcher's id of this job (or step): the same on every PE of the job, different for the
+// next job, so that rank 0's key file of one job is not taken for another's.
+std::string jobIdOf(const std::string& source, const Vars& vars) {
+  auto first = [&](std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      if (auto v = get(vars, name)) return *v;
+    }
+    return std::string();
+  };
+  if (source == "torchrun") return first({"TORCHELASTIC_RUN_ID"});
+  if (source == "slurm") {
+    const std::string job = first({"SLURM_JOB_ID"});
+    return job.empty() ? job : job + "." + get(vars, "SLURM_STEP_ID").value_or("0");
+  }
+  if (source == "openmpi") return first({"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"});
+  if (source == "pmi") return first({"PMI_KVSNAME"});
+  return {};
+}
+
 }  // namespace
 
 LaunchInfo detectLaunch(const Vars& vars) {
@@ -202,6 +221,7 @@ LaunchInfo detectLaunch(const Vars& vars) {
     info.source = "single";
   }
   if (info.localSize == 0) info.localSize = info.worldSize;
+  info.jobId = jobIdOf(info.source, vars);
   validate(info);
   chooseStoreAddr(info, vars);
   return info;

@@ -1,6 +1,8 @@
 // Small socket helpers shared by the store server and client.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <string>
 
@@ -28,6 +30,9 @@ int freeLoopbackPort();
 // The address other hosts reach this one at: the first up, non-loopback IPv4 interface's, else
 // 127.0.0.1 (a machine with loopback only). For servers bound to every interface.
 std::string primaryAddress();
+
+// "10.0.0.7:41234": the host and port of a socket address (IPv4 or IPv6, without brackets), for messages.
+std::string describeSockaddr(const sockaddr_storage& ss);
 
 // Sets O_NONBLOCK / FD_CLOEXEC.
 void setNonBlocking(int fd, bool on);

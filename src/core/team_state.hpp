@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "axon/team.hpp"
+#include "core/sync_order.hpp"
 
 namespace axon {
 namespace coll {
@@ -28,6 +29,9 @@ struct TeamState {
   // How the team's collectives run (coll/team_collectives.hpp): chosen when the team is made,
   // collectively, by coll::makeTeamCollectives; released by Team::destroy.
   mutable std::shared_ptr<coll::TeamCollectives> collectives;
+  // The same object, seen by the team barrier (a floor below the collectives): its
+  // synchronizations take their place among the collectives (core/sync_order.hpp).
+  mutable std::shared_ptr<SyncOrder> syncOrder;
   // Why the team has no GPU collective workspace (its members' GPUs do not all map each other);
   // empty when it has one, or when its members do not all share a node.
   mutable std::string gpuWhyNot;

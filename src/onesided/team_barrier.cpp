@@ -24,6 +24,9 @@ void teamBarrier(PeContext& rt, const detail::TeamState& team, const char* what)
   // the count to pass `barriers`, the next for it to pass `barriers + 1`.
   const std::uint64_t target = team.barriers + 1;
   const int me = team.myIndex;
+  // A member in a collective (or another kind of synchronization) instead: a mismatch on every
+  // member, found before anything is signalled.
+  if (team.syncOrder) team.syncOrder->enterSync(what);
   for (int r = 0; r < disseminationRounds(n); ++r) {
     const int to = team.members[(me + (1 << r)) % n];
     const int from = team.members[(me - (1 << r) % n + n) % n];

@@ -73,7 +73,7 @@ struct PeerCard {
 Runtime::Runtime(Env env) : env_(std::move(env)) {
   coll::checkForcedAlgorithms(env_);  // a bad AXON_ALGO_* fails before this PE joins the job
   logThreshold() = env_.logLevel;
-  boot_ = std::make_unique<Bootstrap>(env_.launch, env_.timeoutSec);
+  boot_ = std::make_unique<Bootstrap>(env_.launch, env_.timeoutSec, env_.jobKey);
   heap_ = std::make_shared<SymmetricHeap>(myPe(), nPes(), env_.heapMax, env_.heapChunk);
   // The control block is the first allocation, so it sits at offset 0 on every PE.
   controlOffset_ = *heap_->allocator().allocate(sizeof(ControlBlock), 4096);
@@ -407,6 +407,7 @@ std::string pathTo(int pe) {
 
 void Runtime::attachCollectives(const detail::TeamState& team) {
   team.collectives = coll::makeTeamCollectives(*this, router_->network(), team, env_.collBuffer);
+  team.syncOrder = team.collectives;
 }
 
 }  // namespace axon

@@ -229,6 +229,7 @@ void Team::destroy() {
   // No member touches the team's workspaces after the barrier above, nor writes into this
   // leader's network region; the GPU is synchronized.
   if (s.collectives) s.collectives->release();
+  s.syncOrder.reset();
   s.collectives.reset();
   rt.teamSlotsInUse() &= ~(std::uint64_t{1} << s.slot);
   state_.reset();

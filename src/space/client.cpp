@@ -31,7 +31,7 @@ class Client::Impl {
  public:
   explicit Impl(const ConnectOptions& o) {
     const Env env = Env::fromProcess();
-    const double timeoutSec = o.timeoutSec > 0 ? o.timeoutSec : env.timeoutSec;
+    const double timeoutSec = callTimeout(o.timeoutSec, env.timeoutSec, "connect");
     const std::uint64_t batchBytes = o.batchBytes >= 0 ? static_cast<std::uint64_t>(o.batchBytes) : env.spaceBatch;
     const std::string identity = hostIdentity(env.node);
     const ServerContact first = findServer(o, env);

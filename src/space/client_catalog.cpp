@@ -48,7 +48,7 @@ Variable Catalog::variable(const std::string& name) {
 
 std::int64_t Catalog::waitVersion(const std::string& name, std::int64_t atLeast, double timeoutSec) {
   const Variable v = variable(name);
-  const double t = timeoutSec > 0 ? timeoutSec : timeoutSec_;
+  const double t = callTimeout(timeoutSec, timeoutSec_, "wait_version of '" + name + "'");
   const auto deadline = deadlineAfter(t);
   const Placement placement(v.shape, conn_.servers());
   std::string seen;

@@ -5,15 +5,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
+#include <utility>
 
 #include "axon/error.hpp"
 #include "core/build_version.hpp"
 #include "core/env.hpp"
+#include "core/log.hpp"
+#include "space/contact_file.hpp"
 #include "space/gpu_side.hpp"
+#include "space/handshake.hpp"
+#include "space/space_key.hpp"
 
 namespace axon::space {
 
@@ -23,39 +28,16 @@ namespace {
 
 constexpr double kReplyGraceSec = 5.0;
 
-// {"address": "10.0.0.2:4711", "epoch": 123, ...} -> address and epoch.
-void readContactFile(const std::string& path, std::string& address, std::uint64_t& epoch) {
-  std::ifstream f(path);
-  if (!f) {
-    throw Error(ErrorCode::ServerLost, "staging-space contact file " + path +
-                                           " cannot be read (no server running, or the wrong path?)");
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  auto field = [&](const std::string& key) -> std::string {
-    const auto at = text.find("\"" + key + "\"");
-    if (at == std::string::npos) return "";
-    auto p = text.find(':', at);
-    if (p == std::string::npos) return "";
-    ++p;
-    while (p < text.size() && (text[p] == ' ' || text[p] == '"')) ++p;
-    auto e = p;
-    while (e < text.size() && text[e] != '"' && text[e] != ',' && text[e] != '}' && text[e] != '\n') ++e;
-    return text.substr(p, e - p);
-  };
-  address = field("address");
-  const std::string e = field("epoch");
-  if (address.empty() || e.empty()) {
-    throw Error(ErrorCode::InvalidArgument, "staging-space contact file " + path + " is not one a server wrote: " + text);
-  }
-  epoch = std::stoull(e);
-}
-
 }  // namespace
 
 Clock::time_point deadlineAfter(double sec) {
+  sec = std::min(sec, kMaxTimeoutSec);
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(sec));
+}
+
+double callTimeout(double given, double fallback, const std::string& what) {
+  const double t = clampTimeout(given, "the timeout of " + what, true);
+  return t > 0 ? t : fallback;
 }
 
 std::uint64_t millisUntil(Clock::time_point t) {
@@ -67,16 +49,23 @@ ServerContact findServer(const ConnectOptions& o, const Env& env) {
   ServerContact out;
   out.address = o.address.empty() ? env.spaceAddr : o.address;
   out.origin = o.address.empty() ? "AXON_SPACE_ADDR" : "the address given";
+  std::string file, fileKey;
   if (out.address.empty()) {
-    const std::string file = !o.contactFile.empty() ? o.contactFile : env.spaceFile;
+    file = !o.contactFile.empty() ? o.contactFile : env.spaceFile;
     if (file.empty()) {
       throw Error(ErrorCode::InvalidArgument,
                   "no staging server to connect to: pass an address, or set AXON_SPACE_ADDR (host:port) or "
                   "AXON_SPACE_FILE (a server's --contact-file)");
     }
-    readContactFile(file, out.address, out.epoch);
+    const ContactInfo info = readContactFile(file);
+    out.address = info.address;
+    out.epoch = info.epoch;
+    fileKey = info.key;
     out.origin = "contact file " + file;
   }
+  SpaceKey key = clientKey(o, env, fileKey, file, out.address);
+  out.key = std::move(key.key);
+  out.keyOrigin = std::move(key.origin);
   return out;
 }
 
@@ -88,7 +77,12 @@ Clock::duration Connection::grace() {
 
 Connection::Connection(const ConnectOptions& o, const std::string& identity, double timeoutSec,
                        const ServerContact& first, GpuSide* gpu)
-    : sharedMemory_(o.sharedMemory), timeoutSec_(timeoutSec), identity_(identity), gpu_(gpu) {
+    : sharedMemory_(o.sharedMemory),
+      timeoutSec_(timeoutSec),
+      identity_(identity),
+      key_(first.key),
+      keyOrigin_(first.keyOrigin),
+      gpu_(gpu) {
   try {
     node_ = rpc::makeNode("space client");
     node_->setHandlers({[this](rpc::ConnId c, std::string h, rpc::Payload p) { onMessage(c, std::move(h), std::move(p)); },
@@ -116,8 +110,21 @@ void Connection::connectAll(const ServerContact& first) {
   }
   // The rest of the space, then all of it in placement order (the handlers, which may run on
   // the progress thread meanwhile, read servers_ under mu_).
+  // A member that cannot be reached (killed, its node gone) does not keep this client out of the
+  // rest of the space: it is lost from the start, said once here, and every request that needs
+  // its rows fails naming it.
+  std::string gone;
   for (std::size_t i = 0; i < members_.size(); ++i) {
-    if (static_cast<int>(i) != servers_[0].index) connectServer(members_[i], deadline, "the space's member list");
+    if (static_cast<int>(i) == servers_[0].index) continue;
+    try {
+      connectServer(members_[i], deadline, "the space's member list", static_cast<int>(i));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::ServerLost && e.code() != ErrorCode::Timeout) throw;
+      gone += std::string(gone.empty() ? "" : "; ") + e.what();
+    }
+  }
+  if (!gone.empty() && logThreshold() >= static_cast<int>(LogLevel::Warn)) {
+    std::fprintf(stderr, "axon space: warning: connected to a space that lost servers: %s\n", gone.c_str());
   }
   std::lock_guard lock(mu_);
   std::vector<ServerConn> ordered(members_.size());
@@ -126,21 +133,64 @@ void Connection::connectAll(const ServerContact& first) {
 }
 
 std::uint64_t Connection::connectServer(const std::string& address, Clock::time_point deadline,
-                                        const std::string& origin) {
+                                        const std::string& origin, int member) {
+  try {
+    return helloServer(address, deadline, origin);
+  } catch (const Error& e) {
+    if (member < 0 || (e.code() != ErrorCode::ServerLost && e.code() != ErrorCode::Timeout)) throw;
+    // A member of the space: kept in its place, lost, with the rows it would serve.
+    const std::string count = std::to_string(members_.size());
+    rpc::ConnId conn = 0;
+    std::unique_lock lock(mu_);
+    if (servers_.empty() || servers_.back().address != address || servers_.back().index != -1) {
+      servers_.push_back(ServerConn{});
+    }
+    ServerConn& sc = servers_.back();
+    conn = std::exchange(sc.conn, 0);
+    sc.address = address;
+    sc.index = member;
+    sc.arena.reset();
+    sc.lost = "staging server " + address + " (server " + std::to_string(member) + " of the space's " + count +
+              ") could not be reached when this client connected, so the rows it holds (slabs " +
+              std::to_string(member) + ", " + std::to_string(member) + " + " + count + ", ... of every variable) " +
+              "are unavailable: " + e.what();
+    const std::string why = sc.lost;
+    lock.unlock();
+    if (conn) node_->close(conn);  // its completions take mu_
+    throw Error(e.code(), why);
+  }
+}
+
+std::uint64_t Connection::helloServer(const std::string& address, Clock::time_point deadline,
+                                      const std::string& origin) {
   ServerConn sc;
   sc.address = address;
+  sc.index = -1;  // known from its answer
   const int s = static_cast<int>(servers_.size());  // its place while connecting
+  const std::string what = "connecting to staging server " + address + " (from " + origin + ")";
   // Hello may be refused while the space still waits for servers to join: try again.
   for (;;) {
-    sc.conn = node_->connect(address);
+    // The server speaks first: its greeting carries the nonce the Hello's proof covers.
+    auto greeting = std::make_shared<Call>();
+    greeting->server = s;
+    greeting->op = Op::Greeting;
     {
+      // Under the lock, so that a greeting delivered at once finds its server.
       std::lock_guard lock(mu_);
+      sc.conn = node_->connect(address);
+      sc.greeting = greeting;
       servers_.push_back(std::move(sc));
     }
-    wire::ByteWriter w = protocol::begin(Op::Hello, 0);
-    w.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
-    auto c = issue(s, Op::Hello, w);
-    const bool answered = wait(c, deadline, "connecting to staging server " + address + " (from " + origin + ")");
+    wait(greeting, deadline, what);
+    check(*greeting);
+    Nonce serverNonce;
+    std::memcpy(serverNonce.data(), greeting->reply.data(), serverNonce.size());
+    wire::ByteWriter claims;
+    claims.str(buildVersion()).str(identity_).u32(static_cast<std::uint32_t>(::getpid()));
+    Digest expect;
+    auto c = issueCall(s, Op::Hello, handshake::opening(Op::Hello, key_, serverNonce, claims.bytes(), expect),
+                       std::make_shared<Call>());
+    const bool answered = wait(c, deadline, what);
     // The server said its space is still forming (servers yet to join): ask again.
     if (answered && c->answered && c->status == static_cast<int>(ErrorCode::ServerLost) && Clock::now() < deadline) {
       {
@@ -152,8 +202,18 @@ std::uint64_t Connection::connectServer(const std::string& address, Clock::time_
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
+    if (answered && c->answered && c->status == static_cast<int>(ErrorCode::PermissionDenied)) {
+      throw Error(ErrorCode::PermissionDenied, c->message + "; this client's key came from " + keyOrigin_);
+    }
     check(*c);
     wire::ByteReader r(c->reply);
+    // The server proves the key in turn: else another program took its address.
+    if (r.left() < handshake::kProofBytes || !handshake::sameProof(expect, handshake::readProof(r))) {
+      throw Error(ErrorCode::PermissionDenied,
+                  "staging server " + address + " (from " + origin + ") did not prove the space's key (this " +
+                      "client's key came from " + keyOrigin_ + "): it is not a server of this space, or one " +
+                      "with another key");
+    }
     ServerConn& me = servers_.back();
     me.index = static_cast<int>(r.u32());
     const std::uint32_t count = r.u32();
@@ -206,6 +266,7 @@ std::shared_ptr<Call> Connection::issue(int s, Op op, const wire::ByteWriter& w,
                                         rpc::Memory m, std::shared_ptr<void> keepAlive) {
   auto c = std::make_shared<Call>();
   c->memory = m;
+  c->borrowsData = bytes > 0 && !keepAlive;
   return issueCall(s, op, w.bytes(), c, data, bytes, m, std::move(keepAlive));
 }
 
@@ -227,9 +288,10 @@ std::shared_ptr<Call> Connection::issueCall(int s, Op op, std::string header, st
     }
   }
   std::memcpy(header.data() + 8, &id, 8);  // after magic, version and op
-  node_->send(servers_[s].conn, std::move(header), data, bytes, m, [this, id, s, keepAlive](const std::string& f) {
-    if (f.empty()) return;
+  node_->send(servers_[s].conn, std::move(header), data, bytes, m, [this, id, s, c, keepAlive](const std::string& f) {
     std::lock_guard lock(mu_);
+    c->sent = true;
+    if (f.empty()) return;
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     fail(*it->second, ErrorCode::ServerLost, "staging server " + servers_[s].address + ": sending failed: " + f);
@@ -268,15 +330,21 @@ bool Connection::wait(const std::shared_ptr<Call>& c, Clock::time_point deadline
     ServerConn& server = servers_[c->server];
     const std::string why = "staging server " + server.address + " did not answer " + what + " in time (" +
                             protocol::opName(c->op) + " request): the server is stopped, overloaded or unreachable";
-    fail(*c, ErrorCode::ServerLost, why);
+    if (!c->borrowsData || c->sent) {
+      // One slow answer does not end the connection: the call fails now and stays registered,
+      // so that its late reply is recognised by its id and discarded (takeReply).
+      fail(*c, ErrorCode::Timeout, why + "; its late answer will be discarded");
+      return false;
+    }
+    // UCX still reads the caller's memory for this call: closing the connection cancels that
+    // before the caller unwinds, and the server is lost to this client from now on.
+    fail(*c, ErrorCode::ServerLost, why + "; its data was still being sent, so the connection was closed");
     for (auto it = calls_.begin(); it != calls_.end(); ++it) {
       if (it->second == c) {
         calls_.erase(it);
         break;
       }
     }
-    // Considered lost from now on: its connection is closed, which cancels UCX's transfers into
-    // and out of this client's buffers before the caller unwinds.
     if (server.lost.empty()) server.lost = why;
     conn = server.conn;
     server.conn = 0;
@@ -318,10 +386,33 @@ void Connection::sendDone(int s, std::uint64_t lease) {
 
 // --- replies and data ---------------------------------------------------------------------------
 
+void Connection::onGreeting(rpc::ConnId conn, const std::string& header) {
+  const std::optional<Nonce> nonce = handshake::readGreeting(header);
+  std::lock_guard lock(mu_);
+  for (ServerConn& sc : servers_) {
+    if (sc.conn != conn || !sc.greeting) continue;
+    Call& g = *sc.greeting;
+    if (!g.replied) {
+      if (nonce) {
+        g.reply.assign(reinterpret_cast<const char*>(nonce->data()), nonce->size());
+        g.replied = g.answered = true;
+      } else {
+        fail(g, ErrorCode::ServerLost, "staging server " + sc.address + " did not greet this client as a " +
+                                           "staging server does (another program at that address?)");
+      }
+    }
+    sc.greeting.reset();
+  }
+}
+
 void Connection::onMessage(rpc::ConnId conn, std::string header, rpc::Payload payload) {
   try {
     wire::ByteReader r(header);
     const protocol::Head h = protocol::readHead(r);
+    if (h.op == Op::Greeting) {
+      node_->drop(payload);
+      return onGreeting(conn, header);
+    }
     std::shared_ptr<Call> c;
     {
       std::lock_guard lock(mu_);
@@ -399,14 +490,20 @@ void Connection::onMessage(rpc::ConnId conn, std::string header, rpc::Payload pa
 void Connection::takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r) {
   std::unique_lock lock(mu_);
   if (c->replied) {
-    // Failed here already (timed out): a lease the late answer carries is ended at once.
+    // Failed here already (timed out): the late answer is discarded, and what it grants is
+    // given back at once (a get's lease, a put's reservation).
+    calls_.erase(id);
     const int status = r.i32();
     r.str();
-    if (status == 0 && c->op == Op::Query && r.left() >= 8) {
-      const std::uint64_t lease = r.u64();
-      const int s = c->server;
-      lock.unlock();
-      if (lease) sendDone(s, lease);
+    if (status != 0 || r.left() < 8) return;
+    const std::uint64_t granted = r.u64();
+    const int s = c->server;
+    lock.unlock();
+    if (c->op == Op::Query && granted) sendDone(s, granted);
+    if (c->op == Op::Reserve) {
+      wire::ByteWriter w = protocol::begin(Op::Abort, 0);
+      w.u64(granted);
+      notify(s, w);
     }
     return;
   }

@@ -18,6 +18,7 @@
 #include "axon/error.hpp"
 #include "axon/space.hpp"
 #include "core/progress_engine.hpp"
+#include "core/secret.hpp"
 #include "space/arena.hpp"
 #include "space/protocol.hpp"
 #include "transport/rpc.hpp"
@@ -37,7 +38,11 @@ using Clock = std::chrono::steady_clock;
 // takes one copy through host memory on every path.
 constexpr std::uint64_t kSharedMemoryMin = 64 * 1024;
 
+// Now + sec; sec is cut to kMaxTimeoutSec (core/env.hpp), so the deadline never overflows.
 Clock::time_point deadlineAfter(double sec);
+// The timeout a call runs under: `given` when positive, else `fallback` (the client's); NaN is
+// refused (InvalidArgument naming `what`), anything past kMaxTimeoutSec (inf too) is cut to it.
+double callTimeout(double given, double fallback, const std::string& what);
 // What is left until `t`, for the timeouts requests carry (0 once past).
 std::uint64_t millisUntil(Clock::time_point t);
 
@@ -56,22 +61,32 @@ struct Call {
   rpc::Memory memory = rpc::Memory::Host;
   std::size_t landed = 0;
   std::string dataFailure;
+  // Its data comes from the caller's memory (not kept alive by the call), and whether UCX has
+  // finished sending it: a call given up before then must cancel the send (close the connection)
+  // before the caller may reuse that memory.
+  bool borrowsData = false;
+  bool sent = false;
   bool done() const { return replied && (status != 0 || landed == landing.size()); }
 };
 
 // The server to connect to first, and what named it (for messages); `epoch` is the one its
-// contact file expects (0: none).
+// contact file expects (0: none); the space's key and where it came from (space_key.hpp).
 struct ServerContact {
   std::string address;
   std::uint64_t epoch = 0;
   std::string origin;
+  Secret key;
+  std::string keyOrigin;
 };
-// From the options, else AXON_SPACE_ADDR, else the contact file (given or AXON_SPACE_FILE).
+// From the options, else AXON_SPACE_ADDR, else the contact file (given or AXON_SPACE_FILE); the
+// key from the options, else AXON_SPACE_KEY, else that contact file. Throws PermissionDenied when
+// there is no key.
 ServerContact findServer(const ConnectOptions& o, const Env& env);
 
 class Connection {
  public:
-  // Connects to `first`, then to the rest of its space; throws naming the server that failed.
+  // Connects to `first`, then to the rest of its space, proving the key to each (and checking
+  // each one's proof: space/handshake.hpp); throws naming the server that failed.
   // `identity` is this host's (core/host_identity.hpp): servers with the same one share memory.
   Connection(const ConnectOptions& o, const std::string& identity, double timeoutSec, const ServerContact& first,
              GpuSide* gpu);
@@ -98,8 +113,11 @@ class Connection {
   std::shared_ptr<Call> issueCall(int s, protocol::Op op, std::string header, std::shared_ptr<Call> c,
                                   const void* data = nullptr, std::size_t bytes = 0, rpc::Memory m = rpc::Memory::Host,
                                   std::shared_ptr<void> keepAlive = nullptr);
-  // Waits for the call until `deadline`; false if it did not end by then (the server is then
-  // considered lost for it). Progress happens here and in the engine's thread.
+  // Waits for the call until `deadline`; false if it did not end by then: the call fails with
+  // Timeout, and its late reply is discarded when it comes (a lease it carries ended). The
+  // connection stays in use unless UCX was still sending the call's data from the caller's
+  // memory: then it is closed (which cancels that send) and the server is lost to this client.
+  // Progress happens here and in the engine's thread.
   bool wait(const std::shared_ptr<Call>& c, Clock::time_point deadline, const std::string& what);
   // Throws the call's failure as the matching axon error.
   void check(const Call& c) const;
@@ -132,11 +150,18 @@ class Connection {
     int index = 0;
     std::unique_ptr<ArenaView> arena;  // when it shares this node and shared memory is allowed
     std::string lost;                  // why it is lost, once it is
+    std::shared_ptr<Call> greeting;    // while connecting: ends with the server's greeting (its nonce)
   };
 
   void connectAll(const ServerContact& first);
-  // Connects to one server and says hello; appends it to servers_ and returns its epoch.
-  std::uint64_t connectServer(const std::string& address, Clock::time_point deadline, const std::string& origin);
+  // Connects to one server and says hello; appends it to servers_ and returns its epoch. For a
+  // member of the space (its index given) that cannot be reached, the entry appended is that
+  // server lost, and the error thrown says so.
+  std::uint64_t connectServer(const std::string& address, Clock::time_point deadline, const std::string& origin,
+                              int member = -1);
+  std::uint64_t helloServer(const std::string& address, Clock::time_point deadline, const std::string& origin);
+  // The server's greeting on a connection being made.
+  void onGreeting(rpc::ConnId conn, const std::string& header);
   static void fail(Call& c, ErrorCode code, const std::string& why);
   void onMessage(rpc::ConnId conn, std::string header, rpc::Payload payload);
   void takeReply(const std::shared_ptr<Call>& c, std::uint64_t id, wire::ByteReader& r);
@@ -145,6 +170,8 @@ class Connection {
   const bool sharedMemory_;
   const double timeoutSec_;
   const std::string identity_;
+  Secret key_;
+  std::string keyOrigin_;
   GpuSide* const gpu_;
   std::unique_ptr<rpc::Node> node_;
   ProgressEngine engine_;

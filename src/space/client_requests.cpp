@@ -10,7 +10,7 @@ using protocol::Op;
 std::shared_ptr<Request::State> Requests::begin(const std::string& what, double timeoutSec) {
   auto state = std::make_shared<Request::State>();
   state->owner = this;
-  state->deadline = deadlineAfter(timeoutSec > 0 ? timeoutSec : timeoutSec_);
+  state->deadline = deadlineAfter(callTimeout(timeoutSec, timeoutSec_, what));
   state->what = what;
   return state;
 }

@@ -21,6 +21,7 @@ const char* opName(Op op) {
     case Op::WaitVersion: return "wait_version";
     case Op::Release: return "release";
     case Op::Stats: return "stats";
+    case Op::Greeting: return "greeting";
     case Op::Reply: return "reply";
     case Op::Data: return "data";
   }

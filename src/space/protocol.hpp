@@ -3,10 +3,16 @@
 // build is told so in words. Requests with id 0 expect no reply. Replies are op Reply with
 // [i32 status][str message] after the request id, then the fields of the request's answer.
 //
+// Before anything else (space/handshake.hpp): the server sends a Greeting [32 B nonce] on every
+// connection it accepts; the connecting side's first message is a Hello (a client) or a Join (a
+// server), each [32 B nonce][32 B proof of the space's key] before the claims below, and the reply
+// carries the server's proof [32 B] before its fields. A connection that sends anything else
+// first, or a wrong proof, is refused (PermissionDenied) and closed; nothing it sent is read.
+//
 // Requests and their answers:
-//   Hello     [str build][str node][u32 pid]           -> [u32 index][u32 servers][u64 epoch]
+//   Hello     [str build][str node][u32 pid]           -> [proof][u32 index][u32 servers][u64 epoch]
 //             [str node][str arena][u64 capacity][u32 n][str address]...   (the space's servers)
-//   Join      [str address]                             -> [u32 index][u32 servers]  (a server joining the first)
+//   Join      [str address]                             -> [proof][u32 index][u32 servers]  (a server joining the first)
 //   Members   [u32 n][str address]...  (no reply: the first server tells each joined one, once all are in)
 //   Define    [var]                                     -> -
 //   Describe  [str name]                                -> [var]
@@ -48,7 +54,7 @@ constexpr std::size_t kHeadBytes = 16;  // magic, version, op, id
 
 enum class Op : std::uint16_t {
   Hello = 1, Join, Members, Define, Describe, Put, PutBatch, Reserve, Commit, Abort, Query, Fetch, Done, WaitVersion, Release, Stats,
-  Write,
+  Write, Greeting,
   Reply = 100, Data,
 };
 const char* opName(Op op);

@@ -1,6 +1,7 @@
 // A staging server (server.hpp): its set-up, its one thread's loop (UCX's progress, the requests
 // that wait for memory or data, their deadlines, the drain at shutdown) and the dispatch of each
 // request to the part that handles its family:
+//   server_gate        who may speak: every connection proves the space's key first (handshake.hpp)
 //   server_membership  the space's servers: joining the first one, the member list, a client's hello
 //   server_puts        data coming in: admission against --mem, landing in the arena, commit, abort
 //   server_gets        data going out: queries and their leases, fetches, version waits
@@ -15,19 +16,22 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <random>
 
 #include "axon/error.hpp"
 #include "core/env.hpp"
 #include "core/host_identity.hpp"
+#include "core/net.hpp"
 #include "space/arena.hpp"
+#include "space/contact_file.hpp"
 #include "space/protocol.hpp"
 #include "space/server_clients.hpp"
+#include "space/server_gate.hpp"
 #include "space/server_gets.hpp"
 #include "space/server_membership.hpp"
 #include "space/server_puts.hpp"
+#include "space/space_key.hpp"
 #include "transport/rpc.hpp"
 
 namespace axon::space {
@@ -37,20 +41,14 @@ using rpc::ConnId;
 
 namespace {
 
-// Writes the contact file atomically: a reader sees the old file or the whole new one.
-void writeContactFile(const std::string& path, const std::string& address, std::uint64_t epoch, int servers) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << "{\"address\": \"" << address << "\", \"epoch\": " << epoch << ", \"pid\": " << ::getpid()
-      << ", \"servers\": " << servers << "}\n";
-    if (!f.good()) throw SystemError("cannot write the contact file " + tmp, errno);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw SystemError("cannot move the contact file into place at " + path, err);
-  }
+// The address to listen on: the one asked for, else this host's address (net::primaryAddress:
+// the first interface that is up and not loopback, which clients on other nodes reach, or
+// 127.0.0.1). Never every interface unless asked for by name (0.0.0.0): a server listening on a
+// public or management network its user never meant is one more way in.
+std::string chooseListen(const std::string& asked) {
+  if (asked.empty()) return net::primaryAddress() + ":0";
+  if (asked.front() == ':') return net::primaryAddress() + asked;
+  return asked;
 }
 
 }  // namespace
@@ -58,6 +56,7 @@ void writeContactFile(const std::string& path, const std::string& address, std::
 class Server::Impl {
  public:
   explicit Impl(const ServerOptions& o) : options_(o) {
+    options_.timeoutSec = clampTimeout(o.timeoutSec, "the staging server's timeout (--timeout)");
     if (o.memBytes < (1u << 20)) {
       throw Error(ErrorCode::InvalidArgument, "--mem " + std::to_string(o.memBytes) + " bytes: at least 1M is needed");
     }
@@ -65,18 +64,31 @@ class Server::Impl {
     std::random_device rd;
     epoch_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
              static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
-    const std::string identity = hostIdentity(Env::fromProcess().node);
+    if (o.maxHolds < 1) throw Error(ErrorCode::InvalidArgument, "--max-holds must be at least 1");
+    const Env env = Env::fromProcess();
+    SpaceKey key = serverKey(o, env);
+    if (key.generated && !o.join.empty()) {
+      throw Error(ErrorCode::PermissionDenied,
+                  "a server joining the space of " + o.join +
+                      " must prove that space's key: give it (--key-file, AXON_SPACE_KEY, or the key option); "
+                      "the first server's contact file holds it");
+    }
+    key_ = key.key.hex();
+    keyOrigin_ = key.origin;
+    const std::string identity = hostIdentity(env.node);
     ServerArena::removeStale();
     arena_ = std::make_unique<ServerArena>(o.memBytes);
     node_ = rpc::makeNode("staging server");
     node_->setHandlers(servingHandlers());
-    address_ = node_->listen(o.listen);
+    address_ = node_->listen(chooseListen(o.listen));
     clients_ = std::make_unique<ClientLinks>(*node_, address_, [this](ConnId c) { forget(c); });
-    membership_ = std::make_unique<Membership>(*clients_, o, epoch_, identity, *arena_, servingHandlers());
+    gate_ = std::make_unique<Gate>(*node_, address_, key.key, options_.timeoutSec);
+    membership_ = std::make_unique<Membership>(*clients_, options_, key.key, epoch_, identity, *arena_, servingHandlers());
+    if (membership_->seed()) gate_->trust(membership_->seed());
     store_ = std::make_unique<Store>(o.memBytes, o.policy, membership_->index(), membership_->servers());
     puts_ = std::make_unique<ServerPuts>(*clients_, *store_, *arena_);
-    gets_ = std::make_unique<ServerGets>(*clients_, *store_, *arena_);
-    if (!o.contactFile.empty()) writeContactFile(o.contactFile, address_, epoch_, membership_->servers());
+    gets_ = std::make_unique<ServerGets>(*clients_, *store_, *arena_, o.maxHolds);
+    if (!o.contactFile.empty()) writeContactFile(o.contactFile, address_, epoch_, membership_->servers(), key_);
     snapshot();
   }
 
@@ -113,17 +125,21 @@ class Server::Impl {
 
   std::string address_;
   std::uint64_t epoch_ = 0;
+  std::string key_;  // hex
+  std::string keyOrigin_;
 
  private:
   rpc::Node::Handlers servingHandlers() {
     return {[this](rpc::ConnId c, std::string h, rpc::Payload p) { handle(c, std::move(h), std::move(p)); },
-            [this](rpc::ConnId c, const std::string& why) { connectionLost(c, why); }, nullptr};
+            [this](rpc::ConnId c, const std::string& why) { connectionLost(c, why); },
+            [this](rpc::ConnId c) { gate_->accepted(c); }};
   }
 
   // --- the loop -------------------------------------------------------------------------------
 
   void serveOnce(std::chrono::milliseconds nap) {
     bool busy = node_->progress();
+    if (gets_->pump()) busy = true;  // a slice of the fetches being sent
     if (store_->generation() != seenGeneration_) {
       seenGeneration_ = store_->generation();
       puts_->retry();
@@ -160,6 +176,7 @@ class Server::Impl {
     const auto now = Clock::now();
     if (now < nextExpiry_) return;
     nextExpiry_ = now + std::chrono::milliseconds(5);
+    gate_->expire(now);
     puts_->expire(now);
     gets_->expire(now);
     snapshot();
@@ -173,6 +190,10 @@ class Server::Impl {
   // --- requests -------------------------------------------------------------------------------
 
   void handle(ConnId c, std::string header, rpc::Payload payload) {
+    if (!gate_->admitted(c)) {
+      node_->drop(payload);  // nothing a connection sends before its proof is received
+      return introduce(c, header);
+    }
     std::uint64_t id = 0;
     Op op{};
     try {
@@ -197,12 +218,33 @@ class Server::Impl {
     }
   }
 
+  // The first message of a connection: a Hello or a Join that proves the space's key (the gate
+  // refuses anything else, unread), then its claims.
+  void introduce(ConnId c, const std::string& header) {
+    auto admission = gate_->admit(c, header);
+    if (!admission) return;
+    const protocol::Head& h = admission->opening.head;
+    clients_->known(c);
+    try {
+      wire::ByteReader claims(admission->opening.claims);
+      if (stopping_) throw Error(ErrorCode::ServerLost, "staging server " + address_ + " is shutting down");
+      if (h.op == Op::Hello) membership_->hello(c, h.id, claims, admission->serverProof);
+      else membership_->join(c, h.id, claims, admission->serverProof);
+    } catch (const wire::Malformed& e) {
+      clients_->replyError(c, h.id, ErrorCode::InvalidArgument, "staging server " + address_ + ": malformed " +
+                                                                    protocol::opName(h.op) + " request: " + e.what());
+    } catch (const Error& e) {
+      clients_->replyError(c, h.id, e.code(), e.what());
+    }
+  }
+
   void dispatch(ConnId c, const protocol::Head& h, const std::string& header, wire::ByteReader& r,
                 rpc::Payload& payload) {
-    clients_->known(c);
     switch (h.op) {
-      case Op::Hello: return membership_->hello(c, h.id, r);
-      case Op::Join: return membership_->join(c, h.id, r);
+      case Op::Hello:
+      case Op::Join:
+        throw Error(ErrorCode::InvalidArgument, "staging server " + address_ + ": a second " +
+                                                    protocol::opName(h.op) + " on one connection");
       case Op::Members: return membership_->membersKnown(c, r);
       case Op::Define: {
         store_->define(protocol::readVariable(r));
@@ -229,7 +271,7 @@ class Server::Impl {
       case Op::Release: {
         const std::string name = r.str();
         const std::int64_t version = r.i64();
-        store_->release(c, name, version);
+        gets_->release(c, name, version);
         return clients_->replyOk(c, h.id);
       }
       case Op::Stats: {
@@ -250,6 +292,7 @@ class Server::Impl {
   // --- connections ----------------------------------------------------------------------------
 
   void connectionLost(ConnId c, const std::string& why) {
+    gate_->forget(c);
     if (!clients_->markGone(c)) {
       node_->close(c);
       return;
@@ -275,6 +318,7 @@ class Server::Impl {
   std::unique_ptr<ServerArena> arena_;
   std::unique_ptr<rpc::Node> node_;
   std::unique_ptr<ClientLinks> clients_;
+  std::unique_ptr<Gate> gate_;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<ServerPuts> puts_;
@@ -294,6 +338,8 @@ Server::Server(const ServerOptions& options) : impl_(std::make_unique<Impl>(opti
 Server::~Server() = default;
 const std::string& Server::address() const { return impl_->address_; }
 std::uint64_t Server::epoch() const { return impl_->epoch_; }
+const std::string& Server::key() const { return impl_->key_; }
+const std::string& Server::keyOrigin() const { return impl_->keyOrigin_; }
 int Server::index() const { return impl_->index(); }
 void Server::start() { impl_->start(); }
 void Server::run() { impl_->run(); }

@@ -5,6 +5,7 @@
 // Every handler of the server (server_puts, server_gets, server_membership) answers through it.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -14,6 +15,7 @@
 
 #include "axon/error.hpp"
 #include "bootstrap/wire.hpp"
+#include "core/env.hpp"
 #include "space/protocol.hpp"
 #include "transport/rpc.hpp"
 
@@ -22,7 +24,11 @@ namespace axon::space {
 using Clock = std::chrono::steady_clock;
 
 // When a request that may wait `ms` (its timeout, as it travels) stops waiting.
-inline Clock::time_point deadlineIn(std::uint64_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
+// A client's wait (milliseconds from the wire) as a deadline; cut to kMaxTimeoutSec so that no
+// value a client sends overflows the clock.
+inline Clock::time_point deadlineIn(std::uint64_t ms) {
+  return Clock::now() + std::chrono::milliseconds(std::min(ms, static_cast<std::uint64_t>(kMaxTimeoutSec * 1000)));
+}
 
 // A request kept until it can be served (a put waiting for memory, a get or a version wait for
 // data), or until its deadline, set when it first has to wait.

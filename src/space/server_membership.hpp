@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/wire.hpp"
 #include "axon/space_server.hpp"
+#include "bootstrap/wire.hpp"
+#include "core/secret.hpp"
 #include "transport/rpc.hpp"
 
 namespace axon::space {
@@ -23,21 +24,25 @@ class Membership {
   // The first server of its space, or (options.join set) one that joins the space of that server
   // before returning: throws ServerLost when the join fails or takes past options.timeoutSec.
   // Joining uses the node's handlers; `serving` are those it sets again afterwards.
-  Membership(ClientLinks& clients, const ServerOptions& options, std::uint64_t epoch, std::string identity,
-             const ServerArena& arena, const rpc::Node::Handlers& serving);
+  // A joining server proves `key` to the first one, and checks the first one's proof in turn.
+  Membership(ClientLinks& clients, const ServerOptions& options, const Secret& key, std::uint64_t epoch,
+             std::string identity, const ServerArena& arena, const rpc::Node::Handlers& serving);
 
   int index() const { return index_; }
   int servers() const { return servers_; }
+  // A joined server's connection to the space's first server (0 on the first).
+  rpc::ConnId seed() const { return seed_; }
 
-  // A client's Hello: its build must be this one; the answer tells it the space.
-  void hello(rpc::ConnId c, std::uint64_t id, wire::ByteReader& r);
-  // A server joining this one (the first).
-  void join(rpc::ConnId c, std::uint64_t id, wire::ByteReader& r);
+  // A client's Hello, its key proved (server_gate.hpp): its build must be this one; the answer
+  // carries `proof` (the server's) and tells it the space. `claims` are the Hello's fields.
+  void hello(rpc::ConnId c, std::uint64_t id, wire::ByteReader& claims, const Digest& proof);
+  // A server joining this one (the first), its key proved.
+  void join(rpc::ConnId c, std::uint64_t id, wire::ByteReader& claims, const Digest& proof);
   // The member list from the first server (this one joined it).
   void membersKnown(rpc::ConnId c, wire::ByteReader& r);
 
  private:
-  void joinSpace(const ServerOptions& options, const rpc::Node::Handlers& serving);
+  void joinSpace(const ServerOptions& options, const Secret& key, const rpc::Node::Handlers& serving);
 
   ClientLinks& clients_;
   const std::uint64_t epoch_;

@@ -100,6 +100,18 @@ void Store::define(const Variable& v) {
     }
     return;
   }
+  const std::uint64_t record = kVariableRecordBytes + v.name.size();
+  while (!metadataFits(record) && policy_ == Policy::Evict && evictOldest("", INT64_MIN)) {
+  }
+  if (!metadataFits(record)) {
+    throw Error(ErrorCode::SpaceFull,
+                "define of " + quoted(v.name) + ": the server's memory is full (" +
+                    std::to_string(alloc_.bytesInUse()) + " bytes of data and " + std::to_string(metaBytes_) +
+                    " bytes of records of " + std::to_string(alloc_.capacity()) + " (--mem) + " +
+                    std::to_string(kMetadataAllowance) + " for records; a variable's record counts " +
+                    std::to_string(record) + " bytes)");
+  }
+  metaBytes_ += record;
   VarState s;
   s.def = v;
   s.ownedVolume = Placement(v.shape, servers_).ownedVolume(serverIndex_);
@@ -128,8 +140,15 @@ bool Store::dropped(const std::string& name, std::int64_t version) const {
   return version < it->second.droppedBelow || it->second.dropped.count(version) > 0;
 }
 
-std::optional<std::uint64_t> Store::allocate(std::uint64_t bytes) {
-  auto at = alloc_.allocate(bytes, kPieceAlignment);
+std::optional<std::uint64_t> Store::allocate(std::uint64_t bytes, std::uint64_t meta) {
+  // Whole alignment units: a piece smaller than one would leave a gap after it that no later
+  // piece fits, and first fit would walk past every such gap (24,000 small pieces: 3 s).
+  const std::uint64_t rounded = (bytes + kPieceAlignment - 1) / kPieceAlignment * kPieceAlignment;
+  auto at = alloc_.allocate(rounded, kPieceAlignment);
+  if (at && !metadataFits(meta)) {
+    alloc_.release(*at);
+    return std::nullopt;
+  }
   if (at) highWater_ = std::max<std::uint64_t>(highWater_, alloc_.bytesInUse());
   return at;
 }
@@ -159,13 +178,12 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   }
   auto vit = v.versions.find(version);
   if (vit != v.versions.end()) {
-    forEachNear(vit->second, box, [&](const Piece& p) {
-      if (overlaps(p.box, box)) {
-        throw Error(ErrorCode::InvalidArgument, what + " overlaps the " +
-                                                    std::string(p.committed ? "stored" : "in-flight") + " piece " +
-                                                    describe(p.box) + " of the same version");
-      }
-    });
+    if (auto other = vit->second.index.anyOverlapping(box)) {
+      const Piece& p = vit->second.pieces.at(*other);
+      throw Error(ErrorCode::InvalidArgument, what + " overlaps the " +
+                                                  std::string(p.committed ? "stored" : "in-flight") + " piece " +
+                                                  describe(p.box) + " of the same version");
+    }
   }
   if (bytes > alloc_.capacity()) {
     ++counters_.putsRejectedFull;
@@ -177,20 +195,22 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
     // Flow control: a writer ahead of the others may open at most keep_versions versions that are
     // not complete yet; the next waits. Else it could fill the memory with versions nobody can
     // finish, and every writer would wait for good.
-    int incomplete = 0;
-    for (const auto& [n, ver] : v.versions) incomplete += ver.committedVolume < v.ownedVolume ? 1 : 0;
-    if (incomplete >= v.def.keepVersions) return std::nullopt;
+    const std::size_t incomplete = v.versions.size() - v.complete;
+    if (incomplete >= static_cast<std::size_t>(v.def.keepVersions)) return std::nullopt;
   }
-  auto at = allocate(bytes);
-  while (!at && policy_ == Policy::Evict && evictOldest(name, version)) at = allocate(bytes);
+  const std::uint64_t meta = pieceRecordBytes(box) + (vit == v.versions.end() ? kVersionRecordBytes : 0);
+  auto at = allocate(bytes, meta);
+  while (!at && policy_ == Policy::Evict && evictOldest(name, version)) at = allocate(bytes, meta);
   if (!at) {
     if (policy_ == Policy::Block) return std::nullopt;
     ++counters_.putsRejectedFull;
     throw Error(ErrorCode::SpaceFull,
-                what + ": the server's memory is full (" + std::to_string(alloc_.bytesInUse()) + " of " +
-                    std::to_string(alloc_.capacity()) + " bytes in use, policy " + policyName(policy_) +
+                what + ": the server's memory is full (" + std::to_string(alloc_.bytesInUse()) + " bytes of data and " +
+                    std::to_string(metaBytes_) + " of records of " + std::to_string(alloc_.capacity()) +
+                    " in use, policy " + policyName(policy_) +
                     (policy_ == Policy::Evict ? ", and every older version is held by a reader" : "") + ")");
   }
+  metaBytes_ += meta;
   Version& ver = v.versions[version];
   if (ver.order == 0) {
     ver.number = version;
@@ -202,8 +222,7 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   p.bytes = bytes;
   p.reservation = ++lastId_;
   ver.pieces[*at] = p;
-  ver.byRow.emplace(box.lo[0], *at);
-  ver.maxRows = std::max(ver.maxRows, box.extent(0));
+  ver.index.insert(box, *at);
   ver.bytes += bytes;
   reservations_[p.reservation] = ReservationRef{name, version, *at, writer, bytes};
   return Reservation{p.reservation, *at, bytes};
@@ -224,7 +243,10 @@ void Store::commit(std::uint64_t reservation) {
   ver.committedVolume += volume(p.box);
   ++counters_.putsCommitted;
   counters_.bytesPut += p.bytes;
-  if (ver.committedVolume == v.ownedVolume) trim(v);  // a version completed: older ones may go
+  if (ver.committedVolume == v.ownedVolume) {
+    ++v.complete;
+    trim(v);  // a version completed: older ones may go
+  }
   ++generation_;
 }
 
@@ -252,15 +274,15 @@ void Store::freeReservation(const ReservationRef& r, bool counted) {
   auto pit = ver.pieces.find(r.offset);
   if (pit == ver.pieces.end()) return;
   ver.bytes -= pit->second.bytes;
+  metaBytes_ -= pieceRecordBytes(pit->second.box);
   alloc_.release(pit->first);
-  for (auto row = ver.byRow.lower_bound(pit->second.box.lo[0]); row != ver.byRow.end(); ++row) {
-    if (row->second == pit->first) {
-      ver.byRow.erase(row);
-      break;
-    }
-  }
+  ver.index.erase(pit->second.box, pit->first);
   ver.pieces.erase(pit);
-  if (ver.pieces.empty() && !ver.pinned()) v.versions.erase(vit);
+  if (ver.pieces.empty() && !ver.pinned()) {
+    if (ver.committedVolume == v.ownedVolume) --v.complete;
+    v.versions.erase(vit);
+    metaBytes_ -= kVersionRecordBytes;
+  }
   if (!counted) return;
   ++counters_.putsAborted;
   trim(v);  // a version kept only for the reservation may go now
@@ -278,7 +300,8 @@ std::optional<Store::Reservation> Store::reservationOf(ClientId writer, std::uin
   return Reservation{reservation, it->second.offset, it->second.bytes};
 }
 
-Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes) const {
+Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes,
+                            bool listMissing) const {
   const VarState& v = state(name, "get");
   for (const Box& b : boxes) checkBoxInShape(b, v.def.shape, "get of " + versionText(name, version));
   if (dropped(name, version)) {
@@ -293,12 +316,18 @@ Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const
   const std::size_t elem = dataTypeSize(v.def.dtype);
   for (const Box& b : boxes) {
     std::vector<Box> covered;
+    std::int64_t coveredVolume = 0;
     if (vit != v.versions.end()) {
-      forEachNear(vit->second, b, [&](const Piece& p) {
-        if (!p.committed) return;
+      const std::vector<std::uint64_t> near = vit->second.index.overlapping(b);
+      covered.reserve(near.size());
+      out.fragments.reserve(out.fragments.size() + near.size());
+      for (std::uint64_t at : near) {
+        const Piece& p = vit->second.pieces.at(at);
+        if (!p.committed) continue;
         auto overlap = intersect(p.box, b);
-        if (!overlap) return;
+        if (!overlap) continue;
         covered.push_back(*overlap);
+        coveredVolume += volume(*overlap);
         // The bytes of the piece between the overlap's first and last element.
         const Extents strides = rowMajorByteStrides(p.box, elem);
         std::int64_t first = 0, last = 0;
@@ -308,8 +337,17 @@ Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const
         }
         out.fragments.push_back(Fragment{p.box, p.offset, static_cast<std::uint64_t>(first),
                                          static_cast<std::uint64_t>(last - first) + elem});
-      });
+      }
     }
+    // Pieces of a version never overlap, so their volumes add up: a box they cover in full needs
+    // no subtraction (which costs up to pieces x parts left).
+    if (coveredVolume == volume(b)) continue;
+    if (!listMissing) {
+      out.missing.push_back(b);
+      continue;
+    }
+    // In row-major order of their corners, a decomposition's pieces leave few parts at a time.
+    std::sort(covered.begin(), covered.end(), [](const Box& x, const Box& y) { return x.lo < y.lo; });
     for (Box& m : subtract(b, covered)) out.missing.push_back(m);
   }
   return out;
@@ -369,6 +407,9 @@ void Store::trim(VarState& v) {
   // A version goes once keepVersions newer versions are complete here (written in full), unless a
   // reader holds it or data for it is in flight. Versions still being written never count: a
   // writer ahead of the others does not push out the versions they are still writing.
+  // Fewer complete versions than keepVersions: none has that many newer ones (no walk, which
+  // would cost every version at every commit).
+  if (v.complete < static_cast<std::size_t>(v.def.keepVersions)) return;
   int completeNewer = 0;
   for (auto it = v.versions.rbegin(); it != v.versions.rend();) {
     const std::int64_t number = it->first;
@@ -412,15 +453,25 @@ bool Store::evictOldest(const std::string& keepName, std::int64_t keep) {
 void Store::dropVersion(VarState& v, std::int64_t number, bool evicted) {
   auto it = v.versions.find(number);
   if (it == v.versions.end()) return;
-  for (const auto& [off, p] : it->second.pieces) alloc_.release(off);
+  for (const auto& [off, p] : it->second.pieces) {
+    alloc_.release(off);
+    metaBytes_ -= pieceRecordBytes(p.box);
+  }
+  if (it->second.committedVolume == v.ownedVolume) --v.complete;
   v.versions.erase(it);
-  v.dropped.insert(number);
+  metaBytes_ -= kVersionRecordBytes;
+  rememberDropped(v, number);
+  ++(evicted ? counters_.versionsEvicted : counters_.versionsDropped);
+  ++generation_;
+}
+
+void Store::rememberDropped(VarState& v, std::int64_t number) {
+  if (v.dropped.insert(number).second) metaBytes_ += kDroppedRecordBytes;
   while (v.dropped.size() > kRememberDropped) {
     v.droppedBelow = std::max(v.droppedBelow, *v.dropped.begin() + 1);
     v.dropped.erase(v.dropped.begin());
+    metaBytes_ -= kDroppedRecordBytes;
   }
-  ++(evicted ? counters_.versionsEvicted : counters_.versionsDropped);
-  ++generation_;
 }
 
 std::vector<std::int64_t> Store::completeVersions(const std::string& name, std::int64_t atLeast) const {
@@ -437,6 +488,7 @@ StoreStats Store::stats() const {
   s.capacity = alloc_.capacity();
   s.bytesInUse = alloc_.bytesInUse();
   s.highWater = highWater_;
+  s.metadataBytes = metaBytes_;
   s.variables = vars_.size();
   for (const auto& [name, v] : vars_) {
     s.versions += v.versions.size();

@@ -30,6 +30,7 @@
 #include "axon/space_server.hpp"
 #include "memory/symmetric_allocator.hpp"
 #include "space/box.hpp"
+#include "space/piece_index.hpp"
 
 namespace axon::space {
 
@@ -39,6 +40,19 @@ constexpr std::size_t kMaxNameBytes = 255;
 constexpr std::size_t kPieceAlignment = 256;  // arena offsets: aligned for wide GPU loads
 
 using ClientId = std::uint64_t;
+
+// What the server's records cost, counted against --mem beside the data (Store::metadataBytes):
+// fixed estimates a little above what the records take in this build (names, maps, the piece
+// index), so that 20,000 defines or 30,000 versions cannot grow a server past --mem. The first
+// kMetadataAllowance bytes of records are free, so that --mem sized for N versions of data still
+// holds N; beyond it records take the data's room. Data and records together stay within --mem +
+// kMetadataAllowance (plus the fixed cost of the process: its code, UCX's buffers).
+constexpr std::uint64_t kMetadataAllowance = 1 << 20;
+constexpr std::uint64_t kVariableRecordBytes = 1024;  // plus the name's bytes
+constexpr std::uint64_t kVersionRecordBytes = 512;
+constexpr std::uint64_t kPieceRecordBytes = 512;      // plus kPieceDimensionBytes per dimension
+constexpr std::uint64_t kPieceDimensionBytes = 128;
+constexpr std::uint64_t kDroppedRecordBytes = 64;     // a dropped version remembered
 
 struct Variable {
   std::string name;
@@ -64,6 +78,7 @@ struct StoreStats {
   std::uint64_t putsCommitted = 0, putsAborted = 0, bytesPut = 0;
   std::uint64_t lookups = 0, bytesServed = 0;
   std::uint64_t versionsDropped = 0, versionsEvicted = 0, putsRejectedFull = 0;
+  std::uint64_t metadataBytes = 0;  // the records' estimated cost (counted in --mem, not in bytesInUse)
 };
 
 // The public report of a server (axon/space.hpp) from its store's numbers.
@@ -74,7 +89,8 @@ class Store {
   Store(std::uint64_t capacity, Policy policy, int serverIndex, int servers);
 
   Policy policy() const { return policy_; }
-  // Adds a variable, or checks that a repeat definition is the same; throws InvalidArgument.
+  // Adds a variable, or checks that a repeat definition is the same; throws InvalidArgument, or
+  // SpaceFull when its record does not fit in --mem (policy evict: after dropping old versions).
   void define(const Variable& v);
   const Variable& variable(const std::string& name) const;  // throws InvalidArgument when unknown
 
@@ -106,8 +122,10 @@ class Store {
     std::vector<Box> missing;  // parts of the boxes no committed piece covers yet
   };
   // The committed pieces of (name, version) that intersect `boxes`, and what is missing. Throws
-  // InvalidArgument, or Evicted when the version was dropped.
-  Lookup lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes) const;
+  // InvalidArgument, or Evicted when the version was dropped. listMissing false: a box not fully
+  // covered is put in `missing` whole (enough to know that something is; costs no subtraction).
+  Lookup lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes,
+                bool listMissing = true) const;
   // Pins the version for `reader`'s transfer; ended by endLease. Also takes the reader's hold.
   std::uint64_t lease(ClientId reader, const std::string& name, std::int64_t version, std::uint64_t bytes);
   void endLease(std::uint64_t lease);
@@ -124,6 +142,10 @@ class Store {
 
   StoreStats stats() const;
   std::uint64_t capacity() const { return alloc_.capacity(); }
+  // The estimated bytes of the records (variables, versions, pieces, dropped versions), counted
+  // with the data against capacity(): data + metadata never exceeds capacity() +
+  // kMetadataAllowance.
+  std::uint64_t metadataBytes() const { return metaBytes_; }
 
  private:
   struct Piece {
@@ -135,11 +157,9 @@ class Store {
   struct Version {
     std::int64_t number = 0;
     std::map<std::uint64_t, Piece> pieces;  // by arena offset
-    // Pieces by their first row, and the most rows any has: the pieces a box may meet are those
-    // starting within (box.lo[0] - maxRows, box.hi[0]), so overlap checks and lookups need not
-    // visit every piece of the version (10,000 small puts would cost 10^8 box tests).
-    std::multimap<std::int64_t, std::uint64_t> byRow;
-    std::int64_t maxRows = 0;
+    // The pieces' boxes, keyed by arena offset: overlap checks and lookups visit only the
+    // pieces a box meets, never every piece of the version (space/piece_index.hpp).
+    PieceIndex index;
     std::int64_t committedVolume = 0;
     std::uint64_t bytes = 0;
     std::set<ClientId> holders;
@@ -153,6 +173,7 @@ class Store {
     std::map<std::int64_t, Version> versions;
     std::set<std::int64_t> dropped;  // the most recent kRememberDropped dropped versions
     std::int64_t droppedBelow = INT64_MIN;  // every version below this one was dropped (or never existed)
+    std::size_t complete = 0;  // versions complete here: trim and flow control need no walk to know
   };
   struct ReservationRef {
     std::string name;
@@ -173,17 +194,19 @@ class Store {
   const VarState& state(const std::string& name, const char* what) const;
   void dropVersion(VarState& v, std::int64_t number, bool evicted);
   static bool hasReservations(const Version& ver);
-  // Calls f(piece) for every piece of `ver` whose rows may meet `box`'s.
-  template <class F>
-  static void forEachNear(const Version& ver, const Box& box, F&& f) {
-    auto end = ver.byRow.lower_bound(box.hi[0]);
-    for (auto it = ver.byRow.lower_bound(box.lo[0] - ver.maxRows + 1); it != end; ++it) f(ver.pieces.at(it->second));
-  }
   // Drops the versions older than the keepVersions newest complete ones that nobody pins.
   void trim(VarState& v);
   // Evicts the oldest unpinned version of any variable (not `keep` of `keepName`); false when none.
   bool evictOldest(const std::string& keepName, std::int64_t keep);
-  std::optional<std::uint64_t> allocate(std::uint64_t bytes);
+  // Arena bytes for a piece whose records add `meta` bytes; nullopt when data and records would
+  // pass capacity().
+  std::optional<std::uint64_t> allocate(std::uint64_t bytes, std::uint64_t meta);
+  static std::uint64_t pieceRecordBytes(const Box& b) { return kPieceRecordBytes + kPieceDimensionBytes * b.ndim; }
+  bool metadataFits(std::uint64_t more) const {
+    const std::uint64_t records = metaBytes_ + more;
+    return alloc_.bytesInUse() + (records > kMetadataAllowance ? records - kMetadataAllowance : 0) <= alloc_.capacity();
+  }
+  void rememberDropped(VarState& v, std::int64_t number);
 
   Policy policy_;
   int serverIndex_, servers_;
@@ -193,6 +216,7 @@ class Store {
   std::map<std::uint64_t, LeaseRef> leases_;
   std::uint64_t lastId_ = 0, order_ = 0, generation_ = 0;
   std::uint64_t highWater_ = 0;
+  std::uint64_t metaBytes_ = 0;
   mutable StoreStats counters_;
 };
 

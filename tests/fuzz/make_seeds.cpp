@@ -15,7 +15,9 @@
 
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
+#include "bootstrap/store_handshake.hpp"
 #include "bootstrap/wire.hpp"
+#include "fuzz_key.hpp"
 
 namespace {
 
@@ -34,6 +36,15 @@ void put(const fs::path& dir, const std::string& name, const std::string& bytes)
 }
 
 std::uint8_t op(Op o) { return static_cast<std::uint8_t>(o); }
+
+// A Hello as PE `rank` of build `version` sends it, proven under the fuzz target's key and nonce.
+std::string provenHello(std::uint32_t rank, const std::string& version) {
+  HelloClaims claims;
+  for (std::size_t i = 0; i < claims.clientNonce.size(); ++i) claims.clientNonce[i] = static_cast<std::uint8_t>(0xc0 + i);
+  claims.rank = rank;
+  claims.version = version;
+  return encodeHello(1, fuzzKey(), kFuzzNonce, claims);
+}
 
 void wireSeeds(const fs::path& dir) {
   // Values as the runtime writes them (the writers next to each reader).
@@ -58,7 +69,17 @@ void wireSeeds(const fs::path& dir) {
   for (const auto& [name, bytes] : blobs) put(dir, name, bytes);
 
   // One frame of each request.
-  put(dir, "frame-hello", Writer(1, op(Op::Hello)).u32(3).str("0.1.0+gabcdef1234").frame());
+  put(dir, "frame-hello", provenHello(3, "0.1.0+gabcdef1234"));
+  // A Hello whose proof is wrong (another key), one of the wire version before the handshake, and
+  // the store's greeting (what a confused client might echo).
+  {
+    HelloClaims claims;
+    claims.rank = 1;
+    claims.version = "0.1.0";
+    put(dir, "frame-hello-wrong-key", encodeHello(1, Secret::fromHex(std::string(64, '7'), "another job's key"), kFuzzNonce, claims));
+  }
+  put(dir, "frame-hello-v2", Writer(1, op(Op::Hello), 2).u32(2).str("0.1.0+gabcdef1234").frame());
+  put(dir, "frame-greeting", encodeGreeting(kFuzzNonce));
   put(dir, "frame-set", Writer(2, op(Op::Set)).str("init/card/3").str(blobs[2].second).frame());
   put(dir, "frame-get", Writer(3, op(Op::Get)).u32(2).str("k0").str("k1").frame());
   put(dir, "frame-check", Writer(4, op(Op::Check)).u32(1).str("step-failed/heap/7").frame());
@@ -69,9 +90,9 @@ void wireSeeds(const fs::path& dir) {
   put(dir, "frame-gather-missing", Writer(9, op(Op::GatherMissing)).str("heap/7").frame());
   // A Hello of another wire version (only its rank and build are read), and a request of one.
   put(dir, "frame-hello-v1", Writer(1, op(Op::Hello), 1).u32(5).str("0.0.9").frame());
-  put(dir, "frame-get-v3", Writer(1, op(Op::Get), 3).u32(1).str("k").frame());
+  put(dir, "frame-get-v4", Writer(1, op(Op::Get), 4).u32(1).str("k").frame());
   // A connection's worth: hello, set, gather, bye in one stream.
-  put(dir, "stream", Writer(1, op(Op::Hello)).u32(0).str("0.1.0").frame() +
+  put(dir, "stream", provenHello(0, "0.1.0") +
                          Writer(2, op(Op::Set)).str("k").str(wordBlob(7)).frame() +
                          Writer(3, op(Op::Gather)).str("g").u32(1).u32(0).str(blobs[1].second).frame() +
                          Writer(4, op(Op::Bye)).frame());

@@ -2,8 +2,13 @@
 // decoders of the values that travel through the store.
 //
 // The input is a byte stream as a client could send it: frames are cut off it with
-// completeFrameBytes until it runs out or a length no frame may have comes (StoreServer::onReadable),
+// completeFrameBytes until it runs out or a length no frame may have comes (StoreServer::consume),
 // and each complete frame is read with readHead and decodeStoreRequest (StoreServer::handleFrame).
+// The first frame is also what the store reads before anything else: checkHello under a fixed test
+// key and store nonce (kFuzzKey, kFuzzNonce; make_seeds proves its Hello seeds with them). A
+// mutated Hello no longer proves the key, so each first frame is checked twice: as it came (it
+// must be refused unless its proof is right), and with its proof made right by the harness, so
+// that the fuzzer explores what the store reads after the proof as well.
 // wire::Malformed is the expected refusal; a crash, a sanitizer report, another exception or a
 // broken invariant (__builtin_trap) is a finding. The same bytes, and every value a decoded Set or
 // Gather carries, are then read as a store value of each kind (bootstrap/blob.hpp), where
@@ -18,12 +23,15 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "axon/error.hpp"
 #include "bootstrap/blob.hpp"
 #include "bootstrap/setup_step.hpp"
+#include "bootstrap/store_handshake.hpp"
 #include "bootstrap/store_request.hpp"
 #include "bootstrap/wire.hpp"
+#include "fuzz_key.hpp"
 
 namespace {
 
@@ -35,11 +43,15 @@ using namespace axon::wire;
     if (!(cond)) __builtin_trap(); \
   } while (0)
 
+std::span<const std::uint8_t> bytesOf(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
 // The bytes an axon client writes for `q` (store_client.cpp's writers, field for field).
 std::string encodeRequest(const StoreRequest& q) {
   Writer w(q.head.id, static_cast<std::uint8_t>(q.op), q.head.version);
   switch (q.op) {
-    case Op::Hello: w.u32(q.rank).str(q.version); break;
+    case Op::Hello: w.fixed(bytesOf(q.nonce)).u32(q.rank).str(q.version).fixed(bytesOf(q.proof)); break;
     case Op::Set: w.str(q.keys[0]).str(q.value); break;
     case Op::Get:
     case Op::Check:
@@ -167,6 +179,9 @@ bool decodeFrame(std::string_view frame) {
     case Op::Get:
     case Op::Check: FUZZ_CHECK(q.keys.size() <= frame.size() / 4); break;
     case Op::Hello:
+      FUZZ_CHECK(q.nonce.size() == kNonceBytes && q.proof.size() == kProofBytes);
+      FUZZ_CHECK(q.keys.empty());
+      break;
     case Op::Bye: FUZZ_CHECK(q.keys.empty()); break;
   }
   // Every byte was a field (leftovers are refused) and every field has one encoding, so
@@ -178,10 +193,58 @@ bool decodeFrame(std::string_view frame) {
   return true;
 }
 
+// The store's check of a connection's first frame (StoreServer::handleFirstFrame): it never
+// throws, and proves only what carries the right proof.
+void checkFirstFrame(std::string_view body) {
+  const Secret& key = fuzzKey();
+  HelloVerdict as;
+  try {
+    as = checkHello(key, kFuzzNonce, body);
+  } catch (...) {
+    FUZZ_CHECK(false);
+  }
+  // The same frame with the proof a holder of the key would send for its claims.
+  if (body.size() < kFrameHeaderBytes - 4 + kProofBytes || body.size() > kMaxHelloFrame) {
+    FUZZ_CHECK(!as.proven);
+    return;
+  }
+  const std::size_t head = kFrameHeaderBytes - 4;
+  const std::string_view claimed = body.substr(head, body.size() - head - kProofBytes);
+  std::vector<std::uint8_t> transcript(kFuzzNonce.begin(), kFuzzNonce.end());
+  appendTranscript(transcript, bytesOf(claimed));
+  const Digest proof = proveKey(key, kClientLabel, transcript);
+  std::string signedBody(body.substr(0, body.size() - kProofBytes));
+  signedBody.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+  HelloVerdict v;
+  try {
+    v = checkHello(key, kFuzzNonce, signedBody);
+  } catch (...) {
+    FUZZ_CHECK(false);
+  }
+  FUZZ_CHECK(as.proven == (v.proven && signedBody == body));
+  if (!v.proven) return;
+  // Proven: a Hello of this version whose claims are exactly its fields.
+  ByteReader in(signedBody);
+  const FrameHead h = readHead(in);
+  FUZZ_CHECK(h.version == kWireVersion && h.code == static_cast<std::uint8_t>(Op::Hello) && h.id == v.id);
+  const StoreRequest q = decodeStoreRequest(h, in.rest());  // proven fields decode (no throw)
+  FUZZ_CHECK(q.rank == v.claims.rank && q.version == v.claims.version);
+  FUZZ_CHECK(q.nonce == std::string_view(reinterpret_cast<const char*>(v.claims.clientNonce.data()), kNonceBytes));
+  // The client that sent it accepts the store's answer, and writes the same frame.
+  FUZZ_CHECK(storeProvedKey(key, kFuzzNonce, v.claims, std::string_view(reinterpret_cast<const char*>(v.answer.data()), kProofBytes)));
+  const std::string again = encodeHello(v.id, key, kFuzzNonce, v.claims);
+  FUZZ_CHECK(std::string_view(again).substr(4) == signedBody);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    if (const std::size_t n = completeFrameBytes(bytes, kMaxHelloFrame)) checkFirstFrame(bytes.substr(4, n - 4));
+  } catch (const Malformed&) {
+    // A first frame longer than a Hello: the store drops the connection before reading it.
+  }
   std::size_t used = 0;
   try {
     while (std::size_t n = completeFrameBytes(bytes.substr(used))) {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -760,6 +761,121 @@ TEST(GpuColl, MismatchedProtocolsAreReportedOnEveryPe) {
     EXPECT_NE(text.find("allreduce(count 100000,"), std::string::npos) << text;
   }
   team.destroy();
+}
+
+// Runs `call` on a fresh team of every PE, half of which call one thing and half another: every
+// PE must get CollectiveMismatch naming each of `names`, from its blocking call or (stream forms)
+// from the next host call on the team once the stream is done; none completes normally.
+void expectGpuMismatch(const std::string& what, const std::vector<std::string>& names,
+                       const std::function<void(const axon::Team&, cudaStream_t)>& call, bool onStream) {
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  Stream stream;
+  std::string text;
+  try {
+    call(team, onStream ? static_cast<cudaStream_t>(stream) : nullptr);
+    if (onStream) {
+      CUDA_OK(cudaStreamSynchronize(stream));
+      axon::barrier(team);
+    }
+    ADD_FAILURE() << what << ": PE " << me() << "'s call completed normally";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << what << ": " << e.what();
+    text = e.what();
+  }
+  for (const std::string& name : names) {
+    EXPECT_NE(text.find(name), std::string::npos) << what << ": '" << name << "' is not named in '" << text << "'";
+  }
+  team.destroy();
+}
+
+// The pairs that returned wrong data on the host path (roots that agree within each half, a
+// collective against another), in the blocking and the stream-ordered form, small (LL) and large
+// (Simple or Direct, two-shot on more than 2 GPUs).
+TEST(GpuColl, MismatchedRootsAndCollectivesFailOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  const std::size_t big = std::size_t{1} << 20;
+  DeviceArray src(DataType::Float32, big), dst(DataType::Float32, big * np());
+  const bool lower = me() < np() / 2;
+  const int other = np() / 2;
+  const std::string r0 = "root 0", r1 = "root " + std::to_string(other);
+  for (bool onStream : {false, true}) {
+    const std::string form = onStream ? " on a stream" : "";
+    for (std::size_t count : {std::size_t{64}, big}) {
+      expectGpuMismatch("broadcast roots" + form, {r0, r1}, [&](const axon::Team& t, cudaStream_t s) {
+        const int root = lower ? 0 : other;
+        if (s) axon::broadcastOnStream(t, src.ptr, dst.ptr, count, DataType::Float32, root, s);
+        else axon::broadcast(t, src.ptr, dst.ptr, count, DataType::Float32, root);
+      }, onStream);
+      expectGpuMismatch("allreduce against broadcast" + form, {"allreduce(", "broadcast("},
+                        [&](const axon::Team& t, cudaStream_t s) {
+                          if (lower && s) axon::allreduceOnStream(t, src.ptr, dst.ptr, count, DataType::Float32, ReduceOp::Sum, s);
+                          else if (lower) axon::allreduce(t, src.ptr, dst.ptr, count, DataType::Float32, ReduceOp::Sum);
+                          else if (s) axon::broadcastOnStream(t, src.ptr, dst.ptr, count, DataType::Float32, 0, s);
+                          else axon::broadcast(t, src.ptr, dst.ptr, count, DataType::Float32, 0);
+                        }, onStream);
+    }
+    expectGpuMismatch("reduce roots" + form, {r0, r1}, [&](const axon::Team& t, cudaStream_t s) {
+      const int root = lower ? 0 : other;
+      if (s) axon::reduceOnStream(t, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum, root, s);
+      else axon::reduce(t, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum, root);
+    }, onStream);
+  }
+}
+
+__global__ void deviceBroadcastFromEitherRoot(axon::device::CollHandle h, const float* src, float* dst,
+                                              std::size_t count, int root, int* ok) {
+  namespace ad = axon::device;
+  const bool fine = ad::broadcast<ad::Block>(h, src, dst, count, root);
+  if (threadIdx.x == 0) *ok = fine ? 1 : 0;
+}
+
+// The device-callable form: each half broadcasts from its own root; every PE's call returns false,
+// and the host calls on the team name both calls.
+TEST(GpuColl, MismatchedDeviceRootsFailOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  DeviceArray src(DataType::Float32, 64), dst(DataType::Float32, 64);
+  int* ok = nullptr;
+  CUDA_OK(cudaMallocManaged(&ok, sizeof(int)));
+  *ok = -1;
+  const int root = me() < np() / 2 ? 0 : np() / 2;
+  deviceBroadcastFromEitherRoot<<<1, 128>>>(axon::deviceCollHandle(team), static_cast<const float*>(src.ptr),
+                                            static_cast<float*>(dst.ptr), 64, root, ok);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(*ok, 0) << "PE " << me() << "'s mismatched device broadcast completed";
+  try {
+    axon::barrier(team);
+    FAIL() << "a failed team ran another collective";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    const std::string text = e.what();
+    EXPECT_NE(text.find("root 0"), std::string::npos) << text;
+    EXPECT_NE(text.find("root " + std::to_string(np() / 2)), std::string::npos) << text;
+  }
+  team.destroy();
+  cudaFree(ok);
+}
+
+// A team's destroy on some PEs against a collective on the others: the destroy publishes its record
+// through the GPU workspace (a barrier kernel tagged Team::destroy()), so both sides name both.
+TEST(GpuColl, DestroyAgainstCollectiveFailsOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  DeviceArray src(DataType::Float32, 64), dst(DataType::Float32, 64 * np());
+  std::string text;
+  try {
+    if (me() < np() / 2) team.destroy();
+    else axon::allgather(team, src.ptr, dst.ptr, 16, DataType::Float32);
+    ADD_FAILURE() << "PE " << me() << "'s call completed normally";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+    text = e.what();
+  }
+  EXPECT_NE(text.find("Team::destroy()"), std::string::npos) << text;
+  EXPECT_NE(text.find("allgather("), std::string::npos) << text;
+  team.destroy();  // after the failure, without a record
+  axon::barrierAll();
 }
 
 }  // namespace

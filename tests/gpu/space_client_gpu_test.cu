@@ -54,6 +54,7 @@ TEST(SpaceGpu, DeviceBuffersOnEveryPathComeBackExactly) {
     SCOPED_TRACE(c.name);
     ConnectOptions o;
     o.address = server.address();
+    o.key = server.key();
     o.timeoutSec = 30;
     o.sharedMemory = c.sharedMemory;
     o.gpuPath = c.path;

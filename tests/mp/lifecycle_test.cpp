@@ -105,12 +105,15 @@ TEST(Lifecycle, BarrierTimesOutNamingTheLatePe) {
 
 TEST(Lifecycle, FinalizeThenCallsFail) {
   // The timed-out barrier above left the world's barrier counters out of step, so finalize may
-  // itself report a timeout, or a peer that left before this PE's barrier finished; either way
-  // it must return (bounded) and leave.
+  // itself report a timeout, or a peer that left before this PE's barrier finished, or (on PE 0,
+  // which never called that sync) a mismatch: its finalize against the others' Team::sync, the
+  // same call of the world's sequence; either way it must return (bounded) and leave.
   try {
     axon::finalize();
   } catch (const axon::Error& e) {
-    EXPECT_TRUE(e.code() == axon::ErrorCode::Timeout || e.code() == axon::ErrorCode::PeerDead) << e.what();
+    EXPECT_TRUE(e.code() == axon::ErrorCode::Timeout || e.code() == axon::ErrorCode::PeerDead ||
+                (e.code() == axon::ErrorCode::CollectiveMismatch && contains(e.what(), "Team::sync()")))
+        << e.what();
   }
   EXPECT_FALSE(axon::isInitialized());
   try {

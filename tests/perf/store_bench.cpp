@@ -106,6 +106,8 @@ Result run(int n, const Options& o) {
   std::barrier sync(n + 1);
   std::vector<double> agWall, agCpu, barWall, barCpu;
   std::vector<std::thread> ranks;
+  axon::JobKeyConfig keys;  // as AXON_JOB_KEY gives every PE the job's key
+  keys.key = axon::Secret::generate();
   for (int r = 0; r < n; ++r) {
     ranks.emplace_back([&, r] {
       {
@@ -117,7 +119,7 @@ Result run(int n, const Options& o) {
       launch.worldSize = n;
       launch.storeAddr = addr;
       launch.storeHint = "store_bench";
-      axon::Bootstrap boot(launch, 600.0);
+      axon::Bootstrap boot(launch, 600.0, keys);
       const std::string card(o.card, static_cast<char>('a' + r % 26));
       sync.arrive_and_wait();  // everyone connected
       for (int round = 0; round < o.rounds; ++round) {

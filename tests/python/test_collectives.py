@@ -42,6 +42,17 @@ def test_mismatched_counts_fail_on_every_pe():
     assert res.stdout.count("mismatch reported") == 3
 
 
+@pytest.mark.parametrize("mode", ["barrier_all", "finalize"])
+def test_mismatched_pairs_fail_on_every_pe(mode):
+    # allreduce against broadcast, two broadcast roots, barrier_all or finalize against allreduce:
+    # every PE's own call raises, naming both calls (they returned wrong data on half the PEs, or
+    # hung until AXON_TIMEOUT, before issue 45).
+    res = axon_run(4, sys.executable, str(SCRIPTS / "collectives_mismatch_pairs.py"), mode,
+                   timeout=120)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count("mismatch reported") == 12, res.stdout
+
+
 def test_bad_algorithm_variable_is_named(single_pe):
     import axon
 

@@ -129,7 +129,8 @@ def space_server():
 
 
 def run_insitu(server, npes: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return launch(npes, str(example("insitu")), *args, env={"AXON_SPACE_ADDR": server.address, **(env or {})})
+    return launch(npes, str(example("insitu")), *args,
+                  env={"AXON_SPACE_ADDR": server.address, "AXON_SPACE_KEY": server.key, **(env or {})})
 
 
 @pytest.mark.parametrize("npes, sim_pes, grid", [(2, 1, ["17"]), (5, 3, ["23", "19", "11"]),
@@ -180,7 +181,7 @@ def test_insitu_bad_arguments_are_refused(space_server, args, message):
 
 def test_insitu_without_a_server_says_so():
     res = launch(2, str(example("insitu")), "--steps", "1",
-                 env={"AXON_SPACE_ADDR": "127.0.0.1:1", "AXON_TIMEOUT": "5"})
+                 env={"AXON_SPACE_ADDR": "127.0.0.1:1", "AXON_SPACE_KEY": "ab" * 32, "AXON_TIMEOUT": "5"})
     assert res.returncode != 0
     assert "127.0.0.1:1" in res.stdout + res.stderr
 

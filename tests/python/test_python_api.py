@@ -147,8 +147,9 @@ def free_port() -> int:
 
 def test_unreachable_store_gives_a_bootstrap_error_naming_the_address():
     port = free_port()
+    # The job's key given, as a launcher would: the wait is for the store, not for rank 0's key file.
     env = dict(os.environ, AXON_RANK="1", AXON_WORLD_SIZE="2", AXON_STORE_ADDR=f"127.0.0.1:{port}",
-               AXON_TIMEOUT="1")
+               AXON_TIMEOUT="1", AXON_JOB_KEY="ab" * 32)
     code = "import axon\ntry:\n axon.init()\nexcept axon.BootstrapError as e:\n print('BootstrapError:', e)\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=30)

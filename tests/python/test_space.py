@@ -19,6 +19,15 @@ import axon
 import axon.space as space
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The space's key of these tests' servers and clients (test_space_auth.py tests the key itself).
+KEY = "5a" * 32
+
+
+@pytest.fixture(autouse=True)
+def _space_key(monkeypatch):
+    """Every server started here (processes, embedded, across emulated nodes) and every client,
+    here and in child processes, takes the key from AXON_SPACE_KEY."""
+    monkeypatch.setenv("AXON_SPACE_KEY", KEY)
 
 
 class ServerProcess:
@@ -388,6 +397,7 @@ def test_contact_file_is_atomic_carries_an_epoch_and_goes_at_exit(servers, tmp_p
     s = servers("--contact-file", str(path))
     info = json.loads(path.read_text())
     assert info["address"] == s.address and info["epoch"] > 0 and info["pid"] == s.proc.pid
+    assert info["key"] == KEY and (path.stat().st_mode & 0o777) == 0o600
     monkeypatch.delenv("AXON_SPACE_ADDR", raising=False)
     monkeypatch.setenv("AXON_SPACE_FILE", str(path))
     with space.connect(timeout=5) as c:

@@ -2,6 +2,7 @@
 // Bad values must fail at init with InvalidArgument naming the variable, not misbehave later.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -56,8 +57,31 @@ TEST(EnvTimeout, AcceptsWholeAndFractionalSeconds) {
   EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "2.5").timeoutSec, 2.5);
 }
 
+// Past about 9.2e9 s a deadline overflows the steady clock: a long timeout is cut to the maximum.
+TEST(EnvTimeout, CutsLongTimeoutsToTheMaximum) {
+  EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "1e10").timeoutSec, kMaxTimeoutSec);
+  EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "inf").timeoutSec, kMaxTimeoutSec);
+  EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "1e8").timeoutSec, 1e8);
+}
+
+TEST(EnvTimeout, ClampTimeoutRefusesNanAndNegative) {
+  EXPECT_DOUBLE_EQ(clampTimeout(1e300, "t"), kMaxTimeoutSec);
+  EXPECT_DOUBLE_EQ(clampTimeout(2.5, "t"), 2.5);
+  EXPECT_DOUBLE_EQ(clampTimeout(-1, "t", true), -1);
+  for (double bad : {std::nan(""), -1.0}) {
+    try {
+      clampTimeout(bad, "the timeout of get");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_TRUE(contains(e.what(), "the timeout of get"));
+    }
+  }
+  EXPECT_THROW(clampTimeout(std::nan(""), "t", true), Error);
+}
+
 TEST(EnvTimeout, RejectsNonPositiveAndMalformed) {
-  for (std::string bad : {"0", "-1", "abc", "10s", "inf", "nan"}) {
+  for (std::string bad : {"0", "-1", "abc", "10s", "-inf", "nan"}) {
     SCOPED_TRACE(bad);
     EXPECT_TRUE(contains(envError("AXON_TIMEOUT", bad), "AXON_TIMEOUT='" + bad + "'"));
   }
@@ -107,6 +131,11 @@ TEST(EnvSpace, AddressFileAndBatch) {
   EXPECT_EQ(env.spaceBatch, 64 * kKiB);
   EXPECT_EQ(envWith("AXON_SPACE_ADDR", "10.0.0.2:4711").spaceAddr, "10.0.0.2:4711");
   EXPECT_EQ(envWith("AXON_SPACE_FILE", "/tmp/space.json").spaceFile, "/tmp/space.json");
+  EXPECT_EQ(envWith("AXON_SPACE_KEY", std::string(32, 'a')).spaceKey, std::string(32, 'a'));
+  // A bad key is named, never echoed.
+  EXPECT_TRUE(contains(envError("AXON_SPACE_KEY", "0123456789abcdef"), "AXON_SPACE_KEY: a key of 8 bytes is too short"));
+  EXPECT_FALSE(contains(envError("AXON_SPACE_KEY", "0123456789abcdef"), "0123456789abcdef"));
+  EXPECT_TRUE(contains(envError("AXON_SPACE_KEY", std::string(31, 'a') + "g"), "not one"));
   EXPECT_EQ(envWith("AXON_SPACE_BATCH", "0").spaceBatch, std::size_t{0});
   EXPECT_EQ(envWith("AXON_SPACE_BATCH", "1M").spaceBatch, kMiB);
   EXPECT_TRUE(contains(envError("AXON_SPACE_BATCH", "2M"), "at most 1M"));

@@ -127,7 +127,11 @@ TEST(CollLayout, NetworkWorkspaceKeepsWritersApart) {
     EXPECT_GE(l.ready, n * sizeof(AbortRecord));
     EXPECT_EQ(l.ready % 64, 0u);
     EXPECT_EQ(l.ack, l.ready + 64u * n);
-    EXPECT_GE(l.inbox, l.ack + 64u * n);
+    // Each leader's record of its call #s lands in calls[leader][s % 2], its number in called.
+    EXPECT_EQ(l.called, l.ack + 64u * n);
+    EXPECT_EQ(l.calls, l.called + 64u * n);
+    EXPECT_EQ(sizeof(CallRecord), 64u);
+    EXPECT_GE(l.inbox, l.calls + 2u * n * sizeof(CallRecord));
     EXPECT_EQ(l.inbox % 4096, 0u);
     EXPECT_GE(l.slotBytes, kSlotHeader + 256 * 1024 + 5);
     EXPECT_EQ(l.outbox, l.inbox + 2u * n * l.slotBytes);

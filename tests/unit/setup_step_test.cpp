@@ -33,6 +33,9 @@ std::vector<std::string> runRanks(int n, const std::function<void(int, Bootstrap
   std::vector<std::string> errors(n);
   std::vector<ErrorCode> got(n, ErrorCode::Internal);
   std::vector<std::thread> threads;
+  // The job's key, as AXON_JOB_KEY gives it to every PE.
+  JobKeyConfig keys;
+  keys.key = Secret::generate();
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       LaunchInfo launch;
@@ -40,7 +43,7 @@ std::vector<std::string> runRanks(int n, const std::function<void(int, Bootstrap
       launch.worldSize = n;
       launch.storeAddr = addr;
       launch.storeHint = "test";
-      Bootstrap boot(launch, 10.0);
+      Bootstrap boot(launch, 10.0, keys);
       try {
         body(r, boot);
       } catch (const Error& e) {

@@ -27,7 +27,14 @@ TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
   server.start();
 
   axon_space_t s = nullptr;
-  ASSERT_EQ(axon_space_connect(server.address().c_str(), 5, &s), AXON_SUCCESS) << axon_last_error();
+  // A wrong key: refused, in words naming the server and where the key came from.
+  const std::string wrong(64, '7');
+  EXPECT_EQ(axon_space_connect_key(server.address().c_str(), wrong.c_str(), 5, &s), AXON_ERR_PERMISSION_DENIED);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_NE(std::string(axon_last_error()).find(server.address()), std::string::npos) << axon_last_error();
+  EXPECT_NE(std::string(axon_last_error()).find("the key given to connect"), std::string::npos) << axon_last_error();
+  ASSERT_EQ(axon_space_connect_key(server.address().c_str(), server.key().c_str(), 5, &s), AXON_SUCCESS)
+      << axon_last_error();
   const int64_t shape[2] = {6, 5};
   ASSERT_EQ(axon_space_define(s, "grid", 2, shape, AXON_INT32, 2), AXON_SUCCESS) << axon_last_error();
   std::vector<int32_t> data(30);
@@ -76,7 +83,7 @@ TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
   ASSERT_EQ(axon_space_release(s, "grid", 7), AXON_SUCCESS);
   ASSERT_EQ(axon_space_close(s), AXON_SUCCESS);
 
-  EXPECT_EQ(axon_space_connect("127.0.0.1:1", 1, &s), AXON_ERR_SERVER_LOST);
+  EXPECT_EQ(axon_space_connect_key("127.0.0.1:1", server.key().c_str(), 1, &s), AXON_ERR_SERVER_LOST);
   EXPECT_NE(std::string(axon_last_error()).find("127.0.0.1:1"), std::string::npos) << axon_last_error();
   EXPECT_STREQ(axon_status_name(AXON_ERR_EVICTED), "Evicted");
   server.stop();
@@ -93,7 +100,8 @@ TEST(SpaceServer, StatsNameThePolicyAndCountWhatArrived) {
   EXPECT_EQ(before.putsCommitted, 0u);
 
   axon_space_t s = nullptr;
-  ASSERT_EQ(axon_space_connect(server.address().c_str(), 5, &s), AXON_SUCCESS) << axon_last_error();
+  ASSERT_EQ(axon_space_connect_key(server.address().c_str(), server.key().c_str(), 5, &s), AXON_SUCCESS)
+      << axon_last_error();
   const int64_t shape[1] = {64};
   ASSERT_EQ(axon_space_define(s, "v", 1, shape, AXON_FLOAT64, 2), AXON_SUCCESS) << axon_last_error();
   std::vector<double> data(64, 1.5);

@@ -282,3 +282,86 @@ TEST(SpaceProtocol, BoxesVariablesAndStatsRoundTrip) {
 
 }  // namespace
 }  // namespace axon::space
+
+namespace axon::space {
+namespace {
+
+// The records count in --mem: a server of 1 MiB (+ 1 MiB for records) takes about two thousand
+// variables, not 20,000, and refuses the rest with SpaceFull; data and records together never
+// pass the capacity and the allowance.
+TEST(SpaceStoreMetadata, DefinesPastTheBudgetAreRefusedAsFull) {
+  Store s(1 << 20, Policy::Reject, 0, 1);
+  int defined = 0;
+  std::string message;
+  for (int i = 0; i < 20000; ++i) {
+    try {
+      s.define(var("variable-" + std::to_string(i), {8}));
+      ++defined;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::SpaceFull);
+      message = e.what();
+      break;
+    }
+  }
+  EXPECT_GT(defined, 1500);
+  EXPECT_LT(defined, 2100);
+  EXPECT_TRUE(contains(message, "memory is full")) << message;
+  EXPECT_TRUE(contains(message, "define of 'variable-")) << message;
+  EXPECT_LE(s.metadataBytes(), s.capacity() + kMetadataAllowance);
+  EXPECT_EQ(s.stats().variables, static_cast<std::uint64_t>(defined));
+  // A repeat definition costs nothing and is still answered.
+  s.define(var("variable-0", {8}));
+}
+
+TEST(SpaceStoreMetadata, VersionsPastTheBudgetAreRefusedOrWaitAndFreeTheirRecordsWhenDropped) {
+  for (Policy p : {Policy::Reject, Policy::Block, Policy::Evict}) {
+    SCOPED_TRACE(policyName(p));
+    Store s(1 << 20, p, 0, 1);
+    s.define(var("t", {1}, 1 << 20));  // every version kept: only memory bounds them
+    const Box one = Box::of({0}, {1});
+    int stored = 0;
+    for (int version = 0; version < 32000; ++version) {
+      std::optional<Store::Reservation> r;
+      try {
+        r = s.reserve(kWriter, "t", version, one, 8);
+      } catch (const Error& e) {
+        EXPECT_EQ(p, Policy::Reject);
+        EXPECT_EQ(e.code(), ErrorCode::SpaceFull);
+        break;
+      }
+      if (!r) {
+        EXPECT_EQ(p, Policy::Block);
+        break;
+      }
+      s.commit(r->id);
+      ++stored;
+      ASSERT_LE(s.stats().bytesInUse + s.metadataBytes(), s.capacity() + kMetadataAllowance);
+    }
+    if (p == Policy::Evict) {
+      EXPECT_EQ(stored, 32000) << "old versions evicted for the new ones";
+      EXPECT_GT(s.stats().versionsEvicted, 30000u);
+      EXPECT_LT(s.stats().versions, 1600u);
+    } else {
+      EXPECT_GT(stored, 1000);
+      EXPECT_LT(stored, 1600);
+    }
+    EXPECT_LE(s.stats().bytesInUse + s.metadataBytes(), s.capacity() + kMetadataAllowance);
+  }
+  // Records are given back: a version dropped frees its record (a remembered drop costs less).
+  Store s(1 << 20, Policy::Reject, 0, 1);
+  s.define(var("t", {4}, 1));
+  const std::uint64_t base = s.metadataBytes();
+  store(s, "t", 1, Box::of({0}, {4}));
+  const std::uint64_t one = s.metadataBytes() - base;
+  EXPECT_EQ(one, kVersionRecordBytes + kPieceRecordBytes + kPieceDimensionBytes);
+  store(s, "t", 2, Box::of({0}, {4}));  // version 1 goes (keep_versions 1)
+  EXPECT_TRUE(s.dropped("t", 1));
+  EXPECT_EQ(s.metadataBytes(), base + one + kDroppedRecordBytes);
+  auto r = s.reserve(kWriter, "t", 3, Box::of({0}, {2}), 16);
+  ASSERT_TRUE(r);
+  s.abort(r->id);
+  EXPECT_EQ(s.metadataBytes(), base + one + kDroppedRecordBytes) << "an aborted version leaves no record";
+}
+
+}  // namespace
+}  // namespace axon::space

@@ -16,91 +16,17 @@
 
 #include "axon/error.hpp"
 #include "axon/space.hpp"
-#include "core/build_version.hpp"
-#include "space/protocol.hpp"
 #include "axon/space_server.hpp"
-#include "transport/rpc.hpp"
+#include "space/protocol.hpp"
+#include "space_raw_client.hpp"
 
 namespace axon::space {
 namespace {
 
 using protocol::Op;
 
-struct Answer {
-  int status = -1;
-  std::string message;
-  std::string rest;  // the reply's fields after status and message
-};
-
-// One connection to a server, one request at a time.
-class RawClient {
- public:
-  explicit RawClient(const std::string& address) : node_(rpc::makeNode("test client")) {
-    node_->setHandlers({[this](rpc::ConnId, std::string header, rpc::Payload p) {
-                          node_->drop(p);
-                          wire::ByteReader r(header);
-                          const protocol::Head h = protocol::readHead(r);
-                          Answer a;
-                          a.status = r.i32();
-                          a.message = r.str();
-                          a.rest = std::string(r.rest());
-                          answers_[h.id] = a;
-                        },
-                        [](rpc::ConnId, const std::string&) {}, nullptr});
-    conn_ = node_->connect(address);
-    wire::ByteWriter w = protocol::begin(Op::Hello, 0);
-    w.str(buildVersion()).str("test-node").u32(static_cast<std::uint32_t>(::getpid()));
-    const Answer a = call(w);
-    EXPECT_EQ(a.status, 0) << a.message;
-  }
-
-  Answer call(wire::ByteWriter& w, const void* data = nullptr, std::size_t bytes = 0) {
-    const std::uint64_t id = ++lastId_;
-    std::string header = w.bytes();
-    std::memcpy(header.data() + 8, &id, 8);
-    node_->send(conn_, std::move(header), data, bytes, rpc::Memory::Host, [](const std::string&) {});
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!answers_.count(id)) {
-      if (std::chrono::steady_clock::now() > end) {
-        ADD_FAILURE() << "no answer to request " << id;
-        return {};
-      }
-      if (!node_->progress()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    Answer a = answers_[id];
-    answers_.erase(id);
-    return a;
-  }
-
-  std::uint64_t reserve(const std::string& name, std::int64_t version, const Box& box) {
-    wire::ByteWriter w = protocol::begin(Op::Reserve, 0);
-    w.str(name).i64(version);
-    protocol::writeBox(w, box);
-    w.u64(1000);
-    const Answer a = call(w);
-    EXPECT_EQ(a.status, 0) << a.message;
-    wire::ByteReader r(a.rest);
-    return a.status == 0 ? r.u64() : 0;
-  }
-
-  Answer write(std::uint64_t reservation, std::uint64_t at, const void* data, std::size_t bytes) {
-    wire::ByteWriter w = protocol::begin(Op::Write, 0);
-    w.u64(reservation).u64(at);
-    return call(w, data, bytes);
-  }
-
-  Answer commit(std::uint64_t reservation) {
-    wire::ByteWriter w = protocol::begin(Op::Commit, 0);
-    w.u64(reservation);
-    return call(w);
-  }
-
- private:
-  std::unique_ptr<rpc::Node> node_;
-  rpc::ConnId conn_ = 0;
-  std::uint64_t lastId_ = 0;
-  std::map<std::uint64_t, Answer> answers_;
-};
+using test::Answer;
+using test::RawClient;
 
 TEST(SpaceWrite, ChunksLandInTheReservationAndShowOnlyAtCommit) {
   ServerOptions so;
@@ -119,10 +45,13 @@ TEST(SpaceWrite, ChunksLandInTheReservationAndShowOnlyAtCommit) {
   o.address = server->address();
   o.timeoutSec = 10;
   o.sharedMemory = false;
+  o.key = server->key();
   Client reader(o);
   reader.define("w", {64}, DataType::Float64, 2);
 
-  RawClient a(server->address()), b(server->address());
+  auto pa = RawClient::introduced(server->address(), server->key());
+  auto pb = RawClient::introduced(server->address(), server->key());
+  RawClient &a = *pa, &b = *pb;
   const std::uint64_t r = a.reserve("w", 0, Box::of({0}, {64}));
   ASSERT_NE(r, 0u);
   std::vector<double> data(64);

@@ -15,6 +15,7 @@
 
 #include "bootstrap/store_client.hpp"
 #include "expect_error.hpp"
+#include "store_support.hpp"
 
 namespace axon {
 namespace {
@@ -74,7 +75,7 @@ TEST(StoreClientConnect, NothingListeningFailsWithBootstrapAfterTheTimeout) {
 
   auto start = Clock::now();
   std::string msg = test::errorMessageOf(
-      [&] { StoreClient client(addr, "AXON_STORE_ADDR", 3, 0.3); }, ErrorCode::Bootstrap);
+      [&] { StoreClient client(addr, "AXON_STORE_ADDR", 3, 0.3, test::jobKey(), test::kKeySource); }, ErrorCode::Bootstrap);
   const double waited = std::chrono::duration<double>(Clock::now() - start).count();
 
   // It retries for the whole timeout (rank 0 may still be starting), and not much longer.
@@ -98,7 +99,7 @@ TEST(StoreClientConnect, UnansweredConnectIsBoundedByTheTimeout) {
 
   auto attempt = std::async(std::launch::async, [addr] {
     try {
-      StoreClient client(addr, "test", 1, 0.3);
+      StoreClient client(addr, "test", 1, 0.3, test::jobKey(), test::kKeySource);
     } catch (const Error& e) {
       return e.code();
     }

@@ -19,9 +19,11 @@
 
 #include "bootstrap/store_client.hpp"
 #include "bootstrap/store_server.hpp"
+#include "bootstrap/store_handshake.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/build_version.hpp"
 #include "expect_error.hpp"
+#include "store_support.hpp"
 
 namespace axon {
 namespace {
@@ -29,27 +31,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using test::contains;
 using test::errorMessageOf;
+using test::connectRaw;
+using test::readFrame;
+using test::secondsSince;
+using test::sendRaw;
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-int connectRaw(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) ADD_FAILURE() << "connect";
+// A raw connection that has done the handshake as PE `rank` with the test key.
+int connectProven(int port, int rank) {
+  const int fd = connectRaw(port);
+  std::uint16_t version = 0;
+  const Nonce nonce = wire::decodeGreeting(std::string_view(readFrame(fd)).substr(4), version);
+  wire::HelloClaims claims;
+  claims.clientNonce = makeNonce();
+  claims.rank = static_cast<std::uint32_t>(rank);
+  claims.version = buildVersion();
+  sendRaw(fd, wire::encodeHello(1, test::jobKey(), nonce, claims));
+  const std::string ok = readFrame(fd);
+  EXPECT_EQ(ok.size(), wire::kFrameHeaderBytes + wire::kProofBytes) << "the store did not accept PE " << rank;
   return fd;
-}
-
-void sendRaw(int fd, const std::string& bytes) {
-  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-}
-
-std::string hello(int rank, const std::string& version) {
-  return wire::Writer(1, static_cast<std::uint8_t>(wire::Op::Hello)).u32(static_cast<std::uint32_t>(rank)).str(version).frame();
 }
 
 // Everything the socket delivers until the peer closes it (bounded by `limitSec`).
@@ -70,15 +69,14 @@ std::string readUntilClosed(int fd, double limitSec) {
 
 TEST(StoreFailure, ReaderThatStopsReadingIsDroppedWithoutStallingTheServer) {
   // A short reply timeout: the stuck reader is dropped after 0.5 s.
-  StoreServer server({"127.0.0.1", 0}, 0.5);
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(0.5));
   const int port = server.port();
-  auto pe0 = std::make_unique<StoreClient>(net::HostPort{"127.0.0.1", port}, "test", 0, 10.0);
+  auto pe0 = std::make_unique<StoreClient>(net::HostPort{"127.0.0.1", port}, "test", 0, 10.0, test::jobKey(), test::kKeySource);
   pe0->set("big", std::string(1 << 20, 'x'));
 
   // PE 1 asks for the 1 MiB value again and again (more than the sockets buffer) and never reads
   // an answer.
-  int stuck = connectRaw(port);
-  sendRaw(stuck, hello(1, buildVersion()));
+  int stuck = connectProven(port, 1);
   for (std::uint32_t id = 2; id < 34; ++id) {
     sendRaw(stuck, wire::Writer(id, static_cast<std::uint8_t>(wire::Op::Get)).u32(1).str("big").frame());
   }
@@ -118,27 +116,21 @@ TEST(StoreFailure, ReaderThatStopsReadingIsDroppedWithoutStallingTheServer) {
 
 TEST(StoreFailure, SendToAStoreThatStopsReadingIsBoundedByTheTimeout) {
   // A fake store: answers the hello, then never reads again.
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&sa), len), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&sa), &len);
-  const int port = ntohs(sa.sin_port);
+  int port = 0;
+  const int listener = test::listenRaw(port);
   std::promise<void> done;
   std::thread fake([&] {
     int fd = ::accept(listener, nullptr, nullptr);
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    ASSERT_GT(n, 4);
-    std::string frame = wire::Writer(1, 0).frame();
-    ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+    const Nonce nonce = makeNonce();
+    sendRaw(fd, wire::encodeGreeting(nonce));
+    const std::string hello = readFrame(fd);
+    const wire::HelloVerdict v = wire::checkHello(test::jobKey(), nonce, std::string_view(hello).substr(4));
+    ASSERT_TRUE(v.proven) << v.why;
+    sendRaw(fd, wire::Writer(v.id, 0).fixed(v.answer).frame());
     done.get_future().wait();
     ::close(fd);
   });
-  StoreClient client({"127.0.0.1", port}, "test", 3, 0.5);
+  StoreClient client({"127.0.0.1", port}, "test", 3, 0.5, test::jobKey(), test::kKeySource);
   auto start = Clock::now();
   // 64 MiB cannot fit in the socket buffers: the send must give up, not block forever.
   std::string msg = errorMessageOf([&] { client.set("k", std::string(64 << 20, 'x')); }, ErrorCode::Timeout);
@@ -155,13 +147,13 @@ TEST(StoreFailure, SendToAStoreThatStopsReadingIsBoundedByTheTimeout) {
 }
 
 TEST(StoreFailure, AnotherAxonBuildFailsEveryRankNamingBothBuilds) {
-  StoreServer server({"127.0.0.1", 0}, 10.0, "1.0.0+gaaaa");
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(10.0, "1.0.0+gaaaa"));
   const net::HostPort addr{"127.0.0.1", server.port()};
-  StoreClient pe0(addr, "test", 0, 10.0, "1.0.0+gaaaa");
+  StoreClient pe0(addr, "test", 0, 10.0, test::jobKey(), test::kKeySource, "1.0.0+gaaaa");
   // PE 0 already waits in the first rendezvous when PE 1 arrives.
   auto waiting = std::async(std::launch::async, [&] { return pe0.gather("init/0", 2, 0, "card", "init", [](std::uint32_t m) { return "PE " + std::to_string(m); }); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::string mine = errorMessageOf([&] { StoreClient pe1(addr, "test", 1, 10.0, "1.1.0+gbbbb"); }, ErrorCode::Bootstrap);
+  std::string mine = errorMessageOf([&] { StoreClient pe1(addr, "test", 1, 10.0, test::jobKey(), test::kKeySource, "1.1.0+gbbbb"); }, ErrorCode::Bootstrap);
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   std::string theirs = errorMessageOf([&] { waiting.get(); }, ErrorCode::Bootstrap);
   for (const std::string& m : {mine, theirs}) {
@@ -172,24 +164,31 @@ TEST(StoreFailure, AnotherAxonBuildFailsEveryRankNamingBothBuilds) {
                        "axon 1.1.0+gbbbb on PE 1"));
 }
 
-TEST(StoreFailure, AnotherWireVersionIsAnsweredInWordsItReads) {
-  StoreServer server({"127.0.0.1", 0}, 10.0);
+TEST(StoreFailure, AnotherWireVersionLearnsOursFromTheGreetingAndTheJobGoesOn) {
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(10.0));
+  StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0, test::jobKey(), test::kKeySource);
   int fd = connectRaw(server.port());
-  // A hello in a future wire version: its header and fields keep their place.
+  // The greeting comes first and names the store's wire version, whatever the client speaks.
+  std::uint16_t version = 0;
+  EXPECT_NO_THROW(wire::decodeGreeting(std::string_view(readFrame(fd)).substr(4), version));
+  EXPECT_EQ(version, wire::kWireVersion);
+  // A hello in a future wire version (or an old one without proof) is refused and dropped.
   sendRaw(fd, wire::Writer(1, static_cast<std::uint8_t>(wire::Op::Hello), 99).u32(5).str("9.9.9").frame());
-  std::string got = readUntilClosed(fd, 5.0);
+  const std::string refusal = readFrame(fd);
+  ASSERT_GT(refusal.size(), 4u);
+  wire::ByteReader r(std::string_view(refusal).substr(4));
+  EXPECT_EQ(wire::readHead(r).code, static_cast<std::uint8_t>(wire::Status::Refused));
+  readUntilClosed(fd, 5.0);
   ::close(fd);
-  ASSERT_GT(got.size(), 4u);
-  wire::ByteReader r(std::string_view(got).substr(4));
-  const wire::FrameHead head = wire::readHead(r);
-  EXPECT_EQ(head.code, static_cast<std::uint8_t>(wire::Status::VersionMismatch));
-  EXPECT_TRUE(contains(r.str(), "axon 9.9.9 on PE 5, axon " + buildVersion() + " on PE 0"));
+  // Nothing it claimed reached the job: no refusal of builds, no PE 5.
+  EXPECT_EQ(pe0.gather("after/0", 1, 0, "x", "a rendezvous", {}), std::vector<std::string>{"x"});
+  EXPECT_EQ(pe0.goneRank(), -1);
 }
 
 // Found by review: a member count near 2^32 made the server reserve it and abort rank 0.
 TEST(StoreFailure, AnImpossibleGroupSizeIsRefusedNotAllocated) {
-  StoreServer server({"127.0.0.1", 0}, 10.0);
-  StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0);
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(10.0));
+  StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0, test::jobKey(), test::kKeySource);
   std::string msg = errorMessageOf([&] { pe0.gather("huge/0", 0xFFFFFFFFu, 0, "", "a rendezvous", {}); }, ErrorCode::Bootstrap);
   EXPECT_TRUE(contains(msg, "at most"));
   pe0.set("still", "here");
@@ -199,12 +198,11 @@ TEST(StoreFailure, AnImpossibleGroupSizeIsRefusedNotAllocated) {
 // Found by review: a group its members were told had failed could still be completed by a late
 // member, which then saw success where the others saw PeerDead.
 TEST(StoreFailure, AFailedGroupFailsItsLateMembersToo) {
-  StoreServer server({"127.0.0.1", 0}, 10.0);
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(10.0));
   const net::HostPort addr{"127.0.0.1", server.port()};
-  StoreClient pe0(addr, "test", 0, 10.0), pe1(addr, "test", 1, 10.0);
+  StoreClient pe0(addr, "test", 0, 10.0, test::jobKey(), test::kKeySource), pe1(addr, "test", 1, 10.0, test::jobKey(), test::kKeySource);
   // PE 2 contributes, then dies: its connection closes without a goodbye.
-  int pe2 = connectRaw(server.port());
-  sendRaw(pe2, hello(2, buildVersion()));
+  int pe2 = connectProven(server.port(), 2);
   sendRaw(pe2, wire::Writer(2, static_cast<std::uint8_t>(wire::Op::Gather)).str("g/9").u32(3).u32(2).str("").frame());
   auto one = std::async(std::launch::async, [&] { return pe1.gather("g/9", 3, 1, "", "step", {}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -215,8 +213,8 @@ TEST(StoreFailure, AFailedGroupFailsItsLateMembersToo) {
 }
 
 TEST(StoreFailure, GarbageClosesOnlyThatConnection) {
-  StoreServer server({"127.0.0.1", 0}, 10.0);
-  StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0);
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(10.0));
+  StoreClient pe0({"127.0.0.1", server.port()}, "test", 0, 10.0, test::jobKey(), test::kKeySource);
   int fd = connectRaw(server.port());
   sendRaw(fd, std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
   readUntilClosed(fd, 5.0);
@@ -227,11 +225,11 @@ TEST(StoreFailure, GarbageClosesOnlyThatConnection) {
 }
 
 TEST(StoreFailure, EveryRankLearnsOfAGoneRankWithoutAsking) {
-  StoreServer server({"127.0.0.1", 0}, 10.0);
+  StoreServer server({"127.0.0.1", 0}, test::storeOptions(10.0));
   const net::HostPort addr{"127.0.0.1", server.port()};
-  StoreClient pe0(addr, "test", 0, 10.0);
-  auto pe1 = std::make_unique<StoreClient>(addr, "test", 1, 10.0);
-  auto pe2 = std::make_unique<StoreClient>(addr, "test", 2, 10.0);
+  StoreClient pe0(addr, "test", 0, 10.0, test::jobKey(), test::kKeySource);
+  auto pe1 = std::make_unique<StoreClient>(addr, "test", 1, 10.0, test::jobKey(), test::kKeySource);
+  auto pe2 = std::make_unique<StoreClient>(addr, "test", 2, 10.0, test::jobKey(), test::kKeySource);
   EXPECT_EQ(pe0.goneRank(), -1);
   pe2->bye();  // a goodbye is not a death
   pe2.reset();
@@ -242,15 +240,15 @@ TEST(StoreFailure, EveryRankLearnsOfAGoneRankWithoutAsking) {
   EXPECT_TRUE(contains(pe0.goneReason(), "PE 1"));
   EXPECT_LT(secondsSince(start), 1.0);
   // A rank that connects later hears of it too.
-  StoreClient late(addr, "test", 3, 10.0);
+  StoreClient late(addr, "test", 3, 10.0, test::jobKey(), test::kKeySource);
   const auto again = Clock::now();
   while (late.goneRank() < 0 && secondsSince(again) < 5.0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(late.goneRank(), 1);
 }
 
 TEST(StoreFailure, AStoreThatGoesAwayReportsRankZero) {
-  auto server = std::make_unique<StoreServer>(net::HostPort{"127.0.0.1", 0}, 10.0);
-  StoreClient pe1({"127.0.0.1", server->port()}, "test", 1, 10.0);
+  auto server = std::make_unique<StoreServer>(net::HostPort{"127.0.0.1", 0}, test::storeOptions(10.0));
+  StoreClient pe1({"127.0.0.1", server->port()}, "test", 1, 10.0, test::jobKey(), test::kKeySource);
   server.reset();  // rank 0's process, which serves the store, is gone
   const auto start = Clock::now();
   while (pe1.goneRank() < 0 && secondsSince(start) < 5.0) std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -15,6 +15,7 @@
 #include "bootstrap/store_client.hpp"
 #include "bootstrap/store_server.hpp"
 #include "expect_error.hpp"
+#include "store_support.hpp"
 
 namespace axon {
 namespace {
@@ -23,21 +24,18 @@ using Clock = std::chrono::steady_clock;
 using Strings = std::vector<std::string>;
 using test::contains;
 using test::errorMessageOf;
+using test::secondsSince;
 
 // Generous: a passing test never waits this long, a failing one does not hang the suite.
 constexpr double kClientTimeoutSec = 10.0;
 constexpr auto kStillPending = std::chrono::milliseconds(200);
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 class StoreLoopback : public ::testing::Test {
  protected:
   net::HostPort addr() const { return {"127.0.0.1", server.port()}; }
 
   std::unique_ptr<StoreClient> connect(int rank, double timeoutSec = kClientTimeoutSec) {
-    return std::make_unique<StoreClient>(addr(), "test", rank, timeoutSec);
+    return std::make_unique<StoreClient>(addr(), "test", rank, timeoutSec, test::jobKey(), test::kKeySource);
   }
 
   // Ranks 0 and 1 connect at the same time, as PEs do at init.
@@ -49,7 +47,7 @@ class StoreLoopback : public ::testing::Test {
   }
 
   // Declared first so that it outlives the clients.
-  StoreServer server{net::HostPort{"127.0.0.1", 0}};
+  StoreServer server{net::HostPort{"127.0.0.1", 0}, test::storeOptions()};
   std::unique_ptr<StoreClient> rank0, rank1;
 };
 
@@ -206,7 +204,7 @@ TEST_F(StoreLoopback, ShutdownWaitsBoundedForMissingGoodbyes) {
 TEST_F(StoreLoopback, SecondServerOnTheSamePortFailsNamingTheAddress) {
   const std::string taken = addr().str();
   std::string msg =
-      errorMessageOf([&] { StoreServer second(addr()); }, ErrorCode::Bootstrap);
+      errorMessageOf([&] { StoreServer second(addr(), test::storeOptions()); }, ErrorCode::Bootstrap);
   EXPECT_TRUE(contains(msg, taken));
 }
 

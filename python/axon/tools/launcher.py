@@ -4,8 +4,9 @@
 one per PE, and supervises them until they are all gone:
 
 * each PE gets the launcher's environment plus ``AXON_RANK``,
-  ``AXON_WORLD_SIZE``, ``AXON_LOCAL_RANK``, ``AXON_LOCAL_SIZE`` and
-  ``AXON_STORE_ADDR`` (where PE 0 serves the bootstrap key-value store);
+  ``AXON_WORLD_SIZE``, ``AXON_LOCAL_RANK``, ``AXON_LOCAL_SIZE``,
+  ``AXON_STORE_ADDR`` (where PE 0 serves the bootstrap key-value store) and
+  ``AXON_JOB_KEY`` (a fresh key per job, which every PE proves to the store);
 * every line a PE writes is forwarded, whole, to the launcher's stdout or
   stderr with a ``[rank] `` prefix;
 * when one PE fails, the others get a grace period, then SIGTERM, then
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -47,6 +49,7 @@ __all__ = [
     "describe_status",
     "exit_code_of",
     "find_free_port",
+    "new_job_key",
     "pe_environment",
     "run",
     "signal_name",
@@ -95,19 +98,35 @@ def find_free_port(host: str = _STORE_HOST) -> int:
         return int(sock.getsockname()[1])
 
 
+def new_job_key() -> str:
+    """A fresh job key: 32 bytes from the system's random source, as hex (AXON_JOB_KEY).
+
+    The same as the library's ``Secret::generate``; made here because the launcher must not load
+    the compiled extension.
+    """
+    return secrets.token_hex(32)
+
+
 def pe_environment(
     rank: int,
     nprocs: int,
     store_addr: str,
     base: Mapping[str, str] | None = None,
     nodes: int = 1,
+    job_key: str | None = None,
 ) -> dict[str, str]:
     """Environment of PE ``rank``: ``base`` (default: ours) plus the AXON_* variables.
 
     With ``nodes`` > 1 (emulated nodes), PEs sit in blocks of nprocs / nodes per node and the
-    local rank and size count within the node.
+    local rank and size count within the node. ``job_key`` (the same for every PE of the job,
+    from new_job_key) becomes AXON_JOB_KEY; a key or key file the launcher itself was given
+    belongs to another job (the one that started it) and is not passed on.
     """
     env = dict(os.environ if base is None else base)
+    env.pop("AXON_JOB_KEY", None)
+    env.pop("AXON_JOB_KEY_FILE", None)
+    if job_key is not None:
+        env["AXON_JOB_KEY"] = job_key
     per_node = nprocs // nodes
     env.update(
         {
@@ -364,6 +383,7 @@ def _start_pes(
     else:
         # PE 0 serves the store on node 0, whose fresh network namespace has every port free.
         store_addr = f"{nodes.address(0)}:{_EMULATED_STORE_PORT}"
+    job_key = new_job_key()  # only the PEs of this job can prove it to its store
     node_count = nodes.count if nodes else 1
     # Made here, in the thread that then supervises the PEs until they are gone: the kernel
     # kills each PE when this thread exits (see parent_death.py).
@@ -379,7 +399,7 @@ def _start_pes(
         try:
             proc = subprocess.Popen(
                 enter + list(argv),
-                env=pe_environment(rank, nprocs, store_addr, nodes=node_count),
+                env=pe_environment(rank, nprocs, store_addr, nodes=node_count, job_key=job_key),
                 # Only PE 0 reads the terminal, as with mpirun; N readers of
                 # one stdin would split its input arbitrarily.
                 stdin=None if rank == 0 else subprocess.DEVNULL,

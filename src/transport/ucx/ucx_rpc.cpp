@@ -43,21 +43,6 @@ struct Pending {
   UcxNode* node = nullptr;
 };
 
-std::string describeSockaddr(const sockaddr_storage& ss) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = 0;
-  if (ss.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-    ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-  }
-  return std::string(host) + ":" + std::to_string(port);
-}
-
 // "host:port" -> a socket address (IPv4 or IPv6; names resolved).
 sockaddr_storage resolve(const std::string& hostPort, socklen_t& len, const std::string& role) {
   net::HostPort hp = net::parseHostPort(hostPort, role + " address");
@@ -145,7 +130,7 @@ class UcxNode final : public Node {
     attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
     ucxCheck(api_.ucp_listener_query(listener_, &attr), role_ + ": ucp_listener_query");
     const net::HostPort asked = net::parseHostPort(hostPort, role_ + " address");
-    const int port = net::parseHostPort(describeSockaddr(attr.sockaddr), "UCX").port;
+    const int port = net::parseHostPort(net::describeSockaddr(attr.sockaddr), "UCX").port;
     const std::string host = asked.host.empty() || asked.host == "0.0.0.0" ? net::primaryAddress() : asked.host;
     return host + ":" + std::to_string(port);
   }
@@ -362,7 +347,7 @@ class UcxNode final : public Node {
     ucp_conn_request_attr_t attr{};
     attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
     if (self->api_.ucp_conn_request_query && self->api_.ucp_conn_request_query(request, &attr) == UCS_OK) {
-      from = describeSockaddr(attr.client_address);
+      from = net::describeSockaddr(attr.client_address);
     }
     ucp_ep_params_t p{};
     p.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;

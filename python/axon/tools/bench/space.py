@@ -20,7 +20,9 @@ axon_bench does; the rows are kept as they are in ``--json`` (``"tool": "axon be
 from __future__ import annotations
 
 import argparse
+import os
 import queue
+import secrets
 import signal
 import subprocess
 import sys
@@ -116,10 +118,13 @@ class _Server:
     """``axon space serve`` on this node for the length of a run."""
 
     def __init__(self, mem: str) -> None:
-        cmd = [sys.executable, "-m", "axon", "space", "serve", "--listen", "127.0.0.1:0", "--mem", mem]
+        cmd = [sys.executable, "-m", "axon", "space", "serve", "--bind", "127.0.0.1:0", "--mem", mem]
+        # The space's key, for the server and the benchmark's clients (never on a command line).
+        self.key = os.environ.get("AXON_SPACE_KEY") or secrets.token_hex(32)
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, env=child_env(), text=True)
+                                         stderr=subprocess.STDOUT, env=child_env({"AXON_SPACE_KEY": self.key}),
+                                         text=True)
         except OSError as exc:
             raise BenchError(f"cannot start a staging server: {exc.strerror or exc}") from exc
         lines: queue.Queue = queue.Queue()
@@ -183,7 +188,7 @@ def run_space_bench(args: argparse.Namespace) -> int:
         env = None
         if "space_mem" in config:
             server = _Server(config["space_mem"])
-            env = {"AXON_SPACE_ADDR": server.address}
+            env = {"AXON_SPACE_ADDR": server.address, "AXON_SPACE_KEY": server.key}
             config["server"] = server.address
         outcome = run_launched(cmd, sizes_req, progress, what=test, env=env)
     except BenchError as exc:
