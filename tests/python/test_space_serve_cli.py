@@ -24,7 +24,7 @@ def _serve(*args: str) -> subprocess.CompletedProcess:
     (["--listen", "1.2.3.4.5:99999"], ["1.2.3.4.5"]),
     (["--join", "127.0.0.1:1"], ["127.0.0.1:1"]),
     (["--join", "nonsense"], ["--join nonsense: "]),
-    (["--contact-file", "/no/such/dir/c.json"], ["cannot write the contact file /no/such/dir/c.json"]),
+    (["--contact-file", "/no/such/dir/c.json"], ["the contact file /no/such/dir/c.json", "No such file or directory"]),
 ], ids=["listen", "listen-bad-port", "join", "join-not-an-address", "contact-file"])
 def test_a_mistake_is_one_line_and_a_non_zero_exit(args, needles):
     result = _serve(*args)
