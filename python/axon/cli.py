@@ -12,7 +12,10 @@ This module must not import the compiled extension (nor the package
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Callable
 
 from .tools import bench as _bench_tool
@@ -21,6 +24,7 @@ from .tools import config as _config_tool
 from .tools import doctor as _doctor_tool
 from .tools import launcher
 from .tools import plot as _plot_tool
+from .tools import run_checks
 from .tools import space_serve as _space_tool
 from .tools import topo as _topo_tool
 
@@ -44,12 +48,19 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog=(
             "Everything from PROGRAM on is passed to the program unchanged; put '--' "
-            "before PROGRAM if its name starts with '-'."
+            "before PROGRAM if its name starts with '-'. A PROGRAM that is a Python file "
+            "(script.py, not executable) runs with this Python, as torchrun does."
         ),
     )
+    # -np and --np as mpirun spells it.
     parser.add_argument(
-        "-n", "--nprocs", type=cli_parser.positive_int, required=True, metavar="N",
-        help="number of PEs to start (>= 1)",
+        "-n", "--nprocs", "-np", "--np", dest="nprocs", type=cli_parser.positive_int, required=True,
+        metavar="N", help="number of PEs to start (>= 1)",
+    )
+    parser.add_argument(
+        "-x", dest="exports", action="append", default=[], metavar="NAME[=VALUE]",
+        help="set NAME=VALUE for the PEs (as mpirun -x); repeatable. The PEs get this "
+             "environment anyway, so -x NAME alone changes nothing",
     )
     parser.add_argument(
         "--grace", type=cli_parser.seconds, default=2.0, metavar="SECONDS",
@@ -86,9 +97,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise cli_parser.UsageError(
             f"{args.nprocs} PEs do not divide over {args.emulate_nodes} emulated nodes "
             "(every node gets the same number of PEs)", "axon run")
-    return launcher.run(
-        args.nprocs, command, grace=args.grace, prefix=args.prefix, emulate_nodes=args.emulate_nodes
-    )
+    exports, notes = run_checks.parse_exports(args.exports)
+    command = run_checks.python_script_command(command)
+    with run_checks.exported(exports):
+        notes += [run_checks.axon_import_hint(command), run_checks.cores_note(args.nprocs)]
+        for note in notes:
+            if note:
+                print(f"axon run: {note}", file=sys.stderr, flush=True)
+        return launcher.run(
+            args.nprocs, command, grace=args.grace, prefix=args.prefix, emulate_nodes=args.emulate_nodes
+        )
 
 
 # --------------------------------------------------------------------------
@@ -107,9 +125,35 @@ _SUBCOMMANDS: Sequence[Callable[[argparse._SubParsersAction], None]] = (
 )
 
 
+def _version() -> str:
+    """``axon VERSION (PACKAGE_DIR, Python X.Y.Z)``: which axon this command runs, and from where.
+
+    The version is read from the package's ``__init__.py`` as text: importing it would load the
+    compiled extension, which ``axon`` must work without.
+    """
+    package_dir = Path(__file__).resolve().parent
+    found = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", (package_dir / "__init__.py").read_text("utf-8"),
+                      re.MULTILINE)
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"{_PROG} {found.group(1) if found else 'unknown'} ({package_dir}, Python {python})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: prints _version() and exits 0 (worked out only when asked for)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print axon's version, where it is installed and the Python, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        print(_version())
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``axon`` argument parser with every subcommand."""
     parser = cli_parser.Parser(prog=_PROG, description="axon: GPU communication library tools.")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
     for add_subcommand in _SUBCOMMANDS:
         add_subcommand(subparsers)

@@ -26,6 +26,12 @@ void bindErrors(nb::module_& m) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
+      // A signal that arrived during the call wins over the error the call ended with: Ctrl-C
+      // under `axon run` reaches every PE, and a PE waiting for one that stopped first sees
+      // PeerDeadError. Raised now, the handler's exception (KeyboardInterrupt) is what the user
+      // caused; left pending, it would fire while Python prints the PeerDeadError and CPython
+      // would dump raw object fields ("lost sys.stderr") instead of either traceback.
+      if (PyErr_CheckSignals() != 0) return;
       auto it = errorClasses().find(static_cast<int>(e.code()));
       if (it == errorClasses().end()) {
         PyErr_SetString(PyExc_RuntimeError, e.what());

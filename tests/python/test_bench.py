@@ -100,6 +100,121 @@ def test_usage_errors_are_one_line_and_exit_2(argv, needle, capsys):
     assert needle in line
 
 
+# --------------------------------------------------------------------------
+# The spellings of nccl-tests and OSU
+# --------------------------------------------------------------------------
+
+
+def _request(*argv: str):
+    return bench.validate(bench.build_parser().parse_args(list(argv)))
+
+
+def test_nccl_tests_spellings_mean_what_they_mean_there():
+    req = _request("allreduce", "-b", "8", "-e", "64", "-n", "7", "-w", "3", "-c", "0", "-o", "max",
+                   "-d", "float", "-g", "4", "-r", "1")
+    assert (req.iters, req.warmup, req.validate, req.op, req.dtype, req.pes, req.root) == \
+        (7, 3, False, "max", "float32", 4, 1)
+    assert req.placement is None  # -d float named the datatype, not the buffers
+    long = _request("allreduce", "--iters", "7", "--warmup_iters", "3", "--check", "1", "--datatype", "half",
+                    "--ngpus", "3")
+    assert (long.iters, long.warmup, long.validate, long.dtype, long.pes) == (7, 3, True, "float16", 3)
+    assert _request("allreduce", "--dtype", "double").dtype == "float64"
+
+
+@pytest.mark.parametrize("argv,placement", [
+    (["latency", "-d", "H", "D"], ("H", "D")),            # axon's own
+    (["latency", "-d", "cuda", "D", "H"], ("D", "H")),    # OSU
+    (["latency", "-d", "cuda"], ("D", "D")),              # OSU, GPU buffers on both sides
+    (["-d", "h", "h", "latency"], ("H", "H")),            # the test after -d, as before
+    (["allreduce", "-d", "D"], ("D", "D")),               # a collective's buffers are in one place
+])
+def test_d_takes_axon_and_osu_placements(argv, placement):
+    req = _request(*argv)
+    assert req.placement == placement and req.test == argv[argv.index("-d") - 1 if argv[0] != "-d" else -1]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["latency", "-d", "float"], "-d float is a datatype (nccl-tests' -d), which only the collectives take; "
+                                 "latency's -d is the buffers' places, e.g. -d D D"),
+    (["latency", "-d", "rocm", "D", "D"], "-d rocm: axon bench runs on CUDA GPUs; for GPU buffers type -d D D"),
+    (["allreduce", "-d", "complex"], "-d takes two of D (GPU memory) and H (host memory), e.g. -d H D "
+                                     "(OSU's -d cuda D D too); or a datatype, as nccl-tests: -d float"),
+    (["allreduce", "-t", "4"], "-t 4: axon bench has no threads per process (nccl-tests' -t); it runs one PE "
+                               "per GPU: for 4 GPUs type --pes 4"),
+    (["allreduce", "-c", "yes"], "-c takes 0 (do not check the data, as --no-validate) or 1 (check it), got 'yes'"),
+    (["allreduce", "-g", "4", "--pes", "2"], "-g 4 (nccl-tests' GPUs, one PE each) and --pes 2 disagree"),
+    (["allreduce", "-d", "float", "--dtype", "int32"], "-d float and --dtype int32 name two datatypes"),
+    (["allreduce", "-o", "avg"], "--op 'avg' is not one of sum, prod, min, max"),
+    (["latency", "--dtype", "float"], "--dtype and --op (-o) are options of the collectives; latency moves bytes"),
+    (["latency", "--json", "/no/such/dir/out.json"], "--json /no/such/dir/out.json: cannot write it: No such file"),
+])
+def test_foreign_spellings_that_cannot_be_taken_say_what_to_type(argv, needle, capsys):
+    assert bench.main(argv) == 2
+    assert needle in _one_line_error(capsys)
+
+
+def test_bad_json_path_is_refused_before_the_sweep(tmp_path):
+    """The real command: refused at once (no driver started), nothing created."""
+    target = tmp_path / "missing" / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "axon", "bench", "latency", "-b", "8", "-e", "64",
+                           "--json", str(target)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (f"axon bench: error: --json {target}: cannot write it: "
+                                   "No such file or directory")
+    assert not target.parent.exists()
+    # A path that can be written is left as it was until the results are written.
+    existing = tmp_path / "keep.json"
+    existing.write_text("old")
+    bench.document.check_writable(str(existing))
+    assert existing.read_text() == "old"
+    bench.document.check_writable(str(tmp_path / "new.json"))
+    assert not (tmp_path / "new.json").exists()
+
+
+def test_rows_are_printed_as_measured_and_ctrl_c_keeps_them():
+    """A piped run shows each row as soon as it is measured; SIGINT stops the sweep and what was
+    measured stays printed."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "axon", "bench", "latency", "-b", "8", "-e", "64M",
+                             "-i", "20000", "-x", "1", "--settle-ms", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            assert line, "the run ended before printing a row"
+            lines.append(line.rstrip("\n"))
+            if not line.startswith("#"):
+                break
+        assert lines[0].startswith("# axon bench latency:")
+        assert lines[-1].split()[0] == "8" and proc.poll() is None  # printed while the sweep goes on
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    rows = [x for x in lines + out.splitlines() if x and not x.startswith("#")]
+    assert rows[0].split()[0] == "8" and len(rows) < 24  # the sweep was cut short
+    assert "axon bench: interrupted after" in err and "the rows above were measured" in err
+
+
+def test_peer_ratio_heading_fits_long_peer_names():
+    """ucx_perftest's rows carry the test in their name: the ratio heading must not run into the
+    latency column."""
+    header = {"pes": 2, "backend": "host", "placement": "H H", "validate": True}
+    rows = [{"size": 8, "time_us": 2.0, "wrong": 0},
+            {"impl": "ucx_perftest ucp_put_multi_lat", "size": 8, "time_us": 3.0}]
+    lines = bench.table_lines("latency", header, rows)
+    head = next(x for x in lines if "ucx_perftest ucp_put_multi_lat / axon time" in x)
+    row = lines[lines.index(head) + 1]
+    assert head.split()[:4] == ["#", "Size", "Latency", "(us)"]
+    assert "  ucx_perftest ucp_put_multi_lat / axon time" in head
+    assert len(row) == len(head) and row.split() == ["8", "3.00", "1.50x"]
+
+
 @pytest.mark.parametrize("placement,which", [("H D", "the remote buffer"), ("D H", "the local buffer"),
                                              ("D D", "both buffers")])
 def test_gpu_placement_on_host_backend_names_the_reason(placement, which, capsys):
@@ -381,7 +496,9 @@ def test_collective_table_with_pytorch_shows_missing_forms_as_dashes():
     assert any("(PyTorch NCCL (torch 2.11, NCCL 2.28.3))" in x for x in lines), lines
     assert any("(PyTorch symmetric memory)" in x for x in lines)
     torch_row = next(x for x in lines if "pytorch-nccl" in x)
-    assert torch_row.split()[6:10] == ["-", "-", "-", "-"]  # no out-of-place all_reduce in PyTorch
+    # nccl-tests' columns: size count type redop root, out-of-place (5:9), in-place (9:13), then algo.
+    assert torch_row.split()[5:9] == ["-", "-", "-", "-"]  # no out-of-place all_reduce in PyTorch
+    assert torch_row.split()[13] == "pytorch-nccl"
     ratios = [x.split() for x in lines if x.split()[:1] == ["64"] and x.split()[-1].endswith("x")]
     assert ratios == [["64", "-", "8.00x"], ["64", "3.00x", "4.00x"]]
 
@@ -453,7 +570,12 @@ def test_collectives_nccl_tests_format(test, tmp_path, capsys):
     assert lines[0].startswith(f"# axon bench {test} (axon):")
     rows = [x for x in lines if not x.startswith("#")]
     assert [int(x.split()[0]) for x in rows] == [r["size"] for r in doc["results"]]
-    assert all(x.split()[-1] == "0" and x.split()[-5] == "0" for x in rows)  # #wrong, both sides
+    assert all(x.split()[-2] == "0" and x.split()[-6] == "0" for x in rows)  # #wrong, both sides
+    assert all(x.split()[-1] for x in rows)  # the algorithm, after nccl-tests' columns
+    assert lines[-3:-1] == ["# Out of bounds values : 0 OK", lines[-2]] and lines[-1] == "#"
+    avg = [float(s) for r in doc["results"] for s in (r["out_of_place"]["busbw_gbs"], r["in_place"]["busbw_gbs"])]
+    assert lines[-2].startswith("# Avg bus bandwidth    : ")
+    assert float(lines[-2].split()[-1]) == pytest.approx(sum(avg) / len(avg), rel=1e-4)
 
 
 _NVSHMEM_PEER = bench.find_tool(bench.NVSHMEM_PEER)

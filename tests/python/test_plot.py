@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -168,3 +169,29 @@ def test_clear_error_without_matplotlib(monkeypatch, tmp_path, capsys):
     assert plot.main([str(GPU_SAMPLE), "-o", str(tmp_path / "fig.png")]) == 1
     err = capsys.readouterr().err
     assert "needs matplotlib" in err and "pip install" in err
+
+
+@pytest.mark.parametrize("name,signature", [("fig.pdf", b"%PDF-"), ("fig.svg", b"<?xml"), ("FIG.PNG", PNG_SIGNATURE)])
+def test_output_format_follows_the_name(name, signature, tmp_path):
+    """`axon plot -o x.pdf` writes a PDF, `-o x.svg` an SVG (the real command, as a user runs it)."""
+    doc = tmp_path / "lat.json"
+    doc.write_text(json.dumps(_bench_doc()))
+    out = tmp_path / name
+    proc = subprocess.run([sys.executable, "-m", "axon", "plot", str(doc), "-o", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"axon plot: wrote {out}"
+    data = out.read_bytes()
+    assert data.startswith(signature)
+    if name.endswith(".svg"):
+        assert b"<svg" in data[:2000]
+
+
+def test_output_name_without_a_known_format_is_refused_first(tmp_path):
+    out = tmp_path / "fig.jpg"
+    proc = subprocess.run([sys.executable, "-m", "axon", "plot", str(tmp_path / "missing.json"), "-o", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    # The name is checked before the (missing) input is read.
+    assert proc.stderr.strip() == f"axon plot: error: -o {out}: the name must end in .png, .pdf, .svg (the format written)"
+    assert not out.exists()

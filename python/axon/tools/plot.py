@@ -1,5 +1,7 @@
 """``axon plot FILE.json... -o FIG.png``: latency and bandwidth against message size.
 
+The figure's format comes from the name given to ``-o``: ``.png``, ``.pdf`` or ``.svg``.
+
 Reads the JSON that ``axon bench --json`` writes (see :mod:`axon.tools.bench`), the JSON of
 ``bench/gpu_bench.cu`` (``{"benchmark": "gpu_bench", "results": [{"test", "bytes", "unit", "axon",
 "baseline", "baseline_name", ...}]}``) and that of ``bench/host_put_bench.cpp``
@@ -26,11 +28,14 @@ from . import cli_parser
 from .bench.sizes import size_label
 from .cli_parser import EXIT_USAGE
 
-__all__ = ["Series", "add_subcommand", "load_series", "main", "plot", "run_plot"]
+__all__ = ["FORMATS", "Series", "add_subcommand", "figure_format", "load_series", "main", "plot", "run_plot"]
 
 _PROG = "axon plot"
 
 LATENCY, BANDWIDTH = "latency", "bandwidth"
+
+#: The formats ``-o`` may name, by suffix (matplotlib picks the canvas that writes each).
+FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 
 
 class PlotError(Exception):
@@ -228,10 +233,22 @@ def parse_reference(text: str) -> tuple[float, str]:
     return v, label.strip()
 
 
+def figure_format(output: str | Path) -> str:
+    """The format `output`'s suffix names (see FORMATS); PlotError (usage) for any other name."""
+    fmt = FORMATS.get(Path(output).suffix.lower())
+    if fmt is None:
+        raise PlotError(f"-o {output}: the name must end in {', '.join(FORMATS)} (the format written)",
+                        EXIT_USAGE)
+    return fmt
+
+
 def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = None, join: bool = False,
          references: Sequence[tuple[float, str]] = ()) -> Path:
-    """Draws the files' series into a PNG at `output`; returns its path. `join`: one line per
-    label across files; `references`: (GB/s, label) drawn as dotted lines on the bandwidth panel."""
+    """Draws the files' series into `output`, in the format its suffix names (.png, .pdf, .svg);
+    returns its path. `join`: one line per label across files; `references`: (GB/s, label) drawn
+    as dotted lines on the bandwidth panel."""
+    # Checked before the files are read: a wrong name should not cost the reading.
+    fmt = figure_format(output)
     series: list[Series] = []
     for p in paths:
         series += load_series(p)
@@ -286,7 +303,7 @@ def plot(paths: Sequence[str | Path], output: str | Path, title: str | None = No
     fig.suptitle(title or ", ".join(Path(p).name for p in paths), fontsize="medium")
     out = Path(output)
     try:
-        fig.savefig(out, dpi=120, format="png")
+        fig.savefig(out, dpi=120, format=fmt)
     except OSError as exc:
         raise PlotError(f"cannot write {out}: {exc.strerror or exc}") from exc
     return out
@@ -303,7 +320,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "'axon bench --json', bench/gpu_bench and bench/host_put_bench: one line per "
         "implementation and file; hardware limits dashed.")
     parser.add_argument("files", nargs="+", metavar="FILE.json", help="results to plot")
-    parser.add_argument("-o", "--output", required=True, metavar="FIG.png", help="the PNG to write")
+    parser.add_argument("-o", "--output", required=True, metavar="FIG.png",
+                        help="the figure to write; its suffix picks the format: .png, .pdf or .svg")
     parser.add_argument("--title", help="figure title (default: the file names)")
     parser.add_argument("--join", action="store_true",
                         help="one line per label across the files (a sweep run in parts)")

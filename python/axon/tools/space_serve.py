@@ -96,7 +96,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
               "key is written into it, mode 0600), --key-file PATH (a 0600 file holding the key as hex), or "
               "AXON_SPACE_KEY (docs/security.md)", file=sys.stderr)
         return 2
-    from axon.errors import Error
+    from axon.errors import Error, InvalidArgumentError
     from axon.space import Server  # the extension: only when a server is started
 
     stop = threading.Event()
@@ -105,6 +105,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         server = Server(listen=_bind(args.bind), mem=mem, policy=args.policy, contact_file=args.contact_file,
                         servers=args.servers, join=args.join, key_file=args.key_file, max_holds=args.max_holds)
+    except InvalidArgumentError as exc:
+        # A mistyped --bind or --join: a usage error naming the option, never a traceback.
+        quoted = [opt for opt, value in (("--bind", args.bind), ("--join", args.join))
+                  if value and f"'{value}" in str(exc)]
+        raise cli_parser.UsageError(f"{quoted[0]} {args.bind if quoted[0] == '--bind' else args.join}: {exc}"
+                                    if quoted else str(exc), "axon space serve") from None
     except Error as exc:
         print(f"axon space serve: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -9,8 +9,8 @@ from typing import Sequence
 
 from .. import cli_parser
 from ..cli_parser import EXIT_USAGE, UsageError
-from .catalog import SPACE_TESTS
-from .document import bench_document, write_document
+from .catalog import SPACE_TESTS, TESTS
+from .document import bench_document, check_writable, write_document
 from .errors import BenchError
 from .options import add_arguments
 from .peer_runs import PROGRAM_PEERS, run_peer
@@ -20,16 +20,20 @@ from .request import validate
 from .results import Outcome, by_impl
 from .runner import launch_command, run_driver
 from .space import run_space_bench
-from .tables import table_lines
+from .spellings import take_test
+from .tables import RowPrinter
 
 _PROG = "axon bench"
 
 
 def run_bench(args: argparse.Namespace) -> int:
     """The handler of ``axon bench``; returns the exit code."""
-    if args.test in SPACE_TESTS:
-        return run_space_bench(args)
     try:
+        take_test(args, [*TESTS, *SPACE_TESTS])
+        if args.json:
+            _check_json_path(args.json)
+        if args.test in SPACE_TESTS:
+            return run_space_bench(args)
         req = validate(args)
         driver = find_driver()
     except UsageError as exc:
@@ -51,13 +55,17 @@ def run_bench(args: argparse.Namespace) -> int:
             req.nccl = nccl["where"]
             ran = frozenset({"NCCL"})
     interactive = sys.stdout.isatty() and sys.stderr.isatty()
+    # axon's rows are printed as they are measured; the peers' tables once all have run.
+    printer = RowPrinter(req.test)
     try:
-        outcome = run_driver(driver, req, progress=interactive)
+        outcome = run_driver(driver, req, progress=interactive, on_result=printer.result,
+                             on_header=printer.header)
     except BenchError as exc:
         print(f"{_PROG}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted", file=sys.stderr)
+        print(f"{_PROG}: interrupted after {printer.printed} size(s); the rows above were measured",
+              file=sys.stderr)
         return 130
 
     if outcome.error is not None:
@@ -99,8 +107,7 @@ def run_bench(args: argparse.Namespace) -> int:
             ran = ran | {name}
         elif status:
             failed[name] = status
-    for line in table_lines(req.test, outcome.header, outcome.results, outcome.peers):
-        print(line)
+    printer.finish(outcome.header, outcome.results, outcome.peers)
     compare = None
     if compare_wanted:
         compare = compare_notes(list(peers.values()), have_gpu, ran, req.test, gpu_buffers, failed,
@@ -136,6 +143,14 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"{_PROG}: {wrong} {what} arrived wrong (see #wrong)", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_json_path(path: str) -> None:
+    """UsageError unless --json's file can be written: checked before the sweep, not after it."""
+    try:
+        check_writable(path)
+    except OSError as exc:
+        raise UsageError(f"--json {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _print_stderr_tail(outcome: Outcome, skip_driver: bool = False, limit: int = 20) -> None:

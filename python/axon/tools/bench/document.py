@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 
 from .catalog import TESTS
 from .machine import machine_info
@@ -40,3 +42,16 @@ def write_document(path: str, doc: dict) -> None:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+
+
+def check_writable(path: str) -> None:
+    """Raises OSError unless `path` can be written, without changing it: the sweep before the
+    write can take minutes, and a typo in the path should not cost them."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if os.path.exists(path):
+        with open(path, "r+", encoding="utf-8"):  # opened for writing, not truncated
+            return
+    with open(path, "x", encoding="utf-8"):
+        pass
+    os.remove(path)

@@ -19,22 +19,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + tests + "\n\n"
         "Times in microseconds; bandwidth in GB/s = 1e9 bytes per second. The receiver checks\n"
         "every byte of the last transfer of each size (#wrong) unless --no-validate.")
-    parser.add_argument("test", metavar="TEST", help="the test to run (see above)")
+    # Optional for argparse: `-d H H latency`, whose -d takes one to three values, leaves the test
+    # among -d's (see spellings.take_test).
+    parser.add_argument("test", metavar="TEST", nargs="?", help="the test to run (see above)")
     parser.add_argument("-m", "--message-size", dest="range", metavar="MIN:MAX",
                         help="sizes MIN..MAX (e.g. 8:1M; K/M/G are binary); default 1:4M")
     parser.add_argument("-b", "--minbytes", metavar="MIN", help="smallest size (as nccl-tests)")
     parser.add_argument("-e", "--maxbytes", metavar="MAX", help="largest size (as nccl-tests)")
     parser.add_argument("-f", "--stepfactor", metavar="FACTOR",
                         help="multiply the size by FACTOR from one step to the next (default 2)")
-    parser.add_argument("-i", "--iterations", dest="iters", metavar="ITERS",
-                        help="timed iterations per size (windows for the bw tests); default as OSU: "
-                             "10000 (100 windows), above 8 KiB 1000 (20 windows)")
-    parser.add_argument("-x", "--warmup", metavar="WARMUP",
-                        help="untimed iterations first; default as OSU: 100 (10), above 8 KiB 10 (2)")
-    parser.add_argument("-d", "--placement", nargs=2, metavar=("LOCAL", "REMOTE"),
+    parser.add_argument("-i", "-n", "--iterations", "--iters", dest="iters", metavar="ITERS",
+                        help="timed iterations per size (windows for the bw tests); -i as OSU, -n as "
+                             "nccl-tests; default as OSU: 10000 (100 windows), above 8 KiB 1000 (20 windows)")
+    parser.add_argument("-x", "-w", "--warmup", "--warmup_iters", dest="warmup", metavar="WARMUP",
+                        help="untimed iterations first (-x as OSU, -w as nccl-tests); default as OSU: "
+                             "100 (10), above 8 KiB 10 (2)")
+    parser.add_argument("-d", "--placement", nargs="+", metavar="LOCAL REMOTE",
                         help="buffers: D (GPU memory) or H (host memory) for the local source and "
                              "the remote destination (p2p-*: PE 0's and PE 1's buffers); default D D "
-                             "with a GPU, else H H")
+                             "with a GPU, else H H. OSU's -d cuda D D is -d D D; for the collectives, "
+                             "-d D (or H) places every buffer and -d TYPE is nccl-tests' datatype")
+    parser.add_argument("-c", "--check", metavar="0|1",
+                        help="as nccl-tests: 0 does not check the data received (--no-validate), 1 does")
+    parser.add_argument("-g", "--ngpus", metavar="N",
+                        help="as nccl-tests: N GPUs, one PE each (the same as --pes N)")
+    parser.add_argument("-t", "--nthreads", metavar="N", help=argparse.SUPPRESS)  # refused, see request.py
     parser.add_argument("--no-validate", action="store_true", help="do not check the data received")
     parser.add_argument("--pes", metavar="N",
                         help="PEs to start (default 2; in the one-sided tests PEs past 1 only join the barriers, "
@@ -46,9 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settle-ms", metavar="MS",
                         help="before the first size, PE 0 and PE 1 ping-pong this long so that idle "
                              "(virtual) CPUs are up to speed (default 200; 0: off)")
-    parser.add_argument("--dtype", metavar="TYPE", help="collectives: element type (default float32)")
-    parser.add_argument("--op", metavar="OP", help="collectives: sum, prod, min or max (default sum)")
-    parser.add_argument("--root", metavar="PE", help="broadcast and reduce: the root (default 0)")
+    parser.add_argument("--dtype", "--datatype", dest="dtype", metavar="TYPE",
+                        help="collectives: element type (default float32; nccl-tests' float, half, "
+                             "double, int too)")
+    parser.add_argument("-o", "--op", metavar="OP", help="collectives: sum, prod, min or max (default sum)")
+    parser.add_argument("-r", "--root", metavar="PE", help="broadcast and reduce: the root (default 0)")
     parser.add_argument("--via-host", action="store_true",
                         help="pingping on GPU buffers staged through host memory by hand: copy to a "
                              "pinned host buffer, exchange host buffers, copy to the GPU (the "

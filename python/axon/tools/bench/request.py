@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ...collectives import DTYPES
 from ..cli_parser import UsageError, integer_at_least
 from .catalog import COLLECTIVES, OPS, SPACE_TESTS, TESTS
 from .peers import PEER_NAMES
 from .sizes import DEFAULT_MAX, DEFAULT_MIN, parse_range, parse_size
+from .spellings import check_flag, dtype_name, refuse_threads, split_d, take_test
 
 
 @dataclass
@@ -83,6 +83,7 @@ def _count(text: str | None, opt: str, minimum: int) -> int | None:
 
 def validate(args: argparse.Namespace) -> Request:
     """Checks the parsed options; raises UsageError with one clear line."""
+    take_test(args, [*TESTS, *SPACE_TESTS])
     test = args.test
     if test not in TESTS:
         raise UsageError(f"unknown test {test!r} (tests: {', '.join([*TESTS, *SPACE_TESTS])})")
@@ -98,23 +99,27 @@ def validate(args: argparse.Namespace) -> Request:
     factor = _count(args.stepfactor, "-f", 2) or 2
     iters = _count(args.iters, "-i", 1)
     warmup = _count(args.warmup, "-x", 0)
-    pes = _count(args.pes, "--pes", 2) or 2
-    placement = None
-    if args.placement is not None:
-        place = tuple(p.upper() for p in args.placement)
-        if any(p not in ("D", "H") for p in place):
-            raise UsageError(
-                f"-d takes two of D (GPU memory) and H (host memory), e.g. -d H D; got "
-                f"{' '.join(args.placement)!r}")
-        placement = place  # type: ignore[assignment]
+    refuse_threads(getattr(args, "nthreads", None))
+    pes = _count(args.pes, "--pes", 2)
+    gpus = _count(getattr(args, "ngpus", None), "-g", 2)
+    if pes is not None and gpus is not None and pes != gpus:
+        raise UsageError(f"-g {gpus} (nccl-tests' GPUs, one PE each) and --pes {pes} disagree: give one of them")
+    pes = pes or gpus or 2
+    placement, d_dtype = (None, None) if args.placement is None else split_d(args.placement, test, test in COLLECTIVES)
     settle = _count(getattr(args, "settle_ms", None), "--settle-ms", 0)
-    dtype, op = getattr(args, "dtype", None) or "float32", getattr(args, "op", None) or "sum"
+    given_dtype = getattr(args, "dtype", None)
+    dtype = dtype_name(given_dtype) if given_dtype is not None else d_dtype or "float32"
+    if d_dtype is not None and given_dtype is not None and d_dtype != dtype:
+        raise UsageError(f"-d {args.placement[0]} and --dtype {given_dtype} name two datatypes: give one of them")
+    op = (getattr(args, "op", None) or "sum").lower()
     root = _count(getattr(args, "root", None), "--root", 0) or 0
+    check = check_flag(getattr(args, "check", None))
+    if check is not None and args.no_validate and check:
+        raise UsageError("-c 1 (check the data) and --no-validate disagree: give one of them")
+    validate_data = not args.no_validate if check is None else check
     if test in COLLECTIVES:
         if placement is not None and placement[0] != placement[1]:
             raise UsageError("a collective's buffers are all in one place: -d D D or -d H H")
-        if dtype not in DTYPES:
-            raise UsageError(f"--dtype {dtype!r} is not one of {', '.join(DTYPES)}")
         if op not in OPS:
             raise UsageError(f"--op {op!r} is not one of {', '.join(OPS)}")
         if root >= pes:
@@ -134,7 +139,9 @@ def validate(args: argparse.Namespace) -> Request:
                              f"must equal --emulate-nodes (got --pes {pes}, --emulate-nodes {nodes})")
         if placement is not None and "D" in placement:
             raise UsageError("--compare across emulated nodes runs ucx_perftest and Open MPI on host buffers: -d H H")
-    return Request(test, mn, mx, factor, iters, warmup, placement, not args.no_validate, pes, settle, dtype, op,
+    if test not in COLLECTIVES and (given_dtype is not None or getattr(args, "op", None) is not None):
+        raise UsageError(f"--dtype and --op (-o) are options of the collectives; {test} moves bytes")
+    return Request(test, mn, mx, factor, iters, warmup, placement, validate_data, pes, settle, dtype, op,
                    root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes)
 
 

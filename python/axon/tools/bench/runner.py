@@ -52,17 +52,20 @@ def child_env(extra: dict[str, str] | None = None) -> dict:
 
 
 def run_driver(driver: Path, req: Request, progress: bool,
-               on_result: Callable[[dict], None] | None = None) -> Outcome:
+               on_result: Callable[[dict], None] | None = None,
+               on_header: Callable[[dict], None] | None = None) -> Outcome:
     """Runs the driver through the launcher, reading its JSON lines as they come."""
-    return run_launched(launch_command(driver, req), req, progress, on_result)
+    return run_launched(launch_command(driver, req), req, progress, on_result, on_header=on_header)
 
 
 def run_launched(cmd: list[str], req: Request, progress: bool,
                  on_result: Callable[[dict], None] | None = None, what: str | None = None,
-                 env: dict[str, str] | None = None) -> Outcome:
+                 env: dict[str, str] | None = None,
+                 on_header: Callable[[dict], None] | None = None) -> Outcome:
     """Runs `cmd` (a launcher command whose PE 0 prints JSON lines: header, result, peer, note,
     error, done), reading the lines as they come and showing progress over req's sizes. `env`:
-    variables to set for it on top of this process's."""
+    variables to set for it on top of this process's; `on_header` and `on_result` see the header
+    and each result as it arrives."""
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=child_env(env))
@@ -102,6 +105,8 @@ def run_launched(cmd: list[str], req: Request, progress: bool,
             kind = record.pop("type", None)
             if kind == "header":
                 out.header = record
+                if on_header:
+                    on_header(record)
             elif kind == "result":
                 out.results.append(record)
                 if on_result:

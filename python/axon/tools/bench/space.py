@@ -64,7 +64,7 @@ def _driver_command(args: argparse.Namespace, test: str) -> tuple[list[str], int
     place = None
     if args.placement is not None:
         place = tuple(p.upper() for p in args.placement)
-        if any(p not in ("D", "H") for p in place) or place[0] != place[1]:
+        if len(place) != 2 or any(p not in ("D", "H") for p in place) or place[0] != place[1]:
             raise UsageError(f"{test}: -d takes D D (GPU memory) or H H (host memory)")
     config: dict = {}
     if test in ("space-put-get", "space-reassembly"):

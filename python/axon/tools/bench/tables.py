@@ -3,6 +3,7 @@ collectives, each with the comparison peers' rows and their time ratios to axon.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .catalog import COLLECTIVES, TESTS
@@ -39,9 +40,17 @@ def collective_table_lines(test: str, header: dict | None, results: list[dict],
                            peers: list[dict] | None = None) -> list[str]:
     """The nccl-tests table: out-of-place then in-place time, algbw, busbw and #wrong per size;
     with peers beside axon (NCCL, PyTorch), a table for each and the ratio of the times."""
+    mine = by_impl(results)["axon"]
+    return (collective_head_lines(test, header, "axon") + [collective_row(r) for r in mine]
+            + collective_tail_lines(test, header, results, peers))
+
+
+def collective_tail_lines(test: str, header: dict | None, results: list[dict],
+                          peers: list[dict] | None = None) -> list[str]:
+    """What follows axon's rows: nccl-tests' summary lines, then each peer's table and the ratios."""
     impls = by_impl(results)
     mine = impls.pop("axon")
-    lines = _one_collective_table(test, header, mine, "axon")
+    lines = _collective_summary(mine, (header or {}).get("validate", True))
     for impl, rows in impls.items():
         name = IMPL_NAMES.get(impl, impl)
         lines += [""] + _one_collective_table(test, header, rows, _impl_title(impl, peers))
@@ -57,32 +66,57 @@ def collective_table_lines(test: str, header: dict | None, results: list[dict],
     return lines
 
 
-def _one_collective_table(test: str, header: dict | None, results: list[dict], impl: str) -> list[str]:
-    h = header or {}
-    lines = [f"# axon bench {test} ({impl}): {COLLECTIVES[test]}",
-             f"# {h.get('pes', '?')} PEs, {h.get('backend', '?')} backend, buffers {h.get('placement', '?')}, "
-             f"validation {'on' if h.get('validate', True) else 'off'}; time: the slowest PE's average per call",
-             "#" + "".join(x.rjust(w) for x, w in ((" size", 11), ("count", 13), ("type", 10), ("redop", 7),
-                                                   ("root", 6), ("algo", 9)))
-             + "      " + "out-of-place".rjust(12) + "algbw".rjust(9) + "busbw".rjust(9) + "#wrong".rjust(7)
-             + "      " + "in-place".rjust(12) + "algbw".rjust(9) + "busbw".rjust(9) + "#wrong".rjust(7),
-             "#" + "(B)".rjust(11) + "(elements)".rjust(13) + " " * 32
-             + "      " + "time (us)".rjust(12) + "(GB/s)".rjust(9) + "(GB/s)".rjust(9) + " " * 7
-             + "      " + "time (us)".rjust(12) + "(GB/s)".rjust(9) + "(GB/s)".rjust(9)]
+def _collective_summary(rows: list[dict], validated: bool) -> list[str]:
+    """nccl-tests' closing lines: the wrong values counted, and busbw averaged over every size and
+    both forms (what scripts that read nccl-tests output grep for)."""
+    if not rows:
+        return []
+    sides = [r.get(side) or {} for r in rows for side in ("out_of_place", "in_place")]
+    busbw = [float(d["busbw_gbs"]) for d in sides if d.get("busbw_gbs") is not None]
+    lines = []
+    if validated:
+        wrong = sum(int(d.get("wrong") or 0) for d in sides)
+        lines.append(f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}")
+    avg = f"{sum(busbw) / len(busbw):.6g}" if busbw else "-"
+    # No unit after the number (GB/s, as the columns): scripts take the last field, as of nccl-tests.
+    return lines + [f"# Avg bus bandwidth    : {avg}", "#"]
 
+
+def collective_head_lines(test: str, header: dict | None, impl: str) -> list[str]:
+    """The lines above a collective table's rows: what ran, then nccl-tests' three heading lines,
+    its columns in its order and axon's extra ones (the algorithm) after them."""
+    h = header or {}
+    return [f"# axon bench {test} ({impl}): {COLLECTIVES[test]}",
+            f"# {h.get('pes', '?')} PEs, {h.get('backend', '?')} backend, buffers {h.get('placement', '?')}, "
+            f"validation {'on' if h.get('validate', True) else 'off'}; time: the slowest PE's average per call",
+            "#" + " " * 51 + "out-of-place".center(36) + "in-place".center(36),
+            "#" + "".join(x.rjust(w) for x, w in _COLLECTIVE_KEYS) + _SIDE_HEAD * 2 + "  algo",
+            "#" + "(B)".rjust(11) + "(elements)".rjust(14) + " " * 26 + _SIDE_UNITS * 2]
+
+
+# nccl-tests' key columns (their widths here), then per form: time, algbw, busbw, #wrong.
+_COLLECTIVE_KEYS = (("size", 11), ("count", 14), ("type", 10), ("redop", 8), ("root", 8))
+_SIDE_HEAD = "".join(x.rjust(w) for x, w in (("time", 12), ("algbw", 8), ("busbw", 8), ("#wrong", 8)))
+_SIDE_UNITS = "".join(x.rjust(w) for x, w in (("(us)", 12), ("(GB/s)", 8), ("(GB/s)", 8), ("", 8)))
+
+
+def collective_row(r: dict) -> str:
+    """One size of a collective table: nccl-tests' columns, then the algorithm."""
     def num(v, spec: str) -> str:
         return "-" if v is None else format(float(v), spec)
 
     def side(d: dict) -> str:
         wrong = d.get("wrong")
-        return (f"{num(d.get('time_us'), '.2f'):>12} {num(d.get('algbw_gbs'), '.3f'):>8}"
-                f" {num(d.get('busbw_gbs'), '.3f'):>8}{('-' if wrong is None else str(wrong)):>7}")
+        return (f"{num(d.get('time_us'), '.2f'):>12}{num(d.get('algbw_gbs'), '.3f'):>8}"
+                f"{num(d.get('busbw_gbs'), '.3f'):>8}{('-' if wrong is None else str(wrong)):>8}")
 
-    for r in results:
-        lines.append(f"{r.get('size', '?'):>12}{r.get('count', '?'):>13}{r.get('dtype', '?'):>10}"
-                     f"{r.get('redop', '?'):>7}{r.get('root', '?'):>6}{' ' + str(r.get('algorithm', '?')):>9}"
-                     f"      {side(r.get('out_of_place', {}))}      {side(r.get('in_place', {}))}")
-    return lines
+    return (f"{r.get('size', '?'):>12}{r.get('count', '?'):>14}{r.get('dtype', '?'):>10}{r.get('redop', '?'):>8}"
+            f"{r.get('root', '?'):>8}{side(r.get('out_of_place', {}))}{side(r.get('in_place', {}))}"
+            f"  {r.get('algorithm', '?')}")
+
+
+def _one_collective_table(test: str, header: dict | None, results: list[dict], impl: str) -> list[str]:
+    return collective_head_lines(test, header, impl) + [collective_row(r) for r in results]
 
 
 def table_lines(test: str, header: dict | None, results: list[dict],
@@ -90,6 +124,32 @@ def table_lines(test: str, header: dict | None, results: list[dict],
     """The OSU-style table: '#' comment lines, then one row per size."""
     if test in COLLECTIVES:
         return collective_table_lines(test, header, results, peers)
+    mine = by_impl(results)["axon"]
+    has_limit = _has_limit(header, mine)
+    return (head_lines(test, header, has_limit) + [row_line(test, r, has_limit) for r in mine]
+            + tail_lines(test, header, results, peers))
+
+
+def _has_limit(header: dict | None, rows: list[dict]) -> bool:
+    """Whether the table has the memcpy column: the driver names the limit it measures in its header."""
+    return bool((header or {}).get("limit_name")) or any("limit" in r for r in rows)
+
+
+def _columns(test: str, has_limit: bool) -> tuple[str, list[str], list[int]]:
+    """(the field the limit column shows, the headings, their widths) of an OSU-style table."""
+    spec = TESTS[test]
+    main_field, _ = spec.columns[-1] if spec.metric == "bandwidth" else spec.columns[0]
+    heads = [head for _, head in spec.columns]
+    if has_limit:
+        heads.append(f"memcpy ({'GB/s' if main_field == 'bw_gbs' else 'us'})")
+    heads.append("#wrong")
+    return main_field, heads, [max(len(x), 12) for x in heads]
+
+
+def head_lines(test: str, header: dict | None, has_limit: bool) -> list[str]:
+    """The lines above axon's rows: what ran, then the column headings."""
+    if test in COLLECTIVES:
+        return collective_head_lines(test, header, "axon")
     spec = TESTS[test]
     h = header or {}
     lines = [f"# axon bench {test}: {spec.summary}"]
@@ -104,33 +164,83 @@ def table_lines(test: str, header: dict | None, results: list[dict],
         + f"validation {'on' if h.get('validate', True) else 'off'}")
     lines.append("# times in microseconds; GB/s = 1e9 bytes per second"
                  + (f"; limit: {h['limit_name']}" if h.get("limit_name") else ""))
-    impls = by_impl(results)
-    results = impls.pop("axon")
-    has_limit = any("limit" in r for r in results)
-    main_field, main_head = spec.columns[-1] if spec.metric == "bandwidth" else spec.columns[0]
-    heads = [head for _, head in spec.columns]
-    if has_limit:
-        unit = "GB/s" if main_field == "bw_gbs" else "us"
-        heads.append(f"memcpy ({unit})")
-    heads.append("#wrong")
-    widths = [max(len(x), 12) for x in heads]
+    _, heads, widths = _columns(test, has_limit)
     lines.append("# " + "Size".ljust(10) + "".join(x.rjust(w + 2) for x, w in zip(heads, widths)))
-    for r in results:
-        cells = [_fmt(r.get(field)) for field, _ in spec.columns]
-        if has_limit:
-            cells.append(_fmt((r.get("limit") or {}).get(main_field)))
-        wrong = r.get("wrong")
-        cells.append("-" if wrong is None else str(wrong))
-        lines.append(str(r.get("size")).ljust(12) + "".join(c.rjust(w + 2) for c, w in zip(cells, widths)))
+    return lines
+
+
+def row_line(test: str, r: dict, has_limit: bool) -> str:
+    """One of axon's rows (one size)."""
+    if test in COLLECTIVES:
+        return collective_row(r)
+    spec = TESTS[test]
+    main_field, _, widths = _columns(test, has_limit)
+    cells = [_fmt(r.get(field)) for field, _ in spec.columns]
+    if has_limit:
+        cells.append(_fmt((r.get("limit") or {}).get(main_field)))
+    wrong = r.get("wrong")
+    cells.append("-" if wrong is None else str(wrong))
+    return str(r.get("size")).ljust(12) + "".join(c.rjust(w + 2) for c, w in zip(cells, widths))
+
+
+def tail_lines(test: str, header: dict | None, results: list[dict],
+               peers: list[dict] | None = None) -> list[str]:
+    """What follows axon's rows: the peers' tables with their time ratios to axon."""
+    if test in COLLECTIVES:
+        return collective_tail_lines(test, header, results, peers)
+    spec = TESTS[test]
+    impls = by_impl(results)
+    mine = impls.pop("axon")
+    _, heads, widths = _columns(test, _has_limit(header, mine))
+    lines: list[str] = []
+    by_size = {r.get("size"): r for r in mine}
     for impl, rows in impls.items():
-        name = IMPL_NAMES.get(impl, impl)
+        ratio_head = f"{IMPL_NAMES.get(impl, impl)} / axon time"
+        # Wide enough for the heading and two spaces before it (ucx_perftest's tests have long names).
+        ratio_width = max(26, len(ratio_head) + 2)
         lines += ["", f"# {_impl_title(impl, peers)}: the same test, sizes and GPUs, same run",
                   "# " + "Size".ljust(10) + "".join(x.rjust(w + 2) for x, w in zip(heads[:len(spec.columns)], widths))
-                  + f"{name + ' / axon time':>26}"]
-        by_size = {r.get("size"): r for r in results}
+                  + ratio_head.rjust(ratio_width)]
         for r in rows:
             cells = [_fmt(r.get(field)) for field, _ in spec.columns]
             ratio = _ratio((by_size.get(r.get("size")) or {}).get("time_us"), r.get("time_us"))
             lines.append(str(r.get("size")).ljust(12) + "".join(c.rjust(w + 2) for c, w in zip(cells, widths))
-                         + f"{ratio:>26}")
+                         + ratio.rjust(ratio_width))
     return lines
+
+
+class RowPrinter:
+    """Prints axon's table as the driver measures it: the headings when its header arrives, each
+    row as soon as it is measured, flushed (a piped run shows progress; Ctrl-C keeps what was
+    measured); the rest (peers, summary) at the end with :meth:`finish`."""
+
+    def __init__(self, test: str, out=None) -> None:
+        self._test = test
+        self._out = out  # None: sys.stdout at each write (a progress bar may redirect it meanwhile)
+        self._header: dict | None = None
+        self._has_limit = False
+        self.printed = 0
+
+    def header(self, header: dict) -> None:
+        self._header = header
+        self._has_limit = _has_limit(header, [])
+        self._write(head_lines(self._test, header, self._has_limit))
+
+    def result(self, row: dict) -> None:
+        if row.get("impl", "axon") != "axon":
+            return  # a peer's row (NCCL in the same program): its table comes after axon's
+        if self._header is None:
+            self.header({})
+        self._write([row_line(self._test, row, self._has_limit)])
+        self.printed += 1
+
+    def finish(self, header: dict | None, results: list[dict], peers: list[dict] | None) -> None:
+        if self._header is None:
+            self.header(header or {})
+        self._write(tail_lines(self._test, header or self._header, results, peers))
+
+    def _write(self, lines: list[str]) -> None:
+        out = self._out or sys.stdout
+        for line in lines:
+            print(line, file=out)
+        out.flush()
