@@ -1,5 +1,7 @@
 #include "bootstrap/bootstrap.hpp"
 
+#include <mutex>
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -65,11 +67,15 @@ std::vector<std::string> Bootstrap::gatherRound(const std::string& tag, long rou
   }
   // The server answers when all have contributed; the group is forgotten once answered, so
   // nothing piles up round after round.
-  return client_->gather(tag + "/" + std::to_string(round), static_cast<std::uint32_t>(ranks.size()),
-                         static_cast<std::uint32_t>(me - ranks.begin()), data,
-                         "'" + tag + "' rendezvous (round " + std::to_string(round) + ") of " +
-                             std::to_string(ranks.size()) + " PEs",
-                         [&ranks](std::uint32_t m) { return "PE " + std::to_string(ranks[m]); });
+  auto values = client_->gather(tag + "/" + std::to_string(round), static_cast<std::uint32_t>(ranks.size()),
+                                static_cast<std::uint32_t>(me - ranks.begin()), data,
+                                "'" + tag + "' rendezvous (round " + std::to_string(round) + ") of " +
+                                    std::to_string(ranks.size()) + " PEs",
+                                [&ranks](std::uint32_t m) { return "PE " + std::to_string(ranks[m]); });
+  // Every PE has proven the key once a rendezvous of the whole world is answered: rank 0's key
+  // file has done its job. Removed now, it is not left behind when rank 0 is killed later.
+  if (static_cast<int>(ranks.size()) == size_) std::call_once(keyFileRemoved_, [this] { key_.removeFile(); });
+  return values;
 }
 
 std::vector<std::string> Bootstrap::allgather(const std::string& tag, const std::vector<int>& ranks,

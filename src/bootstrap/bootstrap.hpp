@@ -58,6 +58,7 @@ class Bootstrap {
  private:
   int rank_;
   int size_;
+  std::once_flag keyFileRemoved_;  // rank 0's key file goes once the whole world has met
   std::vector<int> worldRanks_;
   double timeoutSec_;
   JobKey key_;

@@ -7,7 +7,8 @@
 //   a world of one     a fresh key in memory (its only client is itself)
 //   otherwise          rank 0 makes one and writes it to a file in a directory of this user's
 //                      (keyFilePath); the other ranks read it there, waiting up to the timeout, and
-//                      rank 0 removes it at finalize. Ranks on other nodes see it only through a
+//                      rank 0 removes it once every PE has met (its first rendezvous of the whole
+//                      world; finalize otherwise). Ranks on other nodes see it only through a
 //                      shared home directory; their error says what to set instead.
 #pragma once
 
@@ -40,7 +41,8 @@ class JobKey {
   bool reload();
   // What to do when the store refuses this key, for the error ("" when the key was given).
   const std::string& advice() const { return advice_; }
-  // Rank 0: removes the key file it wrote (finalize). Safe to call twice.
+  // Rank 0: removes the key file it wrote (once the whole world has met; finalize). Safe to call
+  // twice.
   void removeFile();
 
  private:

@@ -191,6 +191,27 @@ TEST_F(KeyDir, TwoPesGivenNoKeyShareRankZerosFileAndItIsGoneAfterFinalize) {
   EXPECT_FALSE(fs::exists(jobKeyFilePath(config(), launch(0, 2, addr))));
 }
 
+TEST_F(KeyDir, RankZerosFileIsGoneOnceTheWholeWorldHasMetSoAKilledJobLeavesNone) {
+  const std::string addr = "127.0.0.1:" + std::to_string(net::freeLoopbackPort());
+  const std::string path = jobKeyFilePath(config(), launch(0, 2, addr));
+  const JobKeyConfig keys = config();
+  auto rank = [&](int r) {
+    Bootstrap boot(launch(r, 2, addr), 10.0, keys);
+    const bool before = fs::exists(path);  // rank 0 wrote it before serving; rank 1 read it
+    boot.allgatherWorld("hello", "x");
+    // Rank 0 removed it as its rendezvous returned, before it entered the next one.
+    boot.barrierWorld("after");
+    const bool after = fs::exists(path);
+    boot.barrierWorld("checked");  // no PE finalizes before both looked
+    boot.finalize();
+    return std::make_pair(before, after);
+  };
+  auto one = std::async(std::launch::async, rank, 1);
+  auto zero = std::async(std::launch::async, rank, 0);
+  EXPECT_EQ(zero.get(), std::make_pair(true, false));
+  EXPECT_EQ(one.get(), std::make_pair(true, false));
+}
+
 TEST_F(KeyDir, APeThatReadAnEarlierJobsFileRetriesWithTheNewKey) {
   const std::string addr = "127.0.0.1:" + std::to_string(net::freeLoopbackPort());
   const std::string path = jobKeyFilePath(config(), launch(0, 2, addr));
