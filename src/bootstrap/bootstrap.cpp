@@ -1,9 +1,8 @@
 #include "bootstrap/bootstrap.hpp"
 
-#include <mutex>
-
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <numeric>
 
 #include "axon/error.hpp"
