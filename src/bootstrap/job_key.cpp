@@ -118,16 +118,9 @@ JobKey JobKey::resolve(const JobKeyConfig& config, const LaunchInfo& launch, dou
   if (launch.rank == 0) {
     checkKeyDirectory(directoryOf(path), /*create=*/true);
     k.key_ = Secret::generate();
-    // Written aside and renamed into place: a reader never sees half a key, and a file an
-    // earlier job left behind (it crashed) is replaced at once.
-    const std::string aside = path + ".new." + std::to_string(::getpid());
-    ::unlink(aside.c_str());
-    k.key_.writeFile(aside);
-    if (::rename(aside.c_str(), path.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(aside.c_str());
-      throw SystemError("put the job key file in place at " + path, err);
-    }
+    // Replaced atomically: a reader never sees half a key, and a file an earlier job left
+    // behind (it crashed) is replaced at once.
+    replacePrivateFile(path, k.key_.hex() + "\n");
     k.writtenPath_ = path;
     return k;
   }

@@ -98,10 +98,11 @@ Secret Secret::fromFile(const std::string& path) {
   return fromHex(text, "key file " + path);
 }
 
-void Secret::writeFile(const std::string& path) const {
+void Secret::writeFile(const std::string& path) const { writeNewPrivateFile(path, hex() + "\n"); }
+
+void writeNewPrivateFile(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw SystemError("create key file " + path, errno);
-  const std::string text = hex() + "\n";
+  if (fd < 0) throw SystemError("create " + path, errno);
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -110,13 +111,24 @@ void Secret::writeFile(const std::string& path) const {
       const int err = errno;
       ::close(fd);
       ::unlink(path.c_str());
-      throw SystemError("write key file " + path, err);
+      throw SystemError("write " + path, err);
     }
     done += static_cast<std::size_t>(n);
   }
   // A umask can only clear bits, never add them; fchmod makes 0600 exact all the same.
   ::fchmod(fd, 0600);
   ::close(fd);
+}
+
+void replacePrivateFile(const std::string& path, const std::string& text) {
+  const std::string aside = path + ".new." + std::to_string(::getpid());
+  ::unlink(aside.c_str());  // ours from an earlier start with this pid, if any
+  writeNewPrivateFile(aside, text);
+  if (::rename(aside.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(aside.c_str());
+    throw SystemError("put " + path + " in place", err);
+  }
 }
 
 std::string Secret::hex() const {

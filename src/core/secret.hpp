@@ -44,6 +44,13 @@ class Secret {
   std::vector<std::uint8_t> bytes_;
 };
 
+// Creates `path` with mode 0600 (never follows a link, never replaces a file) holding `text`.
+// Throws SystemError naming `path` when it exists or cannot be written.
+void writeNewPrivateFile(const std::string& path, const std::string& text);
+// Puts a 0600 file holding `text` at `path`, replacing what was there: written aside first and
+// renamed into place, so a reader sees the old file or the whole new one, never half of it.
+void replacePrivateFile(const std::string& path, const std::string& text);
+
 Nonce makeNonce();
 
 // HMAC-SHA-256 under the key of `label` (which says which protocol and which side proves, so a

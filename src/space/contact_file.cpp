@@ -9,20 +9,11 @@
 #include <cstdio>
 
 #include "axon/error.hpp"
+#include "core/secret.hpp"
 
 namespace axon::space {
 
 namespace {
-
-void writeAll(int fd, const std::string& text, const std::string& path) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw SystemError("cannot write the contact file " + path, errno);
-    done += static_cast<std::size_t>(n);
-  }
-}
 
 // The value of "key" in the flat JSON object a server writes (strings and integers only).
 std::string field(const std::string& text, const std::string& key) {
@@ -41,27 +32,12 @@ std::string field(const std::string& text, const std::string& key) {
 
 void writeContactFile(const std::string& path, const std::string& address, std::uint64_t epoch, int servers,
                       const std::string& keyHex) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ::unlink(tmp.c_str());  // ours from an earlier start with this pid, if any
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) throw SystemError("cannot create the contact file " + tmp, errno);
   try {
-    ::fchmod(fd, 0600);  // exact, whatever the umask
-    writeAll(fd,
-             "{\"address\": \"" + address + "\", \"epoch\": " + std::to_string(epoch) +
-                 ", \"pid\": " + std::to_string(::getpid()) + ", \"servers\": " + std::to_string(servers) +
-                 ", \"key\": \"" + keyHex + "\"}\n",
-             tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw SystemError("cannot move the contact file into place at " + path, err);
+    replacePrivateFile(path, "{\"address\": \"" + address + "\", \"epoch\": " + std::to_string(epoch) +
+                                 ", \"pid\": " + std::to_string(::getpid()) + ", \"servers\": " +
+                                 std::to_string(servers) + ", \"key\": \"" + keyHex + "\"}\n");
+  } catch (const SystemError& e) {
+    throw SystemError("cannot write the contact file " + path, e.sysErrno());
   }
 }
 
