@@ -85,11 +85,31 @@ def test_metadata_counts_in_mem_and_a_full_server_refuses_defines_and_versions(s
         np.testing.assert_array_equal(c.get("t", 0, (0,), (1,)), np.ones(1))
 
 
+def _stop_every_thread(pid):
+    """SIGSTOP, then waits until every thread has stopped: the signal goes to one thread, which
+    stops the others only once it runs, so on a loaded machine the serving thread may first answer
+    one more request."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                continue
+        if states and all(state in "tT" for state in states):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} did not stop within 30 s: thread states {states}")
+
+
 def test_a_client_recovers_from_one_slow_reply(servers):
     s = servers()
     with space.connect(s.address, timeout=1, shared_memory=False) as c:
         c.define("x", (4,), "float64")
-        os.kill(s.proc.pid, signal.SIGSTOP)
+        _stop_every_thread(s.proc.pid)
         try:
             t0 = time.monotonic()
             with pytest.raises(axon.TimeoutError, match=re.escape(s.address)):
