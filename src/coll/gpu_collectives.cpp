@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "axon/error.hpp"
+#include "coll/gpu_call_order.hpp"
 #include "coll/gpu_path.hpp"
 #include "coll/protocol.hpp"
 #include "coll/team_collectives.hpp"
@@ -46,10 +47,14 @@ class GpuCollectives final : public TeamCollectives {
   // their kind, which every member's kernels (blocking, stream-ordered or device-callable) compare
   // with their own call, naming both. The team barriers (barrier_all, Team::barrier) do not:
   // stream-ordered calls of this PE on the team may still be pending, and a kernel of the
-  // barrier's overtaking them would reorder the team's calls (docs/architecture.md).
+  // barrier's overtaking them would reorder the team's calls (docs/architecture.md). They compare
+  // the GPU collectives each member's host issued before them instead (coll/gpu_call_order.hpp).
   void enterSync(const char* what) override {
     const std::uint32_t kind = syncRecord(what).collective;
-    if (kind == static_cast<std::uint32_t>(SyncKind::TeamBarrier)) return;
+    if (kind == static_cast<std::uint32_t>(SyncKind::TeamBarrier)) {
+      if (ws_) enterGpuTeamBarrier(rt_, team_, *ws_, what);
+      return;
+    }
     if (!ws_ || ws_->error()) return;  // after a failed call: the barrier goes on without a record
     try {
       runOnGpu(rt_, team_, *ws_, Request{Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8, ReduceOp::Sum, 0},

@@ -4,6 +4,7 @@
 
 #include "axon/error.hpp"
 #include "coll/describe_call.hpp"
+#include "coll/gpu_call_order.hpp"
 #include "coll/protocol.hpp"
 #include "core/log.hpp"
 #include "core/pe_context.hpp"
@@ -11,12 +12,11 @@
 #include "gpu/gpu_backend.hpp"
 
 namespace axon::coll {
-namespace {
-
-std::string describeCall(const device::CollRecord& r) {
+std::string describeGpuCall(const device::CollRecord& r) {
   if (r.collective == static_cast<unsigned>(Collective::Barrier) && r.op >= static_cast<unsigned>(SyncKind::TeamBarrier)) {
     CallRecord sync{};
     sync.collective = r.op;  // a team synchronization (runOnGpu's syncKind)
+    sync.op = r.dtype;       // which team barrier (gpu_call_order.cpp's records)
     return coll::describeCall(sync);
   }
   const auto c = static_cast<Collective>(r.collective);
@@ -27,6 +27,8 @@ std::string describeCall(const device::CollRecord& r) {
   return coll::describeCall(CallDescription{c, r.count, static_cast<DataType>(r.dtype), static_cast<ReduceOp>(r.op),
                                             r.root, algoName(static_cast<Algo>(r.algo)) + std::string(proto), channels});
 }
+
+namespace {
 
 std::string hex(unsigned long long v) {
   char buf[32];
@@ -100,6 +102,27 @@ GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type
                       rt.env().collGpuDirect});
 }
 
+std::string describeGpuMismatch(const device::CollError& e) {
+  const auto teamBarrier = [](const device::CollRecord& r) {
+    return r.collective == static_cast<unsigned>(Collective::Barrier) && r.op == static_cast<unsigned>(SyncKind::TeamBarrier);
+  };
+  const std::string pe = "PE " + std::to_string(e.pe), peer = "PE " + std::to_string(e.peer);
+  if (!teamBarrier(e.mine)) {
+    return "mismatched collective calls: " + pe + " called " + describeGpuCall(e.mine) + " but " + peer + " called " +
+           describeGpuCall(e.theirs);
+  }
+  // A team barrier's check (gpu_call_order.cpp): expected and seen are the GPU collectives each
+  // PE's host had issued on the team.
+  const std::string at = pe + " called " + describeGpuCall(e.mine) + " after " + std::to_string(e.expected) +
+                         " GPU collective call(s) on the team, but " + peer;
+  if (teamBarrier(e.theirs)) {
+    return "mismatched collective calls: " + at + " entered it after " + std::to_string(e.seen) +
+           " (the members' calls before the barrier differ)";
+  }
+  return "mismatched collective calls: " + at + " called " + describeGpuCall(e.theirs) + " instead (its GPU collective call " +
+         std::to_string(e.seen) + ")";
+}
+
 void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api) {
   const device::CollError* e = ws.error();
   if (!e) return;
@@ -109,7 +132,7 @@ void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTea
   ErrorCode code = ErrorCode::CollectiveMismatch;
   if (e->code == static_cast<int>(device::CollErrorCode::Timeout)) {
     code = ErrorCode::Timeout;
-    what = "PE " + std::to_string(e->pe) + "'s " + describeCall(e->mine) + " waited past AXON_TIMEOUT (" +
+    what = "PE " + std::to_string(e->pe) + "'s " + describeGpuCall(e->mine) + " waited past AXON_TIMEOUT (" +
            secondsText(rt.env().timeoutSec) + ") for PE " + std::to_string(e->peer) + " on channel " +
            std::to_string(e->channel) + ": " +
            (e->mine.proto == static_cast<unsigned>(device::CollProto::LL)
@@ -117,8 +140,7 @@ void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTea
                 : "ready word at " + hex(e->address) + " expected >= " + std::to_string(e->expected)) +
            ", seen " + std::to_string(e->seen);
   } else {
-    what = "mismatched collective calls: PE " + std::to_string(e->pe) + " called " + describeCall(e->mine) + " but PE " +
-           std::to_string(e->peer) + " called " + describeCall(e->theirs);
+    what = describeGpuMismatch(*e);
   }
   throw Error(code, me + by + what + ". The team's collectives are stopped: destroy the team and split a new one");
 }
@@ -156,18 +178,29 @@ void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws
   launch.block = reduces(q.collective) ? q.count : q.count * elem;
   launch.threads = plan.threads;
   launch.overlapLaunch = rt.env().collGpuPdl;
+  // Logged before the launch, so that a member at a team barrier sees the call even while it
+  // blocks this PE (gpu_call_order.hpp); a launch that fails was never issued.
+  const auto issue = [&](auto&& launchIt) {
+    logGpuCall(rt, team, launch.record);
+    try {
+      launchIt();
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Cuda) unlogGpuCall(rt, team);
+      throw;
+    }
+  };
   if (stream) {
     launch.src = q.src;
     launch.dst = q.dst;
     if (plan.direct) proposeOffsets(gpu, team, ws, q, bytes, launch);
-    ws.enqueue(launch, stream);
+    issue([&] { ws.enqueue(launch, stream); });
     return;
   }
   DeviceBuffers staged(gpu, ws, q, bytes);
   launch.src = q.src;
   launch.dst = q.dst;
   if (plan.direct) proposeOffsets(gpu, team, ws, q, bytes, launch);
-  ws.run(launch);
+  issue([&] { ws.run(launch); });
   throwIfGpuFailed(rt, team, ws, api);
   staged.copyBack();
 }

@@ -3,6 +3,9 @@
 // memory); the stream-ordered calls come here with device buffers.
 #pragma once
 
+#include <string>
+
+#include "axon/device/coll_types.hpp"
 #include "coll/plan.hpp"
 #include "coll/request.hpp"
 
@@ -32,6 +35,12 @@ void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws
 // stream forms require.
 void requireDeviceBuffers(PeContext& rt, const GpuBackend& gpu, const Request& q,
                           std::pair<std::size_t, std::size_t> bytes, const char* api);
+
+// How an error message names a GPU call record: "allreduce(count 8, float32, sum, oneshot LL, 1
+// channel(s))", "barrier_all() (the team's barrier)".
+std::string describeGpuCall(const device::CollRecord& r);
+// "mismatched collective calls: PE 0 called ... but PE 2 called ..." for a mismatch report.
+std::string describeGpuMismatch(const device::CollError& e);
 
 // Throws CollectiveMismatch / Timeout when a collective of the team's GPU workspace failed earlier.
 void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api);

@@ -49,6 +49,10 @@ class GpuTeamWorkspace {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   // The error the team's kernels reported on this PE (complete reports only), or nullptr.
   virtual const device::CollError* error() const = 0;
+  // Reports `e`, found by this PE's host, as a kernel reports what it meets: into this PE's report
+  // and every member's workspace, so that the members' kernels stop and report it too (the first
+  // report wins everywhere). Returns when it is written.
+  virtual void raise(const device::CollError& e) = 0;
 };
 
 // A plain device allocation as a node-local peer opens it by CUDA IPC (gpu/ipc_buffers.hpp).

@@ -65,6 +65,12 @@ class CollWorkspace final : public GpuTeamWorkspace {
     return state == 2 ? report_ : nullptr;
   }
 
+  void raise(const device::CollError& e) override {
+    makeCurrent();
+    kernels::raiseCollError(stream_, handle_, e);
+    cuCheck(cu_.cuStreamSynchronize(stream_), "waiting for a collective error report");
+  }
+
   // Creation, step by step (createCollWorkspace drives it).
   void createOwn(std::size_t bytes, int me) {
     prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;

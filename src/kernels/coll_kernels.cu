@@ -53,6 +53,12 @@ __global__ void __launch_bounds__(kThreads) copyKernel(ad::CollHandle h, CollLau
   dd::collRunCopy(h, channelJob(h, l, 16));
 }
 
+// A report the host found (kernels::raiseCollError): no line printed, the host throws it itself.
+__global__ void raiseKernel(ad::CollHandle h, ad::CollError e) {
+  dd::collPublish(h.error, e);
+  for (int m = 0; m < h.size; ++m) dd::collPublish(dd::collAbortArea(h, m), e);
+}
+
 using KernelFn = void (*)(ad::CollHandle, CollLaunch);
 
 template <class T>
@@ -130,6 +136,18 @@ void collective(void* stream, const device::CollHandle& h, const CollLaunch& lau
   if (e != cudaSuccess) {
     throw Error(ErrorCode::Cuda, std::string("launching a collective kernel: ") + cudaGetErrorName(e) + " (" +
                                      cudaGetErrorString(e) + ")");
+  }
+}
+
+void raiseCollError(void* stream, const device::CollHandle& h, const device::CollError& e) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(1);
+  config.stream = static_cast<cudaStream_t>(stream);
+  const cudaError_t r = cudaLaunchKernelEx(&config, raiseKernel, h, e);
+  if (r != cudaSuccess) {
+    throw Error(ErrorCode::Cuda, std::string("launching a collective error report: ") + cudaGetErrorName(r) + " (" +
+                                     cudaGetErrorString(r) + ")");
   }
 }
 

@@ -25,6 +25,9 @@ constexpr int kMaxCollThreads = 512;
 
 // Enqueues the collective on `stream` (a CUstream). Throws Error(Cuda) if the launch fails.
 void collective(void* stream, const device::CollHandle& h, const CollLaunch& launch);
+// Enqueues one thread that publishes `e` as the team's kernels publish what they meet: into this
+// PE's report (h.error) and every member's abort area, where their kernels' waits look.
+void raiseCollError(void* stream, const device::CollHandle& h, const device::CollError& e);
 // Loads the collective kernels now: a first launch may not happen inside a CUDA graph capture.
 void warmUpCollectives();
 

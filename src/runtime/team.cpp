@@ -13,6 +13,7 @@
 #include "coll/team_collectives.hpp"
 #include "runtime/runtime.hpp"
 #include "p2p/engine.hpp"
+#include "core/control_block.hpp"
 #include "core/team_state.hpp"
 #include "onesided/team_barrier.hpp"
 
@@ -224,6 +225,8 @@ void Team::destroy() {
   for (auto& word : rt.control(rt.myPe()).barrier[s.slot]) {
     std::atomic_ref<std::uint64_t>(word).store(0, std::memory_order_relaxed);
   }
+  // Its GPU call log too (coll/gpu_call_order.hpp): members read it only in the team's barriers.
+  rt.control(rt.myPe()).gpuCalls[s.slot] = TeamCallLog{};
   if (rt.gpu()) rt.gpu()->resetTeamSlot(s.slot);
   rt.messages().forgetTeam(s.slot);
   // No member touches the team's workspaces after the barrier above, nor writes into this

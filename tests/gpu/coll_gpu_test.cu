@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
@@ -875,6 +876,66 @@ TEST(GpuColl, DestroyAgainstCollectiveFailsOnEveryPe) {
   EXPECT_NE(text.find("Team::destroy()"), std::string::npos) << text;
   EXPECT_NE(text.find("allgather("), std::string::npos) << text;
   team.destroy();  // after the failure, without a record
+  axon::barrierAll();
+}
+
+// A team barrier on some PEs against a GPU collective on the others: the barrier compares the GPU
+// collectives each member's host issued before it (coll/gpu_call_order.hpp), so every PE fails
+// naming both calls instead of waiting until AXON_TIMEOUT: the blocking form (whose kernel waits
+// for the barrier's PEs and is stopped by their report) and the stream form followed by the same
+// barrier (one more GPU collective before it on half the PEs).
+TEST(GpuColl, TeamBarrierAgainstCollectiveFailsOnEveryPe) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  DeviceArray src(DataType::Float32, 1024), dst(DataType::Float32, 1024);
+  const bool lower = me() < np() / 2;
+  for (bool onStream : {false, true}) {
+    axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+    Stream stream;
+    std::string text;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      if (lower) {
+        team.barrier();
+      } else if (onStream) {
+        axon::allreduceOnStream(team, src.ptr, dst.ptr, 1024, DataType::Float32, ReduceOp::Sum, stream);
+        team.barrier();
+      } else {
+        axon::allreduce(team, src.ptr, dst.ptr, 1024, DataType::Float32, ReduceOp::Sum);
+      }
+      ADD_FAILURE() << "PE " << me() << "'s call completed normally";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::CollectiveMismatch) << e.what();
+      text = e.what();
+    }
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(sec, 5.0) << "found after " << sec << " s: " << text;
+    EXPECT_NE(text.find("Team::barrier()"), std::string::npos) << text;
+    // Blocking: the barrier's PEs saw the allreduce logged without an entry, and named it; on a
+    // stream both sides entered the barrier, after different numbers of GPU collectives.
+    if (!onStream) EXPECT_NE(text.find("allreduce("), std::string::npos) << text;
+    // The stream's kernel was stopped by the report: the stream drains.
+    CUDA_OK(cudaStreamSynchronize(stream));
+    team.destroy();
+  }
+  axon::barrierAll();
+}
+
+// The same number of GPU collectives before a team barrier on every member passes, also with
+// stream-ordered calls still pending when the barrier is called.
+TEST(GpuColl, TeamBarrierAfterTheSameCollectivesPasses) {
+  if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  DeviceArray src(DataType::Float32, 1 << 16), dst(DataType::Float32, 1 << 16);
+  Stream stream;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i <= round % 3; ++i) {
+      axon::allreduceOnStream(team, src.ptr, dst.ptr, 1 << 16, DataType::Float32, ReduceOp::Sum, stream);
+    }
+    if (round % 2) axon::allreduce(team, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum);
+    team.barrier();
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  team.destroy();
   axon::barrierAll();
 }
 

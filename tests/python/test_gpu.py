@@ -148,6 +148,23 @@ def test_p2p_between_torch_and_host_then_a_space_server_in_pe0(tmp_path):
         assert f"[{pe}] PE {pe}: p2p then space server ok" in res.stdout, out
 
 
+def test_teardown_after_a_dead_peer_says_one_line_per_peer_at_most():
+    """Issue 45: after a PE died, every survivor printed "cuIpcCloseMemHandle ... failed" dozens of
+    times while tearing down. Now each survivor says at most one line per peer."""
+    n = 4
+    res = axon_run(n, "gpu_dead_peer_teardown.py")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out  # a PE was killed: the job failed
+    for pe in range(n - 1):
+        assert f"[{pe}] PE {pe}: saw PE {n - 1} dead" in res.stdout, out
+        assert f"[{pe}] PE {pe}: torn down" in res.stdout, out
+        closes = [line for line in out.splitlines() if line.startswith(f"[{pe}]") and "cuIpcCloseMemHandle" in line]
+        assert len(closes) <= n - 1, "\n".join(closes)
+        for peer in range(n):
+            about = [line for line in closes if f"PE {peer}" in line]
+            assert len(about) <= 1, "\n".join(about)
+
+
 def test_gpu_backend_forced_without_a_gpu_names_the_reason():
     """AXON_BACKEND=gpu where the GPU is hidden: init fails naming the reason."""
     env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS}
