@@ -34,8 +34,8 @@ constexpr double kReplyGraceSec = 5.0;
 Error unreachable(const std::string& address, const std::string& origin, const std::string& cause) {
   return Error(ErrorCode::ServerUnreachable,
                "staging server " + address + " (from " + origin + ") could not be reached: " + cause +
-                   ". Is `axon space serve` running there and listening on that address (its first line names "
-                   "it), and are this the space's address and key?");
+                   ". Check that `axon space serve` runs there and listens on that address (its first line "
+                   "names it), and that this is the space's address and key");
 }
 
 bool neverReached(ErrorCode code) {
@@ -201,7 +201,10 @@ std::uint64_t Connection::helloServer(const std::string& address, Clock::time_po
       sc.greeting = greeting;
       servers_.push_back(std::move(sc));
     }
-    wait(greeting, deadline, what);
+    if (!wait(greeting, deadline, what)) {
+      throw unreachable(address, origin, "nothing greeted this client there within the timeout (connection "
+                                         "refused, or nothing answering)");
+    }
     if (greeting->status != 0) throw unreachable(address, origin, greeting->message);
     check(*greeting);
     Nonce serverNonce;
