@@ -32,7 +32,8 @@ typedef enum {
   AXON_ERR_EVICTED = -18,
   AXON_ERR_INCOMPLETE = -19,
   AXON_ERR_SERVER_LOST = -20,
-  AXON_ERR_PERMISSION_DENIED = -21 /* a connection did not prove the job's or the space's key */
+  AXON_ERR_PERMISSION_DENIED = -21, /* a connection did not prove the job's or the space's key */
+  AXON_ERR_SERVER_UNREACHABLE = -22 /* a staging server was never reached (refused, no such host, no greeting) */
 } axon_status_t;
 
 typedef enum { AXON_SIGNAL_SET = 0, AXON_SIGNAL_ADD = 1 } axon_signal_op_t;
@@ -196,11 +197,17 @@ axon_status_t axon_group_start(void);
 axon_status_t axon_group_end(void);
 
 /* The staging space (axon/space.hpp): a client of staging servers; no axon_init needed. Boxes are
- * half-open [lo, hi) of `ndim` (1 to 8) int64 entries; buffers are host or GPU memory. Errors:
- * AXON_ERR_INVALID_ARGUMENT (bad boxes, names, types, a buffer too small), AXON_ERR_SPACE_FULL,
- * AXON_ERR_EVICTED, AXON_ERR_INCOMPLETE (the message lists the missing boxes), AXON_ERR_SERVER_LOST,
- * AXON_ERR_PERMISSION_DENIED (no key, a wrong one, or a server that could not prove it).
- * A timeout <= 0 means AXON_TIMEOUT. */
+ * half-open [lo, hi) of `ndim` (1 to 8) int64 entries, row-major: lo inclusive, hi exclusive, like
+ * Python slices (DataSpaces' inclusive ub is hi - 1); a put's block is offset + count (ADIOS2's
+ * start + count). Versions are >= 0 (a negative one: AXON_ERR_INVALID_ARGUMENT); wait_version's
+ * at_least is a bound (below 0: any version). Buffers are host or GPU memory. A get's output is a
+ * pointer and out_bytes: the byte count (at least the box's) is all that can be checked, and the
+ * box lands dense, row-major, in the variable's type. Errors:
+ * AXON_ERR_INVALID_ARGUMENT (bad boxes, names, types, versions, a buffer too small),
+ * AXON_ERR_SPACE_FULL, AXON_ERR_EVICTED, AXON_ERR_INCOMPLETE (the message lists the missing boxes),
+ * AXON_ERR_SERVER_LOST (a server reached, then lost), AXON_ERR_SERVER_UNREACHABLE (connecting: a
+ * server never reached, a missing or stale contact file), AXON_ERR_PERMISSION_DENIED (no key, a
+ * wrong one, or a server that could not prove it). A timeout <= 0 means AXON_TIMEOUT. */
 typedef struct axon_space_s* axon_space_t;
 typedef struct axon_space_request_s* axon_space_request_t;
 /* addr NULL or "": AXON_SPACE_ADDR, then the contact file AXON_SPACE_FILE names. The space's key:
@@ -227,6 +234,11 @@ axon_status_t axon_space_test(axon_space_request_t* req);
 axon_status_t axon_space_wait_version(axon_space_t space, const char* name, int64_t at_least, double timeout,
                                       int64_t* version);
 axon_status_t axon_space_release(axon_space_t space, const char* name, int64_t version);
+/* Removes the variable from every server (every version, held ones too; its memory goes back to
+ * --mem) and returns once it is gone, after which the name may be defined again. Gets and puts
+ * still waiting on it fail with AXON_ERR_INVALID_ARGUMENT; AXON_ERR_TIMEOUT when transfers under
+ * way on it outlast the client's timeout (it still goes when they end). */
+axon_status_t axon_space_remove(axon_space_t space, const char* name);
 /* Summed over the space's servers, and this client's own counts. */
 typedef struct {
   uint64_t servers, capacity, bytes_in_use, high_water, pieces, versions;

@@ -27,8 +27,9 @@ enum class ErrorCode : int {
   SpaceFull = -17,          // a staging server's memory is full (policy reject, or block past the timeout)
   Evicted = -18,            // a staging-space version was dropped (evicted, or past keep_versions)
   Incomplete = -19,         // a staging-space box was not fully written within the timeout (names the missing boxes)
-  ServerLost = -20,         // a staging server died, shut down or cannot be reached (names the server)
+  ServerLost = -20,         // a staging server this client reached died or shut down (names the server)
   PermissionDenied = -21,   // a connection did not prove the job's or the space's key (names what was refused)
+  ServerUnreachable = -22,  // a staging server was never reached: refused, no such host, no greeting (names it)
 };
 
 // The name of a code, e.g. "Timeout".

@@ -7,15 +7,22 @@
 //   c.put("temperature", step, {0, 0, 0}, {64, 512, 512}, devicePtr);   // returns once stored
 //   c.get("temperature", step, {10, 0, 0}, {20, 512, 512}, out, outBytes);
 //
-// Boxes are half-open, [lo, hi), in elements; arrays are dense and row-major (C order). Up to 8
-// dimensions, 64-bit indices. Pointers may be host memory or GPU memory (found out per call).
+// Boxes are half-open, [lo, hi), in elements: lo inclusive, hi exclusive, like Python slices
+// (DataSpaces' bounds are inclusive: hi = ub + 1); a put's block is offset + count, as ADIOS2's
+// start + count. Arrays are dense and row-major (C order). Up to 8 dimensions, 64-bit indices.
+// Versions are numbers >= 0 (a negative one is refused, InvalidArgument); waitVersion's atLeast
+// is a bound (below 0: any version). Pointers may be host memory or GPU memory (found out per
+// call); a get's output is a pointer and a byte count, so the byte count (at least the box's) is
+// all it can check: the box lands dense and row-major at `out` whatever the caller meant.
 // Every call is bounded: by its own timeout where it takes one, else by AXON_TIMEOUT.
 //
 // Errors (axon::Error codes): InvalidArgument (bad boxes, unknown variables, a buffer too small,
 // before any data moves), SpaceFull (the server's --mem is used up: policy reject, or block past
 // the timeout), Evicted (the version was dropped), Incomplete (a box not fully written within the
 // timeout; the message lists the missing boxes), ServerLost (a server died, shut down, cannot be
-// reached or did not answer in time; the message names it; later calls to it fail at once),
+// did not answer in time; the message names it; later calls to it fail at once), ServerUnreachable
+// (connecting: a server never reached, refused, no such host, no greeting; a missing or stale
+// contact file),
 // Timeout (waitVersion: no version complete everywhere in time), PermissionDenied (no key, a
 // wrong one, or a server that could not prove it; the message names the server and where the key
 // came from).
@@ -135,6 +142,15 @@ class Client {
   std::int64_t waitVersion(const std::string& name, std::int64_t atLeast, double timeoutSec = -1);
   // Lets the servers drop the version (when keep_versions or memory asks for it).
   void release(const std::string& name, std::int64_t version);
+  // Removes the variable from every server: every version goes (held ones too) and its memory
+  // returns to --mem; returns once it is gone everywhere, and the name may then be defined again
+  // (any shape). Gets already reading it (their data being copied) and puts already landing
+  // finish first; gets, version waits and puts still waiting for data or memory fail with
+  // InvalidArgument ("was removed"), and so does every later call on the name until it is
+  // defined again. Timeout when transfers under way on it outlast the client's timeout (it still
+  // goes when they end). Other clients keep the definition they cached: one that uses the name
+  // after a remove should define it again first (which refreshes it).
+  void remove(const std::string& name);
   Stats stats();
   // Waits for every request, then disconnects (holds are dropped). Called by the destructor.
   void close();

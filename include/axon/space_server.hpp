@@ -30,7 +30,8 @@ struct ServerOptions {
   std::string listen;
   std::uint64_t memBytes = 1ull << 30;  // --mem
   Policy policy = Policy::Block;     // --policy
-  std::string contactFile;           // --contact-file: written atomically, removed at exit
+  std::string contactFile;           // --contact-file: written atomically, removed at exit if still this server's;
+                                     // refused (InvalidArgument) while another live server holds it
   int servers = 1;                   // --servers: how many servers form the space (on the first)
   std::string join;                  // --join ADDR: another server of the space (the first one)
   double timeoutSec = 300;           // joining, and the drain at shutdown

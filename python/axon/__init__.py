@@ -37,7 +37,7 @@ from .errors import (  # noqa: F401
     AlreadyInitializedError, BootstrapError, CollectiveMismatchError, CudaError, Error, InternalError,
     InvalidArgumentError, InvalidPeError, NotInitializedError, OutOfBoundsError, OutOfMemoryError,
     PeerDeadError, SystemError, TimeoutError, TruncatedError, UcxError, UnsupportedError, FullError, EvictedError,
-    IncompleteError, ServerLostError, PermissionDeniedError,
+    IncompleteError, ServerLostError, PermissionDeniedError, ServerUnreachableError,
 )
 from .collectives import (  # noqa: F401
     Collective, Explanation, ReduceOp, allgather, allgather_on_stream, allreduce, allreduce_on_stream, alltoall,
@@ -102,6 +102,7 @@ __all__ = [
     "AlreadyInitializedError", "PeerDeadError", "BootstrapError", "CollectiveMismatchError",
     "OutOfMemoryError", "UnsupportedError", "InternalError", "CudaError", "UcxError",
     "TruncatedError", "FullError", "EvictedError", "IncompleteError", "ServerLostError", "PermissionDeniedError",
+    "ServerUnreachableError",
     # the staging space (a module: axon.space.connect, ...)
     "space",
 ]

@@ -9,6 +9,7 @@ __all__ = [
     "AlreadyInitializedError", "PeerDeadError", "BootstrapError", "CollectiveMismatchError",
     "OutOfMemoryError", "UnsupportedError", "InternalError", "CudaError", "UcxError",
     "TruncatedError", "FullError", "EvictedError", "IncompleteError", "ServerLostError", "PermissionDeniedError",
+    "ServerUnreachableError",
 ]
 
 
@@ -114,7 +115,8 @@ class IncompleteError(Error, builtins.TimeoutError):
 
 
 class ServerLostError(Error, ConnectionError):
-    """A staging server died, shut down or cannot be reached; the message names it."""
+    """A staging server this client reached died or shut down; the message names it. Also the base of
+    :class:`ServerUnreachableError`, so that one handler catches both."""
     code = -20
 
 
@@ -123,11 +125,18 @@ class PermissionDeniedError(Error, PermissionError):
     code = -21
 
 
+class ServerUnreachableError(ServerLostError):
+    """A staging server was never reached (connection refused, no such host, no greeting, a stale or
+    missing contact file); the message names the address and the cause. A subclass of
+    :class:`ServerLostError`, so that handlers written for that one still catch it."""
+    code = -22
+
+
 ALL = [
     InvalidArgumentError, InvalidPeError, OutOfBoundsError, NotInitializedError,
     AlreadyInitializedError, TimeoutError, PeerDeadError, BootstrapError,
     CollectiveMismatchError, OutOfMemoryError, SystemError, UnsupportedError, InternalError,
     CudaError, UcxError, TruncatedError, FullError, EvictedError, IncompleteError, ServerLostError,
-    PermissionDeniedError,
+    PermissionDeniedError, ServerUnreachableError,
 ]
 BY_CODE = {cls.code: cls for cls in ALL}

@@ -127,6 +127,7 @@ void bindSpace(nb::module_& m) {
            release)
       .def("wait_version", &Client::waitVersion, release)
       .def("release", &Client::release, release)
+      .def("remove", &Client::remove, release)
       .def("stats", [](Client& c) {
         space::Stats s;
         {

@@ -567,6 +567,9 @@ axon_status_t axon_space_wait_version(axon_space_t space, const char* name, int6
 axon_status_t axon_space_release(axon_space_t space, const char* name, int64_t version) {
   return guarded([&] { clientOf(space).release(nameOf(name), version); });
 }
+axon_status_t axon_space_remove(axon_space_t space, const char* name) {
+  return guarded([&] { clientOf(space).remove(nameOf(name)); });
+}
 axon_status_t axon_space_stats(axon_space_t space, axon_space_stats_t* out) {
   return guarded([&] {
     requireOut(out, "out");

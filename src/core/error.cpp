@@ -27,6 +27,7 @@ const char* errorCodeName(ErrorCode code) noexcept {
     case ErrorCode::Incomplete: return "Incomplete";
     case ErrorCode::ServerLost: return "ServerLost";
     case ErrorCode::PermissionDenied: return "PermissionDenied";
+    case ErrorCode::ServerUnreachable: return "ServerUnreachable";
   }
   return "Unknown";
 }

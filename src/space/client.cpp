@@ -120,6 +120,10 @@ std::int64_t Client::waitVersion(const std::string& name, std::int64_t atLeast, 
 }
 
 void Client::release(const std::string& name, std::int64_t version) { impl_->catalog_->release(name, version); }
+void Client::remove(const std::string& name) {
+  impl_->batches_->flush();  // this client's batched puts reach the servers before the remove
+  impl_->catalog_->remove(name);
+}
 Stats Client::stats() { return impl_->stats(); }
 void Client::close() { impl_->close(); }
 std::vector<std::string> Client::servers() const { return impl_->conn_->addresses(); }

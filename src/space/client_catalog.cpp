@@ -93,6 +93,7 @@ std::int64_t Catalog::waitVersion(const std::string& name, std::int64_t atLeast,
 
 void Catalog::release(const std::string& name, std::int64_t version) {
   checkName(name);
+  checkVersion(version, "release of '" + name + "'");
   const auto deadline = deadlineAfter(timeoutSec_);
   std::vector<std::shared_ptr<Call>> calls;
   for (int s = 0; s < conn_.servers(); ++s) {
@@ -101,6 +102,22 @@ void Catalog::release(const std::string& name, std::int64_t version) {
     calls.push_back(conn_.issue(s, Op::Release, w));
   }
   for (auto& c : calls) conn_.await(c, deadline, "release of '" + name + "'");
+}
+
+void Catalog::remove(const std::string& name) {
+  checkName(name);
+  const auto deadline = deadlineAfter(timeoutSec_);
+  std::vector<std::shared_ptr<Call>> calls;
+  for (int s = 0; s < conn_.servers(); ++s) {
+    wire::ByteWriter w = protocol::begin(Op::Remove, 0);
+    w.str(name).u64(millisUntil(deadline));
+    calls.push_back(conn_.issue(s, Op::Remove, w));
+  }
+  {
+    std::lock_guard lock(mu_);
+    vars_.erase(name);  // whatever the servers answer: its definition is asked again if needed
+  }
+  for (auto& c : calls) conn_.await(c, deadline + Connection::grace(), "remove of '" + name + "'");
 }
 
 std::vector<ServerStats> Catalog::serverStats() {

@@ -27,6 +27,9 @@ class Catalog {
   // The newest version >= atLeast complete on every server that owns part of the variable.
   std::int64_t waitVersion(const std::string& name, std::int64_t atLeast, double timeoutSec);
   void release(const std::string& name, std::int64_t version);
+  // Removes the variable from every server (answered once it is gone everywhere) and forgets its
+  // definition here.
+  void remove(const std::string& name);
   // What each server holds, in placement order.
   std::vector<ServerStats> serverStats();
 

@@ -15,6 +15,7 @@
 #include "core/build_version.hpp"
 #include "core/env.hpp"
 #include "core/log.hpp"
+#include "core/net.hpp"
 #include "space/contact_file.hpp"
 #include "space/gpu_side.hpp"
 #include "space/handshake.hpp"
@@ -27,6 +28,19 @@ using protocol::Op;
 namespace {
 
 constexpr double kReplyGraceSec = 5.0;
+
+// A server this client never reached (refused, no such host, no greeting, no answer to the hello)
+// is ServerUnreachable, not ServerLost (which says: reached, then lost), with what to check.
+Error unreachable(const std::string& address, const std::string& origin, const std::string& cause) {
+  return Error(ErrorCode::ServerUnreachable,
+               "staging server " + address + " (from " + origin + ") could not be reached: " + cause +
+                   ". Check that `axon space serve` runs there and listens on that address (its first line "
+                   "names it), and that this is the space's address and key");
+}
+
+bool neverReached(ErrorCode code) {
+  return code == ErrorCode::ServerLost || code == ErrorCode::Timeout || code == ErrorCode::ServerUnreachable;
+}
 
 }  // namespace
 
@@ -103,7 +117,7 @@ void Connection::connectAll(const ServerContact& first) {
   const auto deadline = deadlineAfter(timeoutSec_);
   const std::uint64_t epoch = connectServer(first.address, deadline, first.origin);
   if (first.epoch && epoch != first.epoch) {
-    throw Error(ErrorCode::ServerLost, "the " + first.origin + " is stale: it names server " + first.address +
+    throw Error(ErrorCode::ServerUnreachable, "the " + first.origin + " is stale: it names server " + first.address +
                                            " of epoch " + std::to_string(first.epoch) +
                                            ", but the server there now has epoch " + std::to_string(epoch) +
                                            " (restarted?)");
@@ -119,7 +133,7 @@ void Connection::connectAll(const ServerContact& first) {
     try {
       connectServer(members_[i], deadline, "the space's member list", static_cast<int>(i));
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::ServerLost && e.code() != ErrorCode::Timeout) throw;
+      if (!neverReached(e.code())) throw;
       gone += std::string(gone.empty() ? "" : "; ") + e.what();
     }
   }
@@ -137,7 +151,7 @@ std::uint64_t Connection::connectServer(const std::string& address, Clock::time_
   try {
     return helloServer(address, deadline, origin);
   } catch (const Error& e) {
-    if (member < 0 || (e.code() != ErrorCode::ServerLost && e.code() != ErrorCode::Timeout)) throw;
+    if (member < 0 || !neverReached(e.code())) throw;
     // A member of the space: kept in its place, lost, with the rows it would serve.
     const std::string count = std::to_string(members_.size());
     rpc::ConnId conn = 0;
@@ -150,6 +164,7 @@ std::uint64_t Connection::connectServer(const std::string& address, Clock::time_
     sc.address = address;
     sc.index = member;
     sc.arena.reset();
+    sc.lostCode = ErrorCode::ServerUnreachable;
     sc.lost = "staging server " + address + " (server " + std::to_string(member) + " of the space's " + count +
               ") could not be reached when this client connected, so the rows it holds (slabs " +
               std::to_string(member) + ", " + std::to_string(member) + " + " + count + ", ... of every variable) " +
@@ -157,7 +172,7 @@ std::uint64_t Connection::connectServer(const std::string& address, Clock::time_
     const std::string why = sc.lost;
     lock.unlock();
     if (conn) node_->close(conn);  // its completions take mu_
-    throw Error(e.code(), why);
+    throw Error(ErrorCode::ServerUnreachable, why);
   }
 }
 
@@ -168,6 +183,7 @@ std::uint64_t Connection::helloServer(const std::string& address, Clock::time_po
   sc.index = -1;  // known from its answer
   const int s = static_cast<int>(servers_.size());  // its place while connecting
   const std::string what = "connecting to staging server " + address + " (from " + origin + ")";
+  net::parseHostPort(address, origin);  // a malformed address: InvalidArgument, not an unreachable server
   // Hello may be refused while the space still waits for servers to join: try again.
   for (;;) {
     // The server speaks first: its greeting carries the nonce the Hello's proof covers.
@@ -177,11 +193,19 @@ std::uint64_t Connection::helloServer(const std::string& address, Clock::time_po
     {
       // Under the lock, so that a greeting delivered at once finds its server.
       std::lock_guard lock(mu_);
-      sc.conn = node_->connect(address);
+      try {
+        sc.conn = node_->connect(address);  // a host that does not resolve fails here
+      } catch (const Error& e) {
+        throw unreachable(address, origin, e.what());
+      }
       sc.greeting = greeting;
       servers_.push_back(std::move(sc));
     }
-    wait(greeting, deadline, what);
+    if (!wait(greeting, deadline, what)) {
+      throw unreachable(address, origin, "nothing greeted this client there within the timeout (connection "
+                                         "refused, or nothing answering)");
+    }
+    if (greeting->status != 0) throw unreachable(address, origin, greeting->message);
     check(*greeting);
     Nonce serverNonce;
     std::memcpy(serverNonce.data(), greeting->reply.data(), serverNonce.size());
@@ -191,6 +215,8 @@ std::uint64_t Connection::helloServer(const std::string& address, Clock::time_po
     auto c = issueCall(s, Op::Hello, handshake::opening(Op::Hello, key_, serverNonce, claims.bytes(), expect),
                        std::make_shared<Call>());
     const bool answered = wait(c, deadline, what);
+    // No answer to the hello (the connection broke, or nothing came in time): never reached.
+    if (!c->answered && c->status != 0) throw unreachable(address, origin, c->message);
     // The server said its space is still forming (servers yet to join): ask again.
     if (answered && c->answered && c->status == static_cast<int>(ErrorCode::ServerLost) && Clock::now() < deadline) {
       {
@@ -282,7 +308,7 @@ std::shared_ptr<Call> Connection::issueCall(int s, Op op, std::string header, st
     id = ++lastId_;
     calls_[id] = c;
     if (!servers_[s].lost.empty()) {
-      fail(*c, ErrorCode::ServerLost, servers_[s].lost);
+      fail(*c, servers_[s].lostCode, servers_[s].lost);
       calls_.erase(id);
       return c;
     }

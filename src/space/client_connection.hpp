@@ -150,6 +150,7 @@ class Connection {
     int index = 0;
     std::unique_ptr<ArenaView> arena;  // when it shares this node and shared memory is allowed
     std::string lost;                  // why it is lost, once it is
+    ErrorCode lostCode = ErrorCode::ServerLost;  // ServerUnreachable: never reached at all
     std::shared_ptr<Call> greeting;    // while connecting: ends with the server's greeting (its nonce)
   };
 

@@ -33,6 +33,7 @@ std::string listBoxes(const std::vector<Box>& boxes) {
 std::shared_ptr<Request::State> Gets::iget(const std::string& name, std::int64_t version, const Index& lo,
                                            const Index& hi, void* out, std::size_t outBytes, double timeoutSec,
                                            bool blocking) {
+  checkVersion(version, "get of '" + name + "'");
   const Variable v = parts_.catalog.variable(name);
   const Box box = Box::of(lo, hi);
   const std::string what = "get of '" + name + "' version " + std::to_string(version) + " box " + describe(box);

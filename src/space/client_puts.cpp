@@ -34,6 +34,7 @@ constexpr std::uint64_t kPipelineMin = 4 * 1024 * 1024;
 
 std::shared_ptr<Request::State> Puts::iput(const std::string& name, std::int64_t version, const Index& offset,
                                            const Index& count, const void* data, double timeoutSec, bool blocking) {
+  checkVersion(version, "put of '" + name + "'");
   const Variable v = parts_.catalog.variable(name);
   Index hi(offset.size());
   if (offset.size() != count.size()) {

@@ -22,6 +22,7 @@ const char* opName(Op op) {
     case Op::Release: return "release";
     case Op::Stats: return "stats";
     case Op::Greeting: return "greeting";
+    case Op::Remove: return "remove";
     case Op::Reply: return "reply";
     case Op::Data: return "data";
   }

@@ -33,6 +33,8 @@
 //   Done      [u64 lease]   (no reply: the client copied the fragments from the mapped arena)
 //   WaitVersion [str name][i64 at least][u64 wait ms]   -> [u32 n][i64 version]...
 //   Release   [str name][i64 version]                   -> -
+//   Remove    [str name][u64 wait ms]                   -> -   (answered once the variable is gone
+//             from this server: at once, or when the transfers under way on it end, within the wait)
 //   Stats                                               -> [stats fields]
 #pragma once
 
@@ -47,14 +49,14 @@
 namespace axon::space::protocol {
 
 constexpr std::uint32_t kMagic = 0x50584178u;  // "xAXP"
-constexpr std::uint16_t kVersion = 1;
+constexpr std::uint16_t kVersion = 2;  // 2: Remove
 constexpr std::size_t kHeadBytes = 16;  // magic, version, op, id
 // A message longer than UCX allows for a header (a reply listing thousands of fragments) sends its
 // head alone as the header and the rest as the message's data.
 
 enum class Op : std::uint16_t {
   Hello = 1, Join, Members, Define, Describe, Put, PutBatch, Reserve, Commit, Abort, Query, Fetch, Done, WaitVersion, Release, Stats,
-  Write, Greeting,
+  Write, Greeting, Remove,
   Reply = 100, Data,
 };
 const char* opName(Op op);

@@ -5,6 +5,7 @@
 //   server_membership  the space's servers: joining the first one, the member list, a client's hello
 //   server_puts        data coming in: admission against --mem, landing in the arena, commit, abort
 //   server_gets        data going out: queries and their leases, fetches, version waits
+//   server_removes     removing a variable: its waiting requests refused, its versions freed
 //   server_clients     replies, and each client's transfers in flight (a client gone is
 //                      forgotten once they end)
 // The store (store.hpp) keeps the rules; nothing here needs a lock, the loop being one thread.
@@ -22,6 +23,7 @@
 #include "axon/error.hpp"
 #include "core/env.hpp"
 #include "core/host_identity.hpp"
+#include "core/log.hpp"
 #include "core/net.hpp"
 #include "space/arena.hpp"
 #include "space/contact_file.hpp"
@@ -31,6 +33,7 @@
 #include "space/server_gets.hpp"
 #include "space/server_membership.hpp"
 #include "space/server_puts.hpp"
+#include "space/server_removes.hpp"
 #include "space/space_key.hpp"
 #include "transport/rpc.hpp"
 
@@ -76,6 +79,14 @@ class Server::Impl {
     key_ = key.key.hex();
     keyOrigin_ = key.origin;
     const std::string identity = hostIdentity(env.node);
+    // Before anything is started: a path a live server holds refuses this one, untouched.
+    if (!o.contactFile.empty()) {
+      contact_ = std::make_unique<ContactFileClaim>(o.contactFile);
+      if (!contact_->stale().empty() && logThreshold() >= static_cast<int>(LogLevel::Warn)) {
+        std::fprintf(stderr, "axon space: note: replacing the stale contact file %s (it named %s, which no longer "
+                             "holds it)\n", o.contactFile.c_str(), contact_->stale().c_str());
+      }
+    }
     ServerArena::removeStale();
     arena_ = std::make_unique<ServerArena>(o.memBytes);
     node_ = rpc::makeNode("staging server");
@@ -88,13 +99,14 @@ class Server::Impl {
     store_ = std::make_unique<Store>(o.memBytes, o.policy, membership_->index(), membership_->servers());
     puts_ = std::make_unique<ServerPuts>(*clients_, *store_, *arena_);
     gets_ = std::make_unique<ServerGets>(*clients_, *store_, *arena_, o.maxHolds);
-    if (!o.contactFile.empty()) writeContactFile(o.contactFile, address_, epoch_, membership_->servers(), key_);
+    removes_ = std::make_unique<ServerRemoves>(*clients_, *store_, *puts_, *gets_);
+    if (contact_) contact_->write(address_, epoch_, membership_->servers(), key_);
     snapshot();
   }
 
   ~Impl() {
     stop(0);
-    if (!options_.contactFile.empty()) std::remove(options_.contactFile.c_str());
+    contact_.reset();  // the file goes (if still ours) once nothing is served any more
   }
 
   void start() { thread_ = std::thread([this] { run(); }); }
@@ -144,6 +156,7 @@ class Server::Impl {
       seenGeneration_ = store_->generation();
       puts_->retry();
       gets_->recheck();
+      removes_->recheck();
       busy = true;
     }
     expire();
@@ -165,6 +178,7 @@ class Server::Impl {
     const std::string why = "staging server " + address_ + " is shutting down";
     puts_->failAll(why);
     gets_->failAll(why);
+    removes_->failAll(why);
     // Let the last replies go out before the connections close.
     const auto flushEnd = Clock::now() + std::chrono::milliseconds(200);
     while (Clock::now() < flushEnd && node_->progress()) {
@@ -179,6 +193,7 @@ class Server::Impl {
     gate_->expire(now);
     puts_->expire(now);
     gets_->expire(now);
+    removes_->expire(now);
     snapshot();
   }
 
@@ -274,6 +289,10 @@ class Server::Impl {
         gets_->release(c, name, version);
         return clients_->replyOk(c, h.id);
       }
+      case Op::Remove: {
+        removes_->start(c, h, r);
+        return snapshot();
+      }
       case Op::Stats: {
         wire::ByteWriter w = protocol::beginReply(h.id);
         protocol::writeStats(w, store_->stats());
@@ -299,6 +318,7 @@ class Server::Impl {
     }
     puts_->dropClient(c);
     gets_->dropWaiting(c);
+    removes_->dropClient(c);
     (void)why;  // a client's end is normal: nothing to report
     if (clients_->idle(c)) forget(c);
   }
@@ -315,6 +335,7 @@ class Server::Impl {
   // Destroyed in reverse: the handlers and the store before the node (whose completions name
   // them no more once it is gone), the node before the arena UCX lands data in.
   ServerOptions options_;
+  std::unique_ptr<ContactFileClaim> contact_;
   std::unique_ptr<ServerArena> arena_;
   std::unique_ptr<rpc::Node> node_;
   std::unique_ptr<ClientLinks> clients_;
@@ -323,6 +344,7 @@ class Server::Impl {
   std::unique_ptr<Store> store_;
   std::unique_ptr<ServerPuts> puts_;
   std::unique_ptr<ServerGets> gets_;
+  std::unique_ptr<ServerRemoves> removes_;
   std::uint64_t seenGeneration_ = 0;
   Clock::time_point nextExpiry_{};
   bool stopping_ = false;

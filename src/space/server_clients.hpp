@@ -40,6 +40,25 @@ struct HeldRequest {
   Clock::time_point deadline;
 };
 
+// Whether a held request (a Put, Reserve, PutBatch, Query or WaitVersion: each names its
+// variables first) is about the variable `name`.
+inline bool concerns(const HeldRequest& h, const std::string& name) {
+  try {
+    wire::ByteReader r(h.header);
+    protocol::readHead(r);
+    if (h.op != protocol::Op::PutBatch) return r.str() == name;
+    const std::uint32_t n = r.count(8);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (r.str() == name) return true;
+      r.i64();
+      protocol::readBox(r);
+      r.u64();
+    }
+  } catch (const wire::Malformed&) {
+  }
+  return false;
+}
+
 class ClientLinks {
  public:
   // `forget` lets go of what a client that is gone holds; called once its transfers have ended.

@@ -200,6 +200,19 @@ void ServerGets::dropLeases(ConnId c) {
   holds_.drop(c);
 }
 
+void ServerGets::removed(const std::string& name, const std::string& why) {
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    if (!concerns(*w, name)) {
+      ++w;
+      continue;
+    }
+    clients_.replyError(w->conn, w->id, ErrorCode::InvalidArgument,
+                        std::string(w->op == Op::Query ? "get" : "wait_version") + ": " + why);
+    w = waiting_.erase(w);
+  }
+  holds_.removed(name);
+}
+
 void ServerGets::failAll(const std::string& why) {
   for (auto& w : waiting_) clients_.replyError(w.conn, w.id, ErrorCode::ServerLost, why);
   waiting_.clear();

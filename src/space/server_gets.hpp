@@ -51,6 +51,9 @@ class ServerGets {
   void dropLeases(rpc::ConnId c);
   // Shutdown: every waiting request fails with `why`.
   void failAll(const std::string& why);
+  // The variable was removed: the queries and version waits waiting for it fail with `why`, and
+  // no client holds its versions any more. Fetches under way finish (their leases keep the data).
+  void removed(const std::string& name, const std::string& why);
 
  private:
   using Waiting = HeldRequest;  // a query or a version wait waiting for data

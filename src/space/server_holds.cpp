@@ -1,6 +1,8 @@
 // What each client holds on a staging server (server_holds.hpp).
 #include "space/server_holds.hpp"
 
+#include <climits>
+
 #include "axon/error.hpp"
 
 namespace axon::space {
@@ -39,6 +41,13 @@ void HoldBook::leaseEnded(rpc::ConnId c) {
 void HoldBook::released(rpc::ConnId c, const std::string& name, std::int64_t version) {
   auto it = of_.find(c);
   if (it != of_.end()) it->second.versions.erase({name, version});
+}
+
+void HoldBook::removed(const std::string& name) {
+  for (auto& [c, h] : of_) {
+    auto it = h.versions.lower_bound({name, INT64_MIN});
+    while (it != h.versions.end() && it->first == name) it = h.versions.erase(it);
+  }
 }
 
 std::size_t HoldBook::versionsHeld(rpc::ConnId c) const {

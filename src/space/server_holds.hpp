@@ -27,6 +27,8 @@ class HoldBook {
   void leased(rpc::ConnId c, const std::string& name, std::int64_t version);
   void leaseEnded(rpc::ConnId c);
   void released(rpc::ConnId c, const std::string& name, std::int64_t version);
+  // The variable was removed: no client holds any of its versions any more.
+  void removed(const std::string& name);
   void drop(rpc::ConnId c) { of_.erase(c); }
 
   // For tests: the versions c holds and its reads under way.

@@ -244,6 +244,18 @@ void ServerPuts::dropClient(ConnId c) {
   }
 }
 
+void ServerPuts::failWaitingOn(const std::string& name, const std::string& why) {
+  for (auto b = blocked_.begin(); b != blocked_.end();) {
+    if (!concerns(*b, name)) {
+      ++b;
+      continue;
+    }
+    clients_.node().drop(b->payload);
+    clients_.replyError(b->conn, b->id, ErrorCode::InvalidArgument, std::string(protocol::opName(b->op)) + ": " + why);
+    b = blocked_.erase(b);
+  }
+}
+
 void ServerPuts::failAll(const std::string& why) {
   for (auto& b : blocked_) {
     clients_.node().drop(b.payload);

@@ -40,6 +40,8 @@ class ServerPuts {
   void dropClient(rpc::ConnId c);
   // Shutdown: every waiting put fails with `why`.
   void failAll(const std::string& why);
+  // The variable was removed: the puts waiting for memory that name it fail with `why`.
+  void failWaitingOn(const std::string& name, const std::string& why);
 
  private:
   struct Blocked : HeldRequest {  // a put waiting for memory (policy block)

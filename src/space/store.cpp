@@ -64,6 +64,13 @@ void checkName(const std::string& name) {
   }
 }
 
+void checkVersion(std::int64_t version, const std::string& what) {
+  if (version < 0) {
+    throw Error(ErrorCode::InvalidArgument, what + ": version " + std::to_string(version) +
+                                                " is negative; versions are numbers >= 0 (e.g. the step)");
+  }
+}
+
 void checkDefinition(const Variable& v) {
   checkName(v.name);
   if (v.shape.ndim < 1 || v.shape.ndim > kMaxDims) {
@@ -89,6 +96,11 @@ Store::Store(std::uint64_t capacity, Policy policy, int serverIndex, int servers
 void Store::define(const Variable& v) {
   checkDefinition(v);
   auto it = vars_.find(v.name);
+  if (it != vars_.end() && it->second.removing) {
+    throw Error(ErrorCode::InvalidArgument, "define of " + quoted(v.name) + ": the variable of that name is still "
+                                            "being removed (transfers under way on it); define it again once its "
+                                            "remove has returned");
+  }
   if (it != vars_.end()) {
     const Variable& old = it->second.def;
     if (old.shape != v.shape || old.dtype != v.dtype || old.keepVersions != v.keepVersions) {
@@ -129,6 +141,10 @@ const Store::VarState& Store::state(const std::string& name, const char* what) c
     throw Error(ErrorCode::InvalidArgument,
                 std::string(what) + ": variable " + quoted(name) + " is not defined (call define first)");
   }
+  if (it->second.removing) {
+    throw Error(ErrorCode::InvalidArgument, std::string(what) + ": variable " + quoted(name) +
+                                                " is being removed (it goes once the transfers under way on it end)");
+  }
   return it->second;
 }
 
@@ -157,6 +173,7 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
                                                  const Box& box, std::uint64_t bytes) {
   VarState& v = state(name, "put");
   const std::string what = "put of " + versionText(name, version) + " box " + describe(box);
+  checkVersion(version, what);
   checkBoxInShape(box, v.def.shape, what);
   const std::uint64_t need = static_cast<std::uint64_t>(byteSize(box, dataTypeSize(v.def.dtype)));
   if (need != bytes) {
@@ -245,9 +262,10 @@ void Store::commit(std::uint64_t reservation) {
   counters_.bytesPut += p.bytes;
   if (ver.committedVolume == v.ownedVolume) {
     ++v.complete;
-    trim(v);  // a version completed: older ones may go
+    if (!v.removing) trim(v);  // a version completed: older ones may go
   }
   ++generation_;
+  if (v.removing) finishRemoval(v);  // the put was admitted before the remove; its data goes with it
 }
 
 void Store::abort(std::uint64_t reservation) {
@@ -283,8 +301,13 @@ void Store::freeReservation(const ReservationRef& r, bool counted) {
     v.versions.erase(vit);
     metaBytes_ -= kVersionRecordBytes;
   }
+  if (counted) ++counters_.putsAborted;
+  if (v.removing) {
+    ++generation_;
+    finishRemoval(v);
+    return;
+  }
   if (!counted) return;
-  ++counters_.putsAborted;
   trim(v);  // a version kept only for the reservation may go now
   ++generation_;
 }
@@ -303,6 +326,7 @@ std::optional<Store::Reservation> Store::reservationOf(ClientId writer, std::uin
 Store::Lookup Store::lookup(const std::string& name, std::int64_t version, const std::vector<Box>& boxes,
                             bool listMissing) const {
   const VarState& v = state(name, "get");
+  checkVersion(version, "get of " + quoted(name));
   for (const Box& b : boxes) checkBoxInShape(b, v.def.shape, "get of " + versionText(name, version));
   if (dropped(name, version)) {
     throw Error(ErrorCode::Evicted,
@@ -373,11 +397,17 @@ void Store::endLease(std::uint64_t lease) {
   auto vit = v.versions.find(l.version);
   if (vit == v.versions.end()) return;
   --vit->second.leases;
-  trim(v);
   ++generation_;
+  if (v.removing) {
+    finishRemoval(v);
+    return;
+  }
+  trim(v);
 }
 
 void Store::release(ClientId reader, const std::string& name, std::int64_t version) {
+  auto found = vars_.find(name);
+  if (found != vars_.end() && found->second.removing) return;  // its versions go anyway
   VarState& v = state(name, "release");
   auto vit = v.versions.find(version);
   if (vit == v.versions.end()) return;
@@ -399,8 +429,43 @@ void Store::dropClient(ClientId client) {
   for (std::uint64_t id : leases) endLease(id);
   for (auto& [name, v] : vars_) {
     for (auto& [n, ver] : v.versions) ver.holders.erase(client);
-    trim(v);
+    if (!v.removing) trim(v);
   }
+}
+
+bool Store::remove(const std::string& name) {
+  checkName(name);
+  auto it = vars_.find(name);
+  if (it == vars_.end()) {
+    throw Error(ErrorCode::InvalidArgument, "remove: variable " + quoted(name) + " is not defined");
+  }
+  it->second.removing = true;
+  ++generation_;  // waiting puts and gets of it are answered (refused) now
+  return finishRemoval(it->second);
+}
+
+bool Store::finishRemoval(VarState& v) {
+  for (auto it = v.versions.begin(); it != v.versions.end();) {
+    auto next = std::next(it);
+    // Holds do not keep a removed variable; data in flight does, until it ends.
+    if (it->second.leases == 0 && !hasReservations(it->second)) freeVersion(v, it);
+    it = next;
+  }
+  if (!v.versions.empty()) return false;
+  metaBytes_ -= kVariableRecordBytes + v.def.name.size() + kDroppedRecordBytes * v.dropped.size();
+  vars_.erase(v.def.name);  // `v` is gone from here on
+  ++generation_;
+  return true;
+}
+
+void Store::freeVersion(VarState& v, std::map<std::int64_t, Version>::iterator it) {
+  for (const auto& [off, p] : it->second.pieces) {
+    alloc_.release(off);
+    metaBytes_ -= pieceRecordBytes(p.box);
+  }
+  if (it->second.committedVolume == v.ownedVolume) --v.complete;
+  v.versions.erase(it);
+  metaBytes_ -= kVersionRecordBytes;
 }
 
 void Store::trim(VarState& v) {
@@ -453,13 +518,7 @@ bool Store::evictOldest(const std::string& keepName, std::int64_t keep) {
 void Store::dropVersion(VarState& v, std::int64_t number, bool evicted) {
   auto it = v.versions.find(number);
   if (it == v.versions.end()) return;
-  for (const auto& [off, p] : it->second.pieces) {
-    alloc_.release(off);
-    metaBytes_ -= pieceRecordBytes(p.box);
-  }
-  if (it->second.committedVolume == v.ownedVolume) --v.complete;
-  v.versions.erase(it);
-  metaBytes_ -= kVersionRecordBytes;
+  freeVersion(v, it);
   rememberDropped(v, number);
   ++(evicted ? counters_.versionsEvicted : counters_.versionsDropped);
   ++generation_;

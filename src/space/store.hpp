@@ -17,6 +17,10 @@
 //   reject refuses, block makes the caller wait (reserve() gives nullopt), evict drops the oldest
 //   unheld versions of any variable first. A version dropped is remembered, so that a get of it
 //   says Evicted rather than waiting for data that will never come.
+// - remove() takes a variable away with every version, held ones included; versions with data in
+//   flight (a lease being read, a reservation being written) go when that ends, and until then the
+//   variable is "being removed": puts, gets and defines of its name are refused. Once nothing is
+//   left the name is free again.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +68,10 @@ struct Variable {
 // Checks a name (non-empty, at most kMaxNameBytes) and a definition; throws InvalidArgument.
 void checkName(const std::string& name);
 void checkDefinition(const Variable& v);
+// Versions are numbers >= 0 (a step counter); a negative one is refused by every write and read
+// of a version (InvalidArgument naming `what` and the version). wait_version's at_least is a
+// bound, not a version: any value is allowed there (below 0: any version).
+void checkVersion(std::int64_t version, const std::string& what);
 
 struct Fragment {
   Box piece;                  // the stored piece's box
@@ -93,6 +101,17 @@ class Store {
   // SpaceFull when its record does not fit in --mem (policy evict: after dropping old versions).
   void define(const Variable& v);
   const Variable& variable(const std::string& name) const;  // throws InvalidArgument when unknown
+  // Removes the variable and frees its memory (see the rules above). true: gone now, the name may
+  // be defined again; false: data is still in flight, and it goes when that ends (removed() says
+  // when). Throws InvalidArgument when the name is not defined (nor being removed).
+  bool remove(const std::string& name);
+  // No variable of that name left: never defined, or removed in full.
+  bool removed(const std::string& name) const { return vars_.find(name) == vars_.end(); }
+  // A remove of it waits for data in flight.
+  bool removing(const std::string& name) const {
+    auto it = vars_.find(name);
+    return it != vars_.end() && it->second.removing;
+  }
 
   struct Reservation {
     std::uint64_t id = 0;
@@ -174,6 +193,7 @@ class Store {
     std::set<std::int64_t> dropped;  // the most recent kRememberDropped dropped versions
     std::int64_t droppedBelow = INT64_MIN;  // every version below this one was dropped (or never existed)
     std::size_t complete = 0;  // versions complete here: trim and flow control need no walk to know
+    bool removing = false;     // remove() waits for data in flight; nothing new is taken meanwhile
   };
   struct ReservationRef {
     std::string name;
@@ -207,6 +227,10 @@ class Store {
     return alloc_.bytesInUse() + (records > kMetadataAllowance ? records - kMetadataAllowance : 0) <= alloc_.capacity();
   }
   void rememberDropped(VarState& v, std::int64_t number);
+  // A variable being removed: drops the versions with no data in flight, and the variable once
+  // none is left. Returns true when it is gone (then `v` no longer exists).
+  bool finishRemoval(VarState& v);
+  void freeVersion(VarState& v, std::map<std::int64_t, Version>::iterator it);
 
   Policy policy_;
   int serverIndex_, servers_;

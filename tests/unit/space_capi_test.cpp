@@ -80,11 +80,37 @@ TEST(SpaceCApi, PutGetWaitReleaseAndErrors) {
   const int64_t z[1] = {0};
   std::vector<double> big(4 << 20);
   EXPECT_EQ(axon_space_put(s, "huge", 0, 1, z, huge, big.data(), 0), AXON_ERR_SPACE_FULL);  // 32 MiB > 8 MiB
+  // A negative version: refused by every write path and by gets, naming it; nothing is stored.
+  EXPECT_EQ(axon_space_put(s, "grid", -1, 2, off0, cnt0, data.data(), 0), AXON_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(axon_last_error()).find("version -1 is negative"), std::string::npos) << axon_last_error();
+  EXPECT_EQ(axon_space_iput(s, "grid", -2, 2, off0, cnt0, data.data(), 0, &req), AXON_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(axon_last_error()).find("version -2"), std::string::npos) << axon_last_error();
+  EXPECT_EQ(axon_space_get(s, "grid", -1, 2, lo, hi, out, sizeof out, 0), AXON_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(axon_space_stats(s, &st), AXON_SUCCESS);
+  EXPECT_EQ(st.pieces, 2u);
+  // wait_version's bound is no version: below 0, any.
+  ASSERT_EQ(axon_space_wait_version(s, "grid", -1, 5, &v), AXON_SUCCESS) << axon_last_error();
+  EXPECT_EQ(v, 7);
   ASSERT_EQ(axon_space_release(s, "grid", 7), AXON_SUCCESS);
+  // Removed: its memory goes back, the name is free for another shape.
+  ASSERT_EQ(axon_space_stats(s, &st), AXON_SUCCESS);
+  const uint64_t inUse = st.bytes_in_use;
+  ASSERT_EQ(axon_space_remove(s, "grid"), AXON_SUCCESS) << axon_last_error();
+  ASSERT_EQ(axon_space_stats(s, &st), AXON_SUCCESS);
+  EXPECT_EQ(st.pieces, 0u);
+  EXPECT_LT(st.bytes_in_use, inUse);
+  EXPECT_EQ(axon_space_get(s, "grid", 7, 2, lo, hi, out, sizeof out, 0), AXON_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(axon_last_error()).find("not defined"), std::string::npos) << axon_last_error();
+  EXPECT_EQ(axon_space_remove(s, "grid"), AXON_ERR_INVALID_ARGUMENT);
+  const int64_t other[1] = {3};
+  ASSERT_EQ(axon_space_define(s, "grid", 1, other, AXON_FLOAT64, 1), AXON_SUCCESS) << axon_last_error();
   ASSERT_EQ(axon_space_close(s), AXON_SUCCESS);
 
-  EXPECT_EQ(axon_space_connect_key("127.0.0.1:1", server.key().c_str(), 1, &s), AXON_ERR_SERVER_LOST);
+  // Never reached: ServerUnreachable (not ServerLost), naming the address and what to check.
+  EXPECT_EQ(axon_space_connect_key("127.0.0.1:1", server.key().c_str(), 1, &s), AXON_ERR_SERVER_UNREACHABLE);
   EXPECT_NE(std::string(axon_last_error()).find("127.0.0.1:1"), std::string::npos) << axon_last_error();
+  EXPECT_NE(std::string(axon_last_error()).find("axon space serve"), std::string::npos) << axon_last_error();
+  EXPECT_STREQ(axon_status_name(AXON_ERR_SERVER_UNREACHABLE), "ServerUnreachable");
   EXPECT_STREQ(axon_status_name(AXON_ERR_EVICTED), "Evicted");
   server.stop();
 }

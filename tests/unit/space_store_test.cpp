@@ -363,5 +363,88 @@ TEST(SpaceStoreMetadata, VersionsPastTheBudgetAreRefusedOrWaitAndFreeTheirRecord
   EXPECT_EQ(s.metadataBytes(), base + one + kDroppedRecordBytes) << "an aborted version leaves no record";
 }
 
+TEST(SpaceStore, NegativeVersionsAreRefusedByPutsAndGets) {
+  Store s(1 << 20, Policy::Reject, 0, 1);
+  s.define(var("t", {4}));
+  const std::string put = errorMessageOf([&] { s.reserve(kWriter, "t", -1, Box::of({0}, {4}), 32); },
+                                         ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(put, "version -1 is negative"));
+  EXPECT_TRUE(contains(put, "'t'"));
+  EXPECT_EQ(s.stats().versions, 0u) << "nothing was reserved";
+  const std::string get = errorMessageOf([&] { s.lookup("t", -5, {Box::of({0}, {4})}); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(get, "version -5 is negative"));
+  // wait_version's bound is not a version: below 0 it means any version.
+  store(s, "t", 0, Box::of({0}, {4}));
+  EXPECT_EQ(s.completeVersions("t", -1), std::vector<std::int64_t>{0});
+}
+
+TEST(SpaceStore, RemoveFreesEveryVersionHeldOrNotAndTheNameCanBeDefinedAgain) {
+  Store s(1 << 20, Policy::Reject, 0, 1);
+  s.define(var("t", {4}, 3));
+  s.define(var("other", {4}));
+  const std::uint64_t base = s.metadataBytes();
+  store(s, "t", 0, Box::of({0}, {4}));
+  store(s, "t", 1, Box::of({0}, {4}));
+  store(s, "other", 0, Box::of({0}, {4}));
+  s.endLease(s.lease(kReader, "t", 0, 32));  // version 0 stays held by the reader
+  const std::uint64_t otherBytes = 256;     // one aligned piece
+  EXPECT_TRUE(s.remove("t")) << "no data in flight: gone at once";
+  EXPECT_TRUE(s.removed("t"));
+  EXPECT_EQ(s.stats().bytesInUse, otherBytes) << "the held version went too";
+  EXPECT_EQ(s.stats().variables, 1u);
+  const std::string get = errorMessageOf([&] { s.lookup("t", 1, {Box::of({0}, {4})}); }, ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(get, "'t' is not defined"));
+  EXPECT_TRUE(contains(errorMessageOf([&] { s.remove("t"); }, ErrorCode::InvalidArgument), "not defined"));
+  s.release(kReader, "other", 0);
+  // Defined again, another shape: nothing of the old one is seen.
+  s.define(var("t", {2, 3}, 1));
+  EXPECT_TRUE(s.lookup("t", 1, {Box::of({0, 0}, {2, 3})}).fragments.empty());
+  EXPECT_EQ(s.metadataBytes() - base, kVersionRecordBytes + kPieceRecordBytes + kPieceDimensionBytes)
+      << "the removed variable's records went; 'other' version 0 is left";
+}
+
+TEST(SpaceStore, RemoveWaitsForDataInFlightAndRefusesNewWorkMeanwhile) {
+  Store s(1 << 20, Policy::Block, 0, 1);
+  s.define(var("t", {8}, 2));
+  store(s, "t", 0, Box::of({0}, {8}));
+  const std::uint64_t lease = s.lease(kReader, "t", 0, 64);    // a get copying version 0
+  auto landing = s.reserve(kWriter, "t", 1, Box::of({0}, {4}), 32);  // a put landing in version 1
+  ASSERT_TRUE(landing);
+  EXPECT_FALSE(s.remove("t")) << "data in flight";
+  EXPECT_FALSE(s.removed("t"));
+  EXPECT_TRUE(contains(errorMessageOf([&] { s.reserve(kWriter, "t", 1, Box::of({4}, {8}), 32); },
+                                      ErrorCode::InvalidArgument),
+                       "'t' is being removed"));
+  EXPECT_TRUE(contains(errorMessageOf([&] { s.lookup("t", 0, {Box::of({0}, {8})}); }, ErrorCode::InvalidArgument),
+                       "being removed"));
+  EXPECT_TRUE(contains(errorMessageOf([&] { s.completeVersions("t", 0); }, ErrorCode::InvalidArgument),
+                       "being removed"));
+  EXPECT_TRUE(contains(errorMessageOf([&] { s.define(var("t", {8}, 2)); }, ErrorCode::InvalidArgument),
+                       "still being removed"));
+  EXPECT_FALSE(s.remove("t")) << "a second remove is no error";
+  s.endLease(lease);
+  EXPECT_FALSE(s.removed("t")) << "the put still lands";
+  EXPECT_EQ(s.stats().bytesInUse, 256u) << "version 0 went once its reader finished";
+  s.commit(landing->id);  // admitted before the remove: it completes, and its data goes at once
+  EXPECT_TRUE(s.removed("t"));
+  EXPECT_EQ(s.stats().bytesInUse, 0u);
+  EXPECT_EQ(s.stats().pieces, 0u);
+  s.define(var("t", {8}, 2));
+  store(s, "t", 0, Box::of({0}, {8}));
+  EXPECT_EQ(s.completeVersions("t", 0), std::vector<std::int64_t>{0});
+}
+
+TEST(SpaceStore, AnAbortedPutEndsARemovalToo) {
+  Store s(1 << 20, Policy::Reject, 0, 1);
+  s.define(var("t", {8}));
+  auto landing = s.reserve(kWriter, "t", 0, Box::of({0}, {8}), 64);
+  ASSERT_TRUE(landing);
+  EXPECT_FALSE(s.remove("t"));
+  s.dropClient(kWriter);  // the writer died: its reservation is aborted
+  EXPECT_TRUE(s.removed("t"));
+  EXPECT_EQ(s.stats().bytesInUse, 0u);
+  EXPECT_EQ(s.metadataBytes(), 0u);
+}
+
 }  // namespace
 }  // namespace axon::space

@@ -3,7 +3,9 @@
 Its first line is ``axon space: serving at HOST:PORT (...)``: the address clients use, then the
 epoch, --mem, --policy, the address it is bound to and why, and where its key came from (never the
 key). It writes the contact file (mode 0600, with the key) when asked, serves until SIGINT or
-SIGTERM, then drains transfers under way and removes the file.
+SIGTERM, then drains transfers under way and removes the file (if it is still the one it wrote).
+A contact file that a live server holds (an flock on PATH.lock, held for the server's life) is
+never overwritten: the second server refuses to start, naming the file and the live server.
 
 The key every client and joining server must prove (docs/security.md): --key-file (mode 0600), else
 AXON_SPACE_KEY, else a new one, which only the contact file carries (so a server with neither a
@@ -55,7 +57,8 @@ def add_subcommand(subparsers: argparse._SubParsersAction) -> None:
                             "the oldest versions no reader holds (default: %(default)s)")
     serve.add_argument("--contact-file", metavar="PATH", default=None,
                        help="write the address and the key here (mode 0600, atomically, with a start-up epoch); "
-                            "removed at exit")
+                            "refused while a live server holds the file (a lock beside it, PATH.lock), replaced "
+                            "with a note when its server is gone; removed at exit if still this server's")
     serve.add_argument("--servers", type=cli_parser.positive_int, default=1, metavar="N",
                        help="this is the first of N servers of the space (default: 1)")
     serve.add_argument("--join", metavar="HOST:PORT", default=None,
