@@ -1,6 +1,7 @@
 #include "coll/gpu_call_order.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -12,17 +13,25 @@
 #include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "core/wait.hpp"
+#include "transport/transport.hpp"
 #include "gpu/gpu_backend.hpp"
 
 namespace axon::coll {
 namespace {
 
 static_assert(sizeof(device::CollRecord) == sizeof(TeamCallLog::last), "a call log holds one call record");
+static_assert(offsetof(TeamCallLog, issued) == 0, "a member's log is found by the address of its count");
 
 using Word = std::atomic_ref<std::uint64_t>;
 
 TeamCallLog& logOf(PeContext& rt, const detail::TeamState& team, int pe) {
   return rt.control(pe).gpuCalls[team.slot];
+}
+
+// A member's log as this process maps it, or nullptr where its host heap is not mapped here.
+TeamCallLog* peerLog(PeContext& rt, const detail::TeamState& team, int pe) {
+  TeamCallLog& mine = logOf(rt, team, rt.myPe());
+  return static_cast<TeamCallLog*>(rt.controlRef(pe, &mine.issued).mapped);
 }
 
 // A team barrier as a GPU call record: which barrier (barrier_all, Team::sync, ...) in dtype.
@@ -105,7 +114,9 @@ void enterGpuTeamBarrier(PeContext& rt, const detail::TeamState& team, GpuTeamWo
   for (int m = 0; m < static_cast<int>(team.members.size()); ++m) {
     if (m == team.myIndex) continue;
     const int pe = team.members[m];
-    TeamCallLog& log = logOf(rt, team, pe);
+    TeamCallLog* mapped = peerLog(rt, team, pe);
+    if (!mapped) continue;  // not comparable from here: the barrier's own waits still bound it
+    TeamCallLog& log = *mapped;
     // Not entered yet: fine while it issued no more GPU collectives than this PE. Its count is read
     // before its entry, and it logs its entry before it issues any call after the barrier, so a
     // count past ours with no entry seen is a call it made instead of this barrier.
