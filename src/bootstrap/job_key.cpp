@@ -124,7 +124,12 @@ JobKey JobKey::resolve(const JobKeyConfig& config, const LaunchInfo& launch, dou
     k.writtenPath_ = path;
     return k;
   }
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
+  // Rank 0 writes the file within a second of starting; a PE still waiting after a few seconds is
+  // most likely on a node that does not share the directory: say so once, long before AXON_TIMEOUT.
+  const auto hintAt = start + std::chrono::seconds(5);
+  bool hinted = false;
   for (int attempt = 0;; ++attempt) {
     try {
       checkKeyDirectory(directoryOf(path), /*create=*/false);
@@ -137,6 +142,11 @@ JobKey JobKey::resolve(const JobKeyConfig& config, const LaunchInfo& launch, dou
       throw Error(ErrorCode::Bootstrap, "PE " + std::to_string(launch.rank) + ": no job key: the key file " + path +
                                             " that rank 0 writes as it starts did not appear within " + secondsText(timeoutSec) +
                                             " (AXON_TIMEOUT): rank 0 did not start, or runs on another node; " + k.advice_);
+    }
+    if (!hinted && Clock::now() >= hintAt && hintAt < deadline) {
+      hinted = true;
+      log(LogLevel::Warn, launch.rank, "still waiting for the job key file " + path + " that rank 0 writes as it starts (up to " +
+                                           secondsText(timeoutSec) + ", AXON_TIMEOUT); " + k.advice_);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 50 ? 10 : 100));
   }

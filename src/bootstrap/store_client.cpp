@@ -128,7 +128,9 @@ StoreClient::StoreClient(const net::HostPort& addr, const std::string& origin, i
       // the oldest) or ran out of descriptors. Try again, as while rank 0 starts.
       ::close(fd_);
       fd_ = -1;
-      errText = "the store closed the connection during the handshake (too busy?)";
+      errText = "the store closed the connection during the handshake: it drops the oldest connection when more than "
+                "64 + (PEs) have not proven the job key, or when it runs out of file descriptors (many connections to "
+                "its port from elsewhere?)";
     }
     if (Clock::now() >= deadline) {
       throw Error(ErrorCode::Bootstrap,

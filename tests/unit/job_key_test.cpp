@@ -137,6 +137,17 @@ TEST_F(KeyDir, APeThatNeverSeesTheFileIsToldWhatToSetWithinItsTimeout) {
   EXPECT_TRUE(contains(msg, "PE 1"));
 }
 
+// A PE on a node that does not share rank 0's directory would wait all of AXON_TIMEOUT in
+// silence: after 5 s it says once what it waits for and what to set.
+TEST_F(KeyDir, APeStillWaitingForTheFileSaysSoOnceLongBeforeItsTimeout) {
+  testing::internal::CaptureStderr();
+  errorMessageOf([&] { JobKey::resolve(config(), launch(2), 5.6); }, ErrorCode::Bootstrap);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(err, "still waiting for the job key file")) << err;
+  EXPECT_TRUE(contains(err, "AXON_JOB_KEY_FILE")) << err;
+  EXPECT_EQ(err.find("still waiting"), err.rfind("still waiting")) << "said more than once: " << err;
+}
+
 TEST_F(KeyDir, AKeyDirectoryOthersMayEnterIsRefused) {
   fs::create_directories(root + "/run/axon/keys");
   ::chmod((root + "/run/axon/keys").c_str(), 0755);
