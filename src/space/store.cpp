@@ -232,6 +232,7 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   if (ver.order == 0) {
     ver.number = version;
     ver.order = ++order_;
+    byOrder_.emplace(ver.order, std::make_pair(&v, version));
   }
   Piece p;
   p.box = box;
@@ -239,6 +240,7 @@ std::optional<Store::Reservation> Store::reserve(ClientId writer, const std::str
   p.bytes = bytes;
   p.reservation = ++lastId_;
   ver.pieces[*at] = p;
+  ++ver.reserved;
   ver.index.insert(box, *at);
   ver.bytes += bytes;
   reservations_[p.reservation] = ReservationRef{name, version, *at, writer, bytes};
@@ -257,6 +259,7 @@ void Store::commit(std::uint64_t reservation) {
   Version& ver = v.versions.at(r.version);
   Piece& p = ver.pieces.at(r.offset);
   p.committed = true;
+  --ver.reserved;
   ver.committedVolume += volume(p.box);
   ++counters_.putsCommitted;
   counters_.bytesPut += p.bytes;
@@ -295,9 +298,11 @@ void Store::freeReservation(const ReservationRef& r, bool counted) {
   metaBytes_ -= pieceRecordBytes(pit->second.box);
   alloc_.release(pit->first);
   ver.index.erase(pit->second.box, pit->first);
+  if (!pit->second.committed) --ver.reserved;
   ver.pieces.erase(pit);
   if (ver.pieces.empty() && !ver.pinned()) {
     if (ver.committedVolume == v.ownedVolume) --v.complete;
+    byOrder_.erase(ver.order);
     v.versions.erase(vit);
     metaBytes_ -= kVersionRecordBytes;
   }
@@ -464,6 +469,7 @@ void Store::freeVersion(VarState& v, std::map<std::int64_t, Version>::iterator i
     metaBytes_ -= pieceRecordBytes(p.box);
   }
   if (it->second.committedVolume == v.ownedVolume) --v.complete;
+  byOrder_.erase(it->second.order);
   v.versions.erase(it);
   metaBytes_ -= kVersionRecordBytes;
 }
@@ -489,30 +495,18 @@ void Store::trim(VarState& v) {
   }
 }
 
-bool Store::hasReservations(const Version& ver) {
-  for (const auto& [off, p] : ver.pieces) {
-    if (!p.committed) return true;
-  }
-  return false;
-}
+bool Store::hasReservations(const Version& ver) { return ver.reserved > 0; }
 
 bool Store::evictOldest(const std::string& keepName, std::int64_t keep) {
-  VarState* best = nullptr;
-  std::int64_t bestVersion = 0;
-  std::uint64_t bestOrder = UINT64_MAX;
-  for (auto& [name, v] : vars_) {
-    for (auto& [n, ver] : v.versions) {
-      if (ver.pinned() || hasReservations(ver) || (name == keepName && n == keep)) continue;
-      if (ver.order < bestOrder) {
-        best = &v;
-        bestVersion = n;
-        bestOrder = ver.order;
-      }
-    }
+  // Oldest first; the ones skipped are held by readers or have data in flight.
+  for (const auto& [order, where] : byOrder_) {
+    auto& [v, number] = where;
+    const Version& ver = v->versions.at(number);
+    if (ver.pinned() || hasReservations(ver) || (v->def.name == keepName && number == keep)) continue;
+    dropVersion(*v, number, true);
+    return true;
   }
-  if (!best) return false;
-  dropVersion(*best, bestVersion, true);
-  return true;
+  return false;
 }
 
 void Store::dropVersion(VarState& v, std::int64_t number, bool evicted) {

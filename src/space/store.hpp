@@ -183,6 +183,7 @@ class Store {
     std::uint64_t bytes = 0;
     std::set<ClientId> holders;
     int leases = 0;
+    int reserved = 0;         // pieces reserved and not committed yet (data in flight)
     std::uint64_t order = 0;  // when it was created, for "oldest first"
     bool pinned() const { return !holders.empty() || leases > 0; }
   };
@@ -239,6 +240,9 @@ class Store {
   std::map<std::uint64_t, ReservationRef> reservations_;
   std::map<std::uint64_t, LeaseRef> leases_;
   std::uint64_t lastId_ = 0, order_ = 0, generation_ = 0;
+  // Every version by its order: eviction takes the oldest it may drop without a walk of every
+  // version of every variable (which made each eviction cost all that the server holds).
+  std::map<std::uint64_t, std::pair<VarState*, std::int64_t>> byOrder_;
   std::uint64_t highWater_ = 0;
   std::uint64_t metaBytes_ = 0;
   mutable StoreStats counters_;

@@ -199,6 +199,38 @@ TEST(SpaceStore, RejectFailsBlockWaitsEvictDropsTheOldestUnheld) {
   }
 }
 
+// Eviction takes the oldest version it may drop, of any variable: never one with data in flight
+// or held by a reader, and it finds it without a walk of every version (an index by age).
+TEST(SpaceStore, EvictionTakesTheOldestDroppableVersionOfAnyVariable) {
+  const Box quarter = Box::of({0}, {30 * 1024});  // 240 KiB of float64: four fit in 1 MiB
+  Store s(1 << 20, Policy::Evict, 0, 1);
+  s.define(var("a", {30 * 1024}, 100));
+  s.define(var("b", {30 * 1024}, 100));
+  auto inFlight = s.reserve(kWriter, "a", 1, quarter, bytesOf(quarter));  // oldest: data in flight
+  ASSERT_TRUE(inFlight);
+  store(s, "b", 1, quarter);
+  s.lease(kReader, "b", 1, 0);  // next: held by a reader
+  store(s, "a", 2, quarter);    // the oldest droppable one
+  store(s, "b", 2, quarter);
+  store(s, "a", 3, quarter);  // memory full: one goes
+  EXPECT_FALSE(s.dropped("a", 1));
+  EXPECT_FALSE(s.dropped("b", 1));
+  EXPECT_TRUE(s.dropped("a", 2));
+  EXPECT_FALSE(s.dropped("b", 2));
+  s.commit(inFlight->id);  // a 1 may go now, and is the oldest
+  store(s, "b", 3, quarter);
+  EXPECT_TRUE(s.dropped("a", 1));
+  EXPECT_FALSE(s.dropped("b", 2));
+  // A removed variable's versions leave the index with it: eviction goes on with the others'.
+  s.remove("a");
+  s.define(var("a", {30 * 1024}, 100));
+  store(s, "a", 7, quarter);
+  store(s, "a", 8, quarter);
+  EXPECT_TRUE(s.dropped("b", 2)) << "b 1 is held; b 2 is the oldest left";
+  EXPECT_FALSE(s.dropped("b", 1));
+  EXPECT_EQ(s.stats().versionsEvicted, 3u);
+}
+
 TEST(SpaceStore, UnderBlockAWriterAheadWaitsForTheOthersVersions) {
   Store s(1 << 20, Policy::Block, 0, 1);
   s.define(var("t", {8}, 1));
