@@ -27,6 +27,8 @@ from test_gpu import _GPU_OK, _GPU_WHY_NOT
 
 #: Seconds one block may take (each runs small sizes; the whole file takes about a minute).
 BLOCK_TIMEOUT = 60
+#: The same for a GPU block (CUDA's start-up on every PE, sizes a GPU user would run).
+GPU_BLOCK_TIMEOUT = 180
 #: Seconds a server block has to print its first line.
 SERVER_START = 30
 
@@ -168,15 +170,16 @@ def test_doc_block_runs(block, sandbox):
     if reason:
         pytest.skip(reason)
     env = _env(sandbox, "gpu" in block.markers)
+    timeout = GPU_BLOCK_TIMEOUT if "gpu" in block.markers else BLOCK_TIMEOUT
     if "server" in block.markers:
         _serve(block, sandbox, env)
     elif block.info in SHELL:
-        res = _run("\n".join(_script(block)), sandbox, env)
+        res = _run("\n".join(_script(block)), sandbox, env, timeout)
         assert res.returncode == 0, f"{block.where}: exit status {res.returncode}\n{res.stdout}"
     else:
         want = int(block.markers.get("exit", 0))
         for cmd, shown in console_steps(_script(block)):
-            res = _run(cmd, sandbox, env)
+            res = _run(cmd, sandbox, env, timeout)
             assert res.returncode == want, f"{block.where}: {cmd}: exit status {res.returncode}\n{res.stdout}"
             if "output varies" in block.markers:
                 shown = [x for x in shown if x.strip()]
