@@ -13,7 +13,7 @@ import pytest
 
 from axon.tools import bench
 from axon.tools.bench.catalog import SPACE_TESTS
-from axon.tools.bench.space import space_table_lines
+from axon.tools.bench.space_tables import SpaceRowPrinter, space_table_lines
 from axon.tools.plot import load_series
 
 
@@ -109,8 +109,8 @@ def test_put_get_table_gives_axon_over_baseline_ratios():
     data = [x for x in lines if x and not x.startswith("#")]
     assert len(data) == 1
     cells = data[0].split()
-    # size, four times, axon / host-staged, axon / pinned-staged, axon GB/s, #wrong
-    assert cells[0] == "4096" and cells[5:7] == ["0.25", "0.50"] and cells[-1] == "0"
+    # size, op, four times, axon / host-staged, axon / pinned-staged, axon GB/s, #wrong
+    assert cells[:2] == ["4096", "put"] and cells[6:8] == ["0.25", "0.50"] and cells[-1] == "0"
 
 
 def test_plot_draws_one_line_per_series(tmp_path):
@@ -122,3 +122,73 @@ def test_plot_draws_one_line_per_series(tmp_path):
     path.write_text(json.dumps(doc))
     labels = {s.label for s in load_series(path) if s.style == "data"}
     assert labels == {"axon put, mapped", "axon get, mapped", "host-staged put, mapped", "host-staged get, mapped"}
+
+
+def test_put_get_rows_go_out_per_size_as_measured():
+    """The printer prints a size's put and get rows once the driver has sent every way of that
+    size (the next size or route begins), not at the end; each route gets its headings once."""
+    lines: list[str] = []
+    printer = SpaceRowPrinter("space-put-get", lines)
+    printer.header({"time_label": "one blocking put or get"})
+    head = len(lines)
+    ways = (("host-staged", 40.0), ("pinned-staged", 20.0), ("axon", 10.0))
+    for impl, us in ways:
+        for op in ("put", "get"):
+            printer.result(_row(op, "mapped", impl, 4096, us))
+    assert len(lines) == head  # 4096 may still get more ways
+    printer.result(_row("put", "mapped", "host-staged", 16384, 80.0))
+    rows = [x for x in lines if x and not x.startswith("#")]
+    assert [r.split()[:2] for r in rows] == [["4096", "put"], ["4096", "get"]]
+    assert sum("a server on this node" in x for x in lines) == 1
+    for impl, us in ways[1:]:
+        printer.result(_row("put", "mapped", impl, 16384, us))
+    printer.result(_row("put", "UCX", "axon", 4096, 12.0))
+    printer.finish()
+    rows = [x.split()[:2] for x in lines if x and not x.startswith("#")]
+    assert rows == [["4096", "put"], ["4096", "get"], ["16384", "put"], ["4096", "put"]]
+    assert sum("through UCX" in x for x in lines) == 1 and printer.printed == 4
+
+
+def test_small_puts_rows_before_the_summary():
+    lines: list[str] = []
+    printer = SpaceRowPrinter("space-small-puts", lines)
+    printer.header({})
+    printer.result({"batching": "off", "puts": 10, "size": 4096, "seconds": 0.2, "puts_per_s": 50,
+                    "messages": 10, "bw_gbs": 0.2, "wrong": 0})
+    assert lines[-1].split()[:2] == ["off", "10"]  # printed at once
+    printer.result({"batching": "on", "puts": 10, "size": 4096, "seconds": 0.1, "puts_per_s": 100,
+                    "messages": 1, "bw_gbs": 0.4, "wrong": 0})
+    printer.finish()
+    assert lines[-2].split()[:2] == ["on", "10"]
+    assert lines[-1] == "# batching on takes 0.50x the time of batching off"
+
+
+def test_workflow_rows_are_printed_as_each_process_ends_and_ctrl_c_keeps_them():
+    """The real command, piped: a fast process's row arrives while the slow reader still sleeps
+    (2 s a version, 10 versions); SIGINT then stops the run and the row stays printed."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "axon", "bench", "space-workflow", "--writers", "1",
+                             "--readers", "2", "--slow-ms", "2000", "--space-mem", "96M"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            assert line, "the run ended before printing a row"
+            lines.append(line.rstrip("\n"))
+            if not line.startswith("#"):
+                break
+        assert lines[0].startswith("# axon bench space-workflow:")
+        assert lines[-1].split()[0] in ("writer", "reader") and proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "(slow)" not in "\n".join(lines + out.splitlines())  # cut short before the slow reader ended
+    assert "axon bench: interrupted after" in err and "the rows above were measured" in err

@@ -49,8 +49,8 @@ def installed_layout(package_dir: Path | None = None) -> Layout:
     if not (layout.libdir / "libaxon.so").exists() or not (layout.includedir / "axon" / "axon.h").exists():
         raise cli_parser.UsageError(
             f"{prefix} holds no libaxon.so and headers (include/axon): this axon package is not an "
-            "installed build; install one (pip install axon-comm, or `make build` in a checkout) and "
-            "run its `axon config`", "axon config")
+            "installed build; install one (pip install dist/axon_comm-*.whl after python -m build, or "
+            "`make build` in a checkout) and run its `axon config`", "axon config")
     return layout
 
 

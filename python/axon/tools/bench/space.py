@@ -27,7 +27,6 @@ import signal
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 from ..cli_parser import EXIT_USAGE, UsageError
 from .catalog import SPACE_TESTS
@@ -38,6 +37,7 @@ from .programs import find_tool
 from .request import Request, _count
 from .runner import child_env, launcher_command, run_launched
 from .sizes import parse_range, parse_size
+from .space_tables import SpaceRowPrinter
 
 _PROG = "axon bench"
 
@@ -183,6 +183,8 @@ def run_space_bench(args: argparse.Namespace) -> int:
     sizes_req = Request(test, config.get("min_bytes", 1), config.get("max_bytes", 1), config.get("factor", 2),
                         None, None, None, not args.no_validate, pes or 1)
     progress = test == "space-put-get" and sys.stdout.isatty() and sys.stderr.isatty()
+    # Rows are printed as they are measured (flushed), the summary lines at the end.
+    printer = SpaceRowPrinter(test)
     server = None
     try:
         env = None
@@ -190,12 +192,14 @@ def run_space_bench(args: argparse.Namespace) -> int:
             server = _Server(config["space_mem"])
             env = {"AXON_SPACE_ADDR": server.address, "AXON_SPACE_KEY": server.key}
             config["server"] = server.address
-        outcome = run_launched(cmd, sizes_req, progress, what=test, env=env)
+        outcome = run_launched(cmd, sizes_req, progress, what=test, env=env,
+                               on_header=printer.header, on_result=printer.result)
     except BenchError as exc:
         print(f"{_PROG}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted", file=sys.stderr)
+        print(f"{_PROG}: interrupted after {printer.printed} row(s); the rows above were measured",
+              file=sys.stderr)
         return 130
     finally:
         if server is not None:
@@ -205,8 +209,7 @@ def run_space_bench(args: argparse.Namespace) -> int:
         message = outcome.error.get("message", "the driver failed")
         print(f"{_PROG}: {'error: ' if outcome.error.get('usage') else ''}{message}", file=sys.stderr)
         return EXIT_USAGE if outcome.error.get("usage") else 1
-    for line in space_table_lines(test, outcome.header or {}, outcome.results):
-        print(line)
+    printer.finish(outcome.header)
     if args.compare or args.peers:
         print("# --compare: the space tests run their baselines in the same program (see the table); "
               "no other library stages n-D versions between processes here")
@@ -239,97 +242,3 @@ def space_document(test: str, header: dict, results: list[dict], command: list[s
             "label": f"axon {test}", "metric": "bandwidth" if test != "space-small-puts" else "latency",
             "time_label": header.get("time_label", SPACE_TESTS[test][0]),
             "config": {**h, **config, "command": command}, "machine": machine_info(), "results": results}
-
-
-def _f(v, spec: str = ".2f") -> str:
-    return "-" if v is None else format(float(v), spec)
-
-
-def space_table_lines(test: str, header: dict, results: list[dict]) -> list[str]:
-    """The table of one space test."""
-    lines = [f"# axon bench {test}: {SPACE_TESTS[test][0]}"]
-    if header.get("time_label"):
-        lines.append(f"# time: {header['time_label']}; GB/s = 1e9 bytes per second")
-    if test == "space-put-get":
-        return lines + _put_get_lines(results)
-    if test == "space-reassembly":
-        lines.append("#" + "box".rjust(31) + "MiB".rjust(9) + "memcpy".rjust(9) + "".join(
-            x.rjust(16) for x in ("cpu rows", "memcpy per row", "kernel/piece", "fused")) + "fused/cpu".rjust(11)
-            + "#wrong".rjust(8))
-        lines.append("#" + " " * 40 + "GB/s".rjust(9) + "GB/s (share)".rjust(16) * 4)
-        for r in results:
-            methods = {m.get("method"): m for m in r.get("methods") or []}
-            cells = "".join(f"{_f(m.get('bw_gbs'), '.1f')} ({_f(m.get('share'))})".rjust(16)
-                            for m in (methods.get(k, {}) for k in ("cpu-rows", "row-memcpys", "kernel-per-piece", "fused")))
-            wrong = r.get("wrong")
-            lines.append(f"{str(r.get('case', '?')):>32}{_f((r.get('size') or 0) / 2**20, '.1f'):>9}"
-                         f"{_f(r.get('memcpy_gbs'), '.1f'):>9}{cells}{_f(r.get('fused_vs_cpu'), '.0f') + 'x':>11}"
-                         f"{'-' if wrong is None else wrong:>8}")
-        lines.append("# targets: fused >= 100x the CPU's row copies, and >= 0.7 of memcpy")
-        return lines
-    if test == "space-small-puts":
-        lines.append("#" + "batching".rjust(9) + "puts".rjust(8) + "size".rjust(8) + "seconds".rjust(10)
-                     + "puts/s".rjust(10) + "messages".rjust(10) + "MB/s".rjust(9) + "#wrong".rjust(8))
-        by = {}
-        for r in results:
-            by[r.get("batching")] = r
-            lines.append(f"{str(r.get('batching')):>10}{r.get('puts', '?'):>8}{r.get('size', '?'):>8}"
-                         f"{_f(r.get('seconds'), '.3f'):>10}{_f(r.get('puts_per_s'), '.0f'):>10}"
-                         f"{r.get('messages', '?'):>10}{_f((r.get('bw_gbs') or 0) * 1e3, '.1f'):>9}"
-                         f"{r.get('wrong', '-'):>8}")
-        if by.get("on") and by.get("off") and by["off"].get("seconds"):
-            lines.append(f"# batching on takes {by['on']['seconds'] / by['off']['seconds']:.2f}x the time of batching off")
-        return lines
-    # space-workflow
-    lines.append(f"# {header.get('writers', '?')} writers in row blocks, {header.get('readers', '?')} readers in "
-                 f"column blocks, {header.get('versions', '?')} versions of "
-                 f"{(header.get('version_bytes') or 0) / 2**20:.0f} MiB, buffers in "
-                 f"{'GPU' if header.get('placement') == 'D' else 'host'} memory; the last reader sleeps "
-                 f"{header.get('slow_ms', '?')} ms a version")
-    lines.append("#" + "rank".rjust(11) + "ops".rjust(6) + "p50 (ms)".rjust(10) + "p99 (ms)".rjust(10)
-                 + "GB/s".rjust(8) + "dropped".rjust(9) + "#wrong".rjust(8) + "  path")
-    agg: dict[str, float] = {}
-    for r in sorted((r for r in results if r.get("role") in ("writer", "reader")),
-                    key=lambda r: (r.get("role") != "writer", r.get("index", 0))):
-        name = f"{r['role']} {r.get('index', '?')}" + (" (slow)" if r.get("slow") else "")
-        agg[r["role"]] = agg.get(r["role"], 0.0) + (r.get("gbs") or 0.0)
-        lines.append(f"{name:>16}{r.get('ops', '?'):>6}{_f(r.get('p50_ms')):>10}{_f(r.get('p99_ms')):>10}"
-                     f"{_f(r.get('gbs')):>8}{r.get('dropped', '?'):>9}{r.get('wrong', '-'):>8}  {r.get('path', '')}")
-    lines.append(f"# aggregate: writers {agg.get('writer', 0):.2f} GB/s, readers {agg.get('reader', 0):.2f} GB/s")
-    for r in results:
-        if r.get("role") == "server":
-            hw, cap = r.get("high_water") or 0, r.get("capacity") or 0
-            lines.append(f"# server {r.get('address')}: memory high-water {hw / 2**20:.1f} MiB of --mem "
-                         f"{cap / 2**20:.1f} MiB ({'within' if hw <= cap else 'OVER'}), "
-                         f"{r.get('versions_dropped', '?')} versions dropped")
-    return lines
-
-
-def _put_get_lines(results: list[dict]) -> list[str]:
-    impls = []
-    for r in results:
-        if r.get("impl") not in impls:
-            impls.append(r.get("impl"))
-    lines = []
-    for route in dict.fromkeys(r.get("route") for r in results):
-        for op in ("put", "get"):
-            rows = [r for r in results if r.get("route") == route and r.get("op") == op]
-            here = [i for i in impls if any(r.get("impl") == i for r in rows)]
-            lines += ["", f"# {op}, {'a server on this node (mapped memory)' if route == 'mapped' else 'through UCX'}: "
-                          "time (us) per impl; axon time / baseline time (target <= 0.5)",
-                      "#" + "size".rjust(11) + "".join(f"{i:>15}" for i in here)
-                      + "".join(f"{'/ ' + b:>17}" for b in here if b not in ("axon", "ucx-device"))
-                      + "axon GB/s".rjust(11) + "#wrong".rjust(8)]
-            for size in dict.fromkeys(r.get("size") for r in rows):
-                at = {r.get("impl"): r for r in rows if r.get("size") == size}
-                mine = (at.get("axon") or {}).get("time_us")
-                cells = "".join(f"{_f((at.get(i) or {}).get('time_us'), '.1f'):>15}" for i in here)
-                ratios = ""
-                for b in here:
-                    if b in ("axon", "ucx-device"):
-                        continue
-                    base = (at.get(b) or {}).get("time_us")
-                    ratios += f"{mine / base:17.2f}" if mine and base else f"{'-':>17}"
-                wrong = sum((r.get("wrong") or 0) for r in at.values())
-                lines.append(f"{size:>12}{cells}{ratios}{_f((at.get('axon') or {}).get('bw_gbs')):>11}{wrong:>8}")
-    return lines
