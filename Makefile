@@ -6,7 +6,7 @@ VPY    := $(VENV)/bin/python
 AXON   := $(VENV)/bin/axon
 JOBS   ?= $(shell nproc)
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" "pytest>=7" "cmake>=3.24" "ninja>=1.10" \
-              "nvidia-ml-py>=12" "rich>=13" "matplotlib>=3.5" "libucx-cu13>=1.15"
+              "nvidia-ml-py>=12" "rich>=13" "matplotlib>=3.5" "libucx-cu13>=1.15" "pyroute2>=0.9"
 CMAKE_ARGS ?=
 # Where CUDA builds (nvcc found), the NVSHMEM wheel too: its headers and device library let the
 # build compile the NVSHMEM comparison peer of `axon bench --compare` (bench/nvshmem_peer.cu), so

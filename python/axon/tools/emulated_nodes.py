@@ -4,8 +4,7 @@ Each emulated node is a set of Linux namespaces that one *holder* process
 (``sleep`` under ``unshare``) keeps alive:
 
 * its own network namespace, joined to the other nodes' by a veth pair to a
-  bridge that lives in a namespace of its own (so nothing touches the host's
-  network, and two jobs at once cannot collide: each has private addresses);
+  bridge that lives in a namespace of its own;
 * its own IPC and UTS namespaces: its own host name (``axon-node<k>``), so
   axon and UCX both see another machine, and UCX may not use System V shared
   memory between nodes;
@@ -13,12 +12,32 @@ Each emulated node is a set of Linux namespaces that one *holder* process
   node's own network devices, as ``ip netns exec`` does) and a fresh tmpfs on
   ``/dev/shm`` (nodes share no POSIX shared memory either).
 
-PEs enter their node's namespaces with ``nsenter``. Holders get SIGKILL when
-the launcher dies (``PR_SET_PDEATHSIG``), so the namespaces, and the veth links
-with them, vanish after a normal exit, a Ctrl-C, a dead PE, and even a
-killed launcher. Creating them needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN).
+Nothing is made in the host's network namespace, not even for a moment: each
+veth pair is created in the bridge's namespace with its other end placed
+straight into the node's. So two jobs at once (two users, two test runs)
+cannot collide on a name or an address, and a launcher killed at any point
+leaves no link behind. The names are fixed: ``br0`` and ``node<k>`` in the
+bridge's namespace, ``axon0`` (address SUBNET_PREFIX + k+1) in node k's.
 
-Standard library only, like the launcher.
+PEs enter their node's namespaces with ``nsenter``. Holders get SIGKILL when
+the launcher dies (``PR_SET_PDEATHSIG``), so the namespaces, and the links in
+them, vanish after a normal exit, a Ctrl-C, a dead PE, and even a killed
+launcher. Creating them needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root);
+``unavailable_reason()`` says, without making anything, why they cannot be
+made here, and the tests that need them skip with that reason.
+
+The links are made by one of two ways behind one small interface
+(``_IpCommand`` and ``_Pyroute2``: ``bridge()``, then ``node()`` for each node):
+iproute2's ``ip`` where the command is found, else pyroute2 (netlink from
+Python, ``pip install 'axon-comm[nodes]'``), which the GPU machines' images
+need (they have no ``ip``). ``ip`` comes first because it measures faster:
+on the 2-core development machine a fresh process made 3 nodes in 0.21-0.28 s
+with ``ip`` (one ``ip -batch`` process a namespace) and in 0.60-0.70 s with
+pyroute2, most of it the import of pyroute2 (about 0.5 s); 5 runs each. Both
+ways are tested in CI (the tests hide ``ip`` from PATH).
+
+Standard library only, like the launcher; pyroute2 is imported only where
+``ip`` is missing.
 """
 
 from __future__ import annotations
@@ -26,12 +45,21 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 
 from .parent_death import die_with_parent
 
-__all__ = ["EmulatedNodes", "EmulationError", "node_of_rank", "SUBNET_PREFIX"]
+__all__ = [
+    "EmulatedNodes",
+    "EmulationError",
+    "EmulationUnavailable",
+    "UNAVAILABLE",
+    "node_of_rank",
+    "SUBNET_PREFIX",
+    "unavailable_reason",
+]
 
 #: Addresses of the emulated nodes: node k is SUBNET_PREFIX + str(k + 1).
 SUBNET_PREFIX = "10.77.0."
@@ -39,12 +67,25 @@ SUBNET_PREFIX = "10.77.0."
 #: Most nodes one bridge subnet holds (a /24, minus the network address).
 MAX_NODES = 250
 
-_TOOLS = ("ip", "nsenter", "unshare")
+#: How every message of EmulationUnavailable starts. The ctests on emulated nodes are skipped
+#: when their output holds it (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt), the pytest
+#: ones by unavailable_reason().
+UNAVAILABLE = "emulated nodes cannot be made here"
+
+#: The link of a node, in its own namespace (the tests' link_down.py looks for "ax...").
+NODE_LINK = "axon0"
+
+_NAMESPACES = ("--net", "--ipc", "--uts", "--mount")
 _SETUP_TIMEOUT = 10.0
 
-# Run by each holder: remount what the node must not share, then sleep until killed.
+# Capability bits (linux/capability.h) that making the nodes needs.
+_CAPABILITIES = ((21, "CAP_SYS_ADMIN"), (12, "CAP_NET_ADMIN"))
+
+# Run by each holder with its node's host name as $1 (the bridge's holder: no name): remount
+# what the node must not share, name it, then sleep until killed.
 _HOLDER_SCRIPT = (
-    "mount -t sysfs sysfs /sys && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec sleep infinity"
+    "mount -t sysfs sysfs /sys && mount -t tmpfs -o mode=1777 tmpfs /dev/shm"
+    ' && { [ -z "$1" ] || hostname "$1"; } && exec sleep infinity'
 )
 
 
@@ -52,19 +93,158 @@ class EmulationError(RuntimeError):
     """The nodes could not be made; the message says why and what to do."""
 
 
+class EmulationUnavailable(EmulationError):
+    """Namespaces cannot be made on this machine at all (not root, no capability, no unshare).
+
+    Installing a package does not help here, unlike a missing ``ip``/pyroute2: the tests that
+    need emulated nodes skip with this message instead of failing."""
+
+
 def node_of_rank(rank: int, nprocs: int, nodes: int) -> int:
     """Node of PE ``rank``: PEs are placed in blocks, nprocs / nodes per node."""
     return rank // (nprocs // nodes)
 
 
-def _run(argv: Sequence[str], what: str) -> None:
+def _effective_capabilities() -> int:
     try:
-        subprocess.run(list(argv), check=True, capture_output=True, timeout=_SETUP_TIMEOUT)
-    except subprocess.CalledProcessError as exc:
-        detail = (exc.stderr or b"").decode("utf-8", "replace").strip()
-        raise EmulationError(f"{what} failed: {' '.join(argv)}: {detail or f'status {exc.returncode}'}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise EmulationError(f"{what} did not finish in {_SETUP_TIMEOUT:.0f} s: {' '.join(argv)}") from exc
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def unavailable_reason() -> str | None:
+    """Why namespaces cannot be made here at all (a line starting with UNAVAILABLE), or None.
+
+    It makes nothing that outlives it: the last check is an ``unshare`` of the same namespaces
+    running ``true``, which also catches what the capabilities do not show (a seccomp filter, a
+    kernel without user-visible namespaces)."""
+    missing = [tool for tool in ("unshare", "nsenter") if shutil.which(tool) is None]
+    if missing:
+        return f"{UNAVAILABLE}: no {' or '.join(missing)} command (Debian package util-linux)"
+    caps = _effective_capabilities()
+    lacking = [name for bit, name in _CAPABILITIES if not caps >> bit & 1]
+    if lacking:
+        who = "not root" if os.geteuid() != 0 else f"root without {' and '.join(lacking)}"
+        return (
+            f"{UNAVAILABLE}: {who} (network, IPC, UTS and mount namespaces, veth links and a bridge "
+            "need CAP_SYS_ADMIN and CAP_NET_ADMIN); run as root, or on one node without --emulate-nodes"
+        )
+    try:
+        probe = subprocess.run(["unshare", *_NAMESPACES, "--", "true"], capture_output=True,
+                               timeout=_SETUP_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"{UNAVAILABLE}: unshare {' '.join(_NAMESPACES)} did not finish in {_SETUP_TIMEOUT:.0f} s"
+    if probe.returncode != 0:
+        detail = probe.stderr.decode("utf-8", "replace").strip() or f"status {probe.returncode}"
+        return f"{UNAVAILABLE}: unshare {' '.join(_NAMESPACES)} failed: {detail}"
+    return None
+
+
+def _namespace(pid: int) -> str:
+    return f"/proc/{pid}/ns/net"
+
+
+class _IpCommand:
+    """The links, made by iproute2's ``ip``: one ``ip -batch`` in each namespace, entered with
+    nsenter (one process a namespace, not one a link)."""
+
+    way = "ip"
+
+    def bridge(self, bridge_pid: int, node_pids: Sequence[int]) -> None:
+        lines = ["link add br0 type bridge", "link set br0 up"]
+        for node, pid in enumerate(node_pids):
+            lines += [f"link add node{node} type veth peer name {NODE_LINK} netns {pid}",
+                      f"link set node{node} master br0 up"]
+        self._batch(bridge_pid, lines, "making the bridge and the links to the nodes")
+
+    def node(self, node_pid: int, node: int, address: str) -> None:
+        lines = ["link set lo up", f"addr add {address}/24 dev {NODE_LINK}", f"link set {NODE_LINK} up"]
+        self._batch(node_pid, lines, f"setting up node {node}'s link")
+
+    @staticmethod
+    def _batch(pid: int, lines: list[str], what: str) -> None:
+        argv = ["nsenter", "-t", str(pid), "--net", "--", "ip", "-batch", "-"]
+        try:
+            subprocess.run(argv, input="\n".join(lines) + "\n", text=True, check=True,
+                           capture_output=True, timeout=_SETUP_TIMEOUT)
+        except subprocess.CalledProcessError as exc:
+            detail = " ".join((exc.stderr or "").split()) or f"status {exc.returncode}"
+            raise EmulationError(f"{what} failed (ip -batch in the namespace of pid {pid}): {detail}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise EmulationError(f"{what}: ip -batch did not finish in {_SETUP_TIMEOUT:.0f} s") from exc
+
+
+class _Pyroute2:
+    """The links, made through netlink by pyroute2 (where there is no ``ip``): one netlink socket
+    in each namespace, opened by pyroute2 from the namespace's /proc path (flags=0: it must never
+    create a namespace there). Netlink answers at once; opening a socket in a namespace is bounded
+    by pyroute2 (10 s)."""
+
+    way = "pyroute2"
+
+    def __init__(self) -> None:
+        from pyroute2 import IPRoute
+        from pyroute2.netlink.exceptions import NetlinkError
+
+        self._iproute = IPRoute
+        self._errors = (NetlinkError, OSError, RuntimeError, TimeoutError)
+
+    def bridge(self, bridge_pid: int, node_pids: Sequence[int]) -> None:
+        with self._open(bridge_pid, "making the bridge and the links to the nodes") as ipr:
+            ipr.link("add", ifname="br0", kind="bridge")
+            bridge = ipr.link_lookup(ifname="br0")[0]
+            ipr.link("set", index=bridge, state="up")
+            for node, pid in enumerate(node_pids):
+                ipr.link("add", ifname=f"node{node}", kind="veth", peer={"ifname": NODE_LINK, "net_ns_pid": pid})
+                ipr.link("set", index=ipr.link_lookup(ifname=f"node{node}")[0], master=bridge, state="up")
+
+    def node(self, node_pid: int, node: int, address: str) -> None:
+        with self._open(node_pid, f"setting up node {node}'s link") as ipr:
+            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+            link = ipr.link_lookup(ifname=NODE_LINK)[0]
+            ipr.addr("add", index=link, address=address, prefixlen=24)
+            ipr.link("set", index=link, state="up")
+
+    def _open(self, pid: int, what: str) -> _Pyroute2Socket:
+        return _Pyroute2Socket(self, pid, what)
+
+
+class _Pyroute2Socket:
+    """A pyroute2 socket in the namespace of ``pid`` that always closes, and turns pyroute2's
+    errors into an EmulationError that says what was being done."""
+
+    def __init__(self, way: _Pyroute2, pid: int, what: str) -> None:
+        self._way, self._pid, self._what = way, pid, what
+        self._ipr = None
+
+    def __enter__(self):
+        try:
+            self._ipr = self._way._iproute(netns=_namespace(self._pid), flags=0)
+        except self._way._errors as exc:
+            raise EmulationError(f"{self._what} failed (pyroute2, namespace of pid {self._pid}): {exc}") from exc
+        return self._ipr
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._ipr.close()
+        if exc is not None and isinstance(exc, self._way._errors + (IndexError,)):
+            raise EmulationError(f"{self._what} failed (pyroute2, namespace of pid {self._pid}): {exc!r}") from exc
+
+
+def _link_maker() -> _IpCommand | _Pyroute2:
+    if shutil.which("ip") is not None:
+        return _IpCommand()
+    try:
+        return _Pyroute2()
+    except ImportError as exc:
+        raise EmulationError(
+            "emulated nodes need the ip command or the Python package pyroute2, and neither is here: "
+            f"apt-get install iproute2, or {sys.executable} -m pip install pyroute2 (the extra "
+            "axon-comm[nodes] names it)"
+        ) from exc
 
 
 class EmulatedNodes:
@@ -74,11 +254,10 @@ class EmulatedNodes:
         if not 1 <= count <= MAX_NODES:
             raise EmulationError(f"--emulate-nodes must be between 1 and {MAX_NODES}, got {count}")
         self.count = count
+        #: Which way made the links ("ip" or "pyroute2"), once entered.
+        self.way: str | None = None
         self._holders: list[subprocess.Popen] = []
         self._bridge: subprocess.Popen | None = None
-        # veth names live in the host's namespace for a moment: the launcher's pid keeps two jobs
-        # started at once apart (names have at most 15 characters).
-        self._tag = f"ax{os.getpid() % 1000000}"
 
     # -- public ------------------------------------------------------------
 
@@ -98,14 +277,18 @@ class EmulatedNodes:
         return ["nsenter", "-t", str(pid), "--net", "--ipc", "--uts", "--mount", f"--wd={os.getcwd()}", "--"]
 
     def __enter__(self) -> EmulatedNodes:
-        self._check_can_create()
+        reason = unavailable_reason()
+        if reason:
+            raise EmulationUnavailable(reason)
+        links = _link_maker()
+        self.way = links.way
         try:
-            self._bridge = self._start_holder()
-            self._in(self._bridge, "ip", "link", "add", "br0", "type", "bridge", what="creating the bridge")
-            self._in(self._bridge, "ip", "link", "set", "br0", "up", what="starting the bridge")
+            self._start_holder("")
             for node in range(self.count):
-                self._holders.append(self._start_holder())
-                self._wire(node)
+                self._start_holder(f"axon-node{node}")
+            links.bridge(self._bridge.pid, [holder.pid for holder in self._holders])
+            for node, holder in enumerate(self._holders):
+                links.node(holder.pid, node, self.address(node))
         except BaseException:
             self.close()
             raise
@@ -125,29 +308,22 @@ class EmulatedNodes:
 
     # -- set-up ------------------------------------------------------------
 
-    def _check_can_create(self) -> None:
-        missing = [tool for tool in _TOOLS if shutil.which(tool) is None]
-        if missing:
-            raise EmulationError(
-                f"emulated nodes need {', '.join(missing)} (Debian packages iproute2 and util-linux)"
-            )
-        if os.geteuid() != 0:
-            raise EmulationError(
-                "emulated nodes need root (network, IPC, UTS and mount namespaces, veth links "
-                "and a bridge need CAP_SYS_ADMIN and CAP_NET_ADMIN); run as root, or run on one "
-                "node without --emulate-nodes"
-            )
-
-    def _start_holder(self) -> subprocess.Popen:
+    def _start_holder(self, hostname: str) -> None:
+        """Start the holder of a node named ``hostname`` (the bridge's: ""); wait until it runs."""
         holder = subprocess.Popen(
-            ["unshare", "--net", "--ipc", "--uts", "--mount", "--propagation", "private",
-             "--", "sh", "-c", _HOLDER_SCRIPT],
+            ["unshare", *_NAMESPACES, "--propagation", "private", "--", "sh", "-c", _HOLDER_SCRIPT,
+             "axon-holder", hostname],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             # The holder dies with the launcher, even one killed by SIGKILL.
             preexec_fn=die_with_parent(),
         )
+        # Kept at once: close() must kill it whatever happens next.
+        if hostname:
+            self._holders.append(holder)
+        else:
+            self._bridge = holder
         # The holder is ready once `sleep` runs in the new namespaces.
         deadline = time.monotonic() + _SETUP_TIMEOUT
         while time.monotonic() < deadline:
@@ -157,32 +333,8 @@ class EmulatedNodes:
             try:
                 with open(f"/proc/{holder.pid}/comm", encoding="ascii") as comm:
                     if comm.read().strip() == "sleep":
-                        return holder
+                        return
             except OSError:
                 pass
             time.sleep(0.01)
-        holder.kill()
         raise EmulationError(f"a node's namespaces were not ready after {_SETUP_TIMEOUT:.0f} s")
-
-    def _in(self, holder: subprocess.Popen, *argv: str, what: str) -> None:
-        _run(["nsenter", "-t", str(holder.pid), "--net", "--uts", "--", *argv], what)
-
-    def _wire(self, node: int) -> None:
-        holder = self._holders[node]
-        assert self._bridge is not None
-        inside, outside = f"{self._tag}n{node}a", f"{self._tag}n{node}b"
-        what = f"wiring node {node}"
-        _run(["ip", "link", "add", inside, "type", "veth", "peer", "name", outside], what)
-        try:
-            _run(["ip", "link", "set", inside, "netns", str(holder.pid)], what)
-            _run(["ip", "link", "set", outside, "netns", str(self._bridge.pid)], what)
-        except EmulationError:
-            # Still in the host's namespace: delete it here (deleting one end deletes both).
-            subprocess.run(["ip", "link", "del", outside], capture_output=True, check=False)
-            subprocess.run(["ip", "link", "del", inside], capture_output=True, check=False)
-            raise
-        self._in(self._bridge, "ip", "link", "set", outside, "master", "br0", "up", what=what)
-        self._in(holder, "ip", "link", "set", "lo", "up", what=what)
-        self._in(holder, "ip", "addr", "add", f"{self.address(node)}/24", "dev", inside, what=what)
-        self._in(holder, "ip", "link", "set", inside, "up", what=what)
-        self._in(holder, "hostname", f"axon-node{node}", what=what)
