@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from docs_blocks import CONSOLE, ROOT, SHELL, all_blocks, console_steps, missing_lines, parse_markers
-from test_examples import _nodes_available
+from emulated import nodes_why_not
 from test_gpu import _GPU_OK, _GPU_WHY_NOT
 
 #: Seconds one block may take (each runs small sizes; the whole file takes about a minute).
@@ -151,8 +151,8 @@ def _skip_reason(block) -> str | None:
         return block.markers["skip"]
     if "gpu" in block.markers and not _GPU_OK:
         return f"needs a GPU: {_GPU_WHY_NOT}"
-    if "root" in block.markers and not _nodes_available():
-        return "needs root and UCX (emulated nodes)"
+    if "root" in block.markers and nodes_why_not() is not None:
+        return f"needs emulated nodes: {nodes_why_not()}"
     return None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from emulated import nodes_why_not
 from test_gpu import _GPU_OK, _GPU_WHY_NOT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -245,15 +246,7 @@ def test_frame_broadcast_runs_the_transports_asked_for_in_order():
     assert res.stdout.index("| twosided |") < res.stdout.index("| axon |")
 
 
-def _nodes_available() -> bool:
-    try:
-        from axon import _axon
-    except ImportError:
-        return False
-    return os.geteuid() == 0 and bool(_axon.network_library()["available"])
-
-
-@pytest.mark.skipif(not _nodes_available(), reason="emulated nodes need root and UCX")
+@pytest.mark.skipif(nodes_why_not() is not None, reason=str(nodes_why_not()))
 def test_frame_broadcast_across_emulated_nodes():
     rows = run_frames(4, "--frame-bytes", "256K", "--frames", "10", "--warmup", "2",
                       launcher=("--emulate-nodes", "2"), env={"AXON_BACKEND": "host"})

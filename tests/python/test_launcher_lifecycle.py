@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from emulated import nodes_why_not
 from test_launcher import AXON_RUN, TIMEOUT, _env
 
 # Bound on how long PEs may outlive their launcher.
@@ -124,17 +124,12 @@ def _pe_program(folder: Path, body: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code) + textwrap.dedent(body)]
 
 
-def _emulated_nodes_possible() -> bool:
-    return os.geteuid() == 0 and all(shutil.which(tool) for tool in ("ip", "nsenter", "unshare"))
-
-
 NODES = [
     pytest.param([], id="one-node"),
     pytest.param(
         ["--emulate-nodes", "2"],
         id="emulated-nodes",
-        marks=pytest.mark.skipif(not _emulated_nodes_possible(),
-                                 reason="emulated nodes need root, ip, nsenter and unshare"),
+        marks=pytest.mark.skipif(nodes_why_not(ucx=False) is not None, reason=str(nodes_why_not(ucx=False))),
     ),
 ]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from emulated import nodes_why_not
 
 import axon
 
@@ -23,11 +24,6 @@ def axon_run(n, *argv, nodes=None, env=None, timeout=180):
         cmd += ["--emulate-nodes", str(nodes)]
     return subprocess.run(cmd + list(argv), capture_output=True, text=True, env=full, timeout=timeout,
                           stdin=subprocess.DEVNULL)
-
-
-def _ucx_available() -> bool:
-    from axon import _axon
-    return bool(_axon.network_library()["available"])
 
 
 @pytest.fixture
@@ -96,7 +92,7 @@ def test_messages_between_three_pes():
         assert f"[{pe}] PE {pe}: messages ok" in res.stdout, res.stdout + res.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not _ucx_available(), reason="emulated nodes need root and UCX")
+@pytest.mark.skipif(nodes_why_not() is not None, reason=str(nodes_why_not()))
 def test_messages_across_emulated_nodes():
     res = axon_run(4, sys.executable, str(SCRIPTS / "p2p_messages.py"), nodes=2)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

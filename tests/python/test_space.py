@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from emulated import nodes_why_not
 
 import axon
 import axon.space as space
@@ -451,7 +452,7 @@ def test_an_embedded_server_and_iget(tmp_path):
         assert s.stats()["puts_committed"] == 1
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="emulated nodes need root")
+@pytest.mark.skipif(nodes_why_not() is not None, reason=str(nodes_why_not()))
 def test_across_emulated_nodes_over_ucx(tmp_path):
     script = tmp_path / "nodes.py"
     script.write_text(textwrap.dedent(f"""
