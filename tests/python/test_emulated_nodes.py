@@ -200,3 +200,30 @@ def test_ctest_skips_on_the_line_the_launcher_prints():
 
     cmake = (Path(__file__).parents[1] / "CMakeLists.txt").read_text()
     assert f'set(AXON_NODES_SKIP_REGEX "{UNAVAILABLE}")' in cmake
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_ctrl_c_while_the_nodes_are_made_leaves_nothing(tmp_path, way):
+    # SIGINT as soon as the first holder runs: the nodes are still being made (pyroute2 is still
+    # being imported, without ip), or at the latest the PEs are being started.
+    mark = f"axon-emulated-nodes-test-{uuid.uuid4().hex}"
+    argv = [*AXON_RUN, "-n", "8", "--emulate-nodes", "4", sys.executable, "-c", "import time; time.sleep(60)"]
+    if way == "without-ip":
+        argv = without_ip(tmp_path / "path", argv)
+    launcher = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(os.environ, NODES_TEST_MARK=mark))
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not any(_comm(pid) == "sleep" for pid in _children(launcher.pid)):
+            assert launcher.poll() is None and time.monotonic() < deadline, launcher.communicate(timeout=TIMEOUT)
+            time.sleep(0.002)
+        launcher.send_signal(signal.SIGINT)
+        out, err = launcher.communicate(timeout=TIMEOUT)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode == 128 + signal.SIGINT, (out, err)
+    assert b"received SIGINT while starting the PEs" in err, err
+    assert not _marked(mark)
+    assert not LINK_NAMES & _host_links()
