@@ -91,12 +91,19 @@ def _marked(mark: str) -> list[int]:
 def _children(pid: int) -> list[int]:
     kids = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        kids += [int(k) for k in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        try:  # a thread may end between the listing and the read
+            kids += [int(k) for k in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
     return kids
 
 
 def _comm(pid: int) -> str:
-    return Path(f"/proc/{pid}/comm").read_text().strip()
+    """The process's name; "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _netns(pid: int) -> str:
@@ -227,3 +234,27 @@ def test_ctrl_c_while_the_nodes_are_made_leaves_nothing(tmp_path, way):
     assert b"received SIGINT while starting the PEs" in err, err
     assert not _marked(mark)
     assert not LINK_NAMES & _host_links()
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_link_that_cannot_be_made_is_an_error_naming_the_step(way):
+    # A network namespace of its own without the node's link: setting the node up must fail,
+    # saying which step, never pass or crash.
+    from axon.tools import emulated_nodes
+
+    holder = subprocess.Popen(["unshare", "--net", "--", "sleep", "30"], stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while _netns(holder.pid) == _netns(os.getpid()) or _comm(holder.pid) != "sleep":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        links = emulated_nodes._IpCommand() if way == "ip" else emulated_nodes._Pyroute2()
+        with pytest.raises(emulated_nodes.EmulationError) as caught:
+            links.node(holder.pid, 5, "10.77.0.6")
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(caught.value)
+    assert message.startswith("setting up node 5's link failed (")
+    assert ("ip -batch" if way == "ip" else "pyroute2") in message
+    assert f"pid {holder.pid}" in message

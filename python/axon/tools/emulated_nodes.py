@@ -42,12 +42,13 @@ Standard library only, like the launcher; pyroute2 is imported only where
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .parent_death import die_with_parent
 
@@ -209,29 +210,20 @@ class _Pyroute2:
             ipr.addr("add", index=link, address=address, prefixlen=24)
             ipr.link("set", index=link, state="up")
 
-    def _open(self, pid: int, what: str) -> _Pyroute2Socket:
-        return _Pyroute2Socket(self, pid, what)
-
-
-class _Pyroute2Socket:
-    """A pyroute2 socket in the namespace of ``pid`` that always closes, and turns pyroute2's
-    errors into an EmulationError that says what was being done."""
-
-    def __init__(self, way: _Pyroute2, pid: int, what: str) -> None:
-        self._way, self._pid, self._what = way, pid, what
-        self._ipr = None
-
-    def __enter__(self):
+    @contextlib.contextmanager
+    def _open(self, pid: int, what: str) -> Iterator:
+        """A pyroute2 socket in the namespace of ``pid``, always closed; pyroute2's errors (and a
+        link not found) become an EmulationError that says what was being done."""
         try:
-            self._ipr = self._way._iproute(netns=_namespace(self._pid), flags=0)
-        except self._way._errors as exc:
-            raise EmulationError(f"{self._what} failed (pyroute2, namespace of pid {self._pid}): {exc}") from exc
-        return self._ipr
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self._ipr.close()
-        if exc is not None and isinstance(exc, self._way._errors + (IndexError,)):
-            raise EmulationError(f"{self._what} failed (pyroute2, namespace of pid {self._pid}): {exc!r}") from exc
+            ipr = self._iproute(netns=_namespace(pid), flags=0)
+        except self._errors as exc:
+            raise EmulationError(f"{what} failed (pyroute2, namespace of pid {pid}): {exc}") from exc
+        try:
+            yield ipr
+        except (*self._errors, IndexError) as exc:
+            raise EmulationError(f"{what} failed (pyroute2, namespace of pid {pid}): {exc!r}") from exc
+        finally:
+            ipr.close()
 
 
 def _link_maker() -> _IpCommand | _Pyroute2:
