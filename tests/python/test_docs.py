@@ -25,8 +25,9 @@ from docs_blocks import CONSOLE, ROOT, SHELL, all_blocks, console_steps, missing
 from emulated import nodes_why_not
 from test_gpu import _GPU_OK, _GPU_WHY_NOT
 
-#: Seconds one block may take (each runs small sizes; the whole file takes about a minute).
-BLOCK_TIMEOUT = 60
+#: Seconds one block may take (each runs small sizes; the whole file takes about a minute on 2 idle
+#: cores, but a block of emulated nodes with --compare took over 60 s beside two builds).
+BLOCK_TIMEOUT = 180
 #: The same for a GPU block (CUDA's start-up on every PE, sizes a GPU user would run).
 GPU_BLOCK_TIMEOUT = 180
 #: Seconds a server block has to print its first line.
