@@ -26,6 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSpinIterations = 4096;                       // ~10-50 us of pure spinning
+constexpr auto kSpinTime = std::chrono::microseconds(50);   // and never longer (see waitLoop)
 constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yield the core
 constexpr auto kBusySpin = std::chrono::microseconds(200);  // no yield this soon after a message
 constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and timeout checks
@@ -40,10 +41,15 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
   // Over UCX's TCP and shared-memory transports data lands only when this PE polls its worker:
   // every check polls (a no-op on one node), and the engine's own thread stands aside meanwhile.
   ProgressEngine::Waiting waiting(rt.progressEngine());
+  // Bounded in time too: where each poll is a network progress call (about a microsecond), 4096
+  // of them held a core for milliseconds, and with more PEs than cores the PE waited for could not
+  // run meanwhile (an alltoall of 1 KiB on 2 emulated nodes of 2 PEs: 5 ms, 2 ms with the bound).
+  const auto spinUntil = Clock::now() + kSpinTime;
   for (int i = 0; i < spinIterations; ++i) {
     std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
     if (!rt.progress()) AXON_CPU_RELAX();
+    if (i % 16 == 15 && Clock::now() >= spinUntil) break;
   }
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
