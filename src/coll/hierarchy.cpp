@@ -61,7 +61,7 @@ struct Steps {
   Plan leaderPlan(Collective c, std::size_t count) const {
     std::optional<Algo> algo;
     if (c == q.collective) algo = forcedAlgo(rt.env(), c);
-    return makeLeaderPlan({c, count, elem, layout.nodes(), netHalfBytes(rt.env().collBuffer), algo});
+    return makeLeaderPlan({c, count, elem, layout.nodes(), rt.env().collBuffer, algo});
   }
   Buffers buf(const void* src, void* dst, std::size_t count, int root) const {
     return {static_cast<const char*>(src), static_cast<char*>(dst), count, q.type, q.op, root, elem};
@@ -207,13 +207,17 @@ std::shared_ptr<Hierarchy> Hierarchy::create(PeContext& rt, NetworkTransport& ne
   h->leaders_.myIndex = h->myLocal_ == 0 ? h->myNode_ : -1;
   h->leaders_.name = team.name + "/leaders";
   if (h->local_.members.size() > 1) h->localWs_ = Workspace::create(rt, h->local_, halfBytes);
-  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, net, h->leaders_, netHalfBytes(halfBytes));
+  // The leaders' rounds: a whole AXON_COLL_BUFFER each (a put, then its signal), two in flight. With
+  // 64 KiB rounds and 8 in flight a 4 MiB allreduce on 2 emulated nodes took 3.2-3.3 ms against
+  // 2.4 ms, with 256 KiB rounds and 8 in flight it stalled for 4-13 ms in half the calls
+  // (docs/performance.md, "Across nodes (emulated, host buffers)").
+  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, net, h->leaders_, halfBytes, 2);
   h->all_.members = team.members;
   h->all_.myIndex = team.myIndex;
   h->all_.name = team.name + "/direct";
   std::vector<char> remote(team.members.size());
   for (std::size_t i = 0; i < remote.size(); ++i) remote[i] = l.nodeOf[i] != h->myNode_;
-  h->directWs_ = NetWorkspace::create(rt, net, h->all_, netHalfBytes(halfBytes), &remote);
+  h->directWs_ = NetWorkspace::create(rt, net, h->all_, netHalfBytes(halfBytes), 0, &remote);
   return h;
 }
 
@@ -331,7 +335,7 @@ void Hierarchy::explain(PeContext& rt, Explanation& e, std::size_t count, DataTy
     return;
   }
   const std::optional<Algo> algo = forcedAlgo(rt.env(), e.collective);
-  const Plan lp = makeLeaderPlan({leaderStep, leaderCount, elem, layout_.nodes(), netHalfBytes(rt.env().collBuffer), algo});
+  const Plan lp = makeLeaderPlan({leaderStep, leaderCount, elem, layout_.nodes(), rt.env().collBuffer, algo});
   e.algorithm = std::string(algoName(lp.algo)) + " among node leaders";
   e.reason = std::to_string(n) + " PEs on " + std::to_string(layout_.nodes()) + " nodes (up to " +
              std::to_string(layout_.widest) + " per node): " + steps + ". In each node: host-shm, the node's " +

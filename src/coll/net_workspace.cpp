@@ -14,9 +14,9 @@ namespace axon::coll {
 
 std::unique_ptr<NetWorkspace> NetWorkspace::create(PeContext& rt, NetworkTransport& net,
                                                    const detail::TeamState& leaders, std::size_t halfBytes,
-                                                   const std::vector<char>* remote) {
+                                                   std::size_t depth, const std::vector<char>* remote) {
   const int n = static_cast<int>(leaders.members.size());
-  std::unique_ptr<NetWorkspace> ws(new NetWorkspace(n, leaders.myIndex, netLayout(n, halfBytes)));
+  std::unique_ptr<NetWorkspace> ws(new NetWorkspace(n, leaders.myIndex, netLayout(n, halfBytes, depth)));
   ws->net_ = &net;
   ws->worldRanks_ = leaders.members;
   const std::string what = "the network collective workspace of team " + leaders.name + " (AXON_COLL_BUFFER sets its size)";

@@ -66,7 +66,8 @@ constexpr std::size_t netDepth(int members, std::size_t halfBytes) {
   return fit < 2 ? 2 : (fit > 8 ? 8 : fit);
 }
 
-constexpr NetLayout netLayout(int members, std::size_t halfBytes) {
+// `depth`: 0 for netDepth's choice.
+constexpr NetLayout netLayout(int members, std::size_t halfBytes, std::size_t depth = 0) {
   const auto n = static_cast<std::size_t>(members);
   NetLayout l{};
   l.abort = 0;
@@ -76,7 +77,7 @@ constexpr NetLayout netLayout(int members, std::size_t halfBytes) {
   l.calls = l.called + n * kFlagStride;
   l.inbox = alignUp(l.calls + 2 * n * sizeof(CallRecord), 4096);
   l.slotBytes = alignUp(kSlotHeader + halfBytes, 4096);
-  l.depth = netDepth(members, halfBytes);
+  l.depth = depth ? depth : netDepth(members, halfBytes);
   l.outbox = l.inbox + l.depth * n * l.slotBytes;
   l.total = l.outbox + l.depth * l.slotBytes;
   return l;
@@ -87,8 +88,10 @@ class NetWorkspace : public ProtocolState {
   // Collective over the leaders (through the bootstrap store): each exposes its region and
   // accepts the others'. `remote` [member], when given: the members this one talks to on this
   // level (the direct workspace of every member: those on other nodes); `others` holds only them.
+  // `depth`: rounds in flight per member (0: netDepth's choice).
   static std::unique_ptr<NetWorkspace> create(PeContext& rt, NetworkTransport& net, const detail::TeamState& leaders,
-                                              std::size_t halfBytes, const std::vector<char>* remote = nullptr);
+                                              std::size_t halfBytes, std::size_t depth,
+                                              const std::vector<char>* remote = nullptr);
   // Gives the region back and forgets the peers'. Call when no leader writes any more (after the
   // team's last barrier); the transport frees what is left at finalize.
   void release();

@@ -47,10 +47,10 @@ struct Plan {
 Plan makePlan(const PlanInput& in);
 
 // The plan of a step among node leaders (the network level of a collective across nodes): a
-// latency-bound allreduce doubles recursively (log2 rounds), a larger one is pipelined (a
-// reduce-scatter, then an allgather, each leader sending every peer its pieces directly with
-// several rounds in flight: 2 (n-1)/n of the data, the least a link can carry, as the ring, without
-// the ring's n - 1 hops of latency per chunk); an allgather of 256 KiB or more
+// latency-bound allreduce doubles recursively (log2 rounds), a larger one takes the ring (each
+// leader sends 2 (n-1)/n of the data, the least a link can carry; `pipelined`, a reduce-scatter
+// then an allgather straight between leaders with rounds in flight, moves as much and is there to
+// be forced); an allgather of 256 KiB or more
 // on 3 or more leaders takes the ring; broadcasts choose as on one node. `forced` wins where the
 // collective allows it.
 Plan makeLeaderPlan(const PlanInput& in);

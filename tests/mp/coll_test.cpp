@@ -371,7 +371,7 @@ TEST(Collectives, ExplainMatchesTheCall) {
     EXPECT_NE(e.reason.find("recursive doubling"), std::string::npos) << e.reason;
     EXPECT_NE(e.reason.find("over ucx"), std::string::npos) << e.reason;
     auto big = axon::explain(Collective::Allreduce, world, 1 << 20, DataType::Float32);
-    EXPECT_EQ(big.algorithm, "pipelined among node leaders") << big.reason;
+    EXPECT_EQ(big.algorithm, "ring among node leaders") << big.reason;
     // alltoall goes straight between the PEs, not through the leaders.
     auto a2a = axon::explain(Collective::Alltoall, world, 1000, DataType::Float32);
     EXPECT_EQ(a2a.algorithm, "pairwise, direct between PEs") << a2a.reason;

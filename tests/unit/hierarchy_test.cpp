@@ -97,7 +97,7 @@ TEST(CollSchedule, RecursiveDoublingReachesEveryMemberOnce) {
   }
 }
 
-TEST(CollPlan, LeadersDoubleSmallAllreducesAndPipelineLargeOnes) {
+TEST(CollPlan, LeadersDoubleSmallAllreducesAndRingLargeOnes) {
   auto plan = [](Collective c, std::size_t bytes, int leaders, std::optional<Algo> forced = std::nullopt) {
     return makeLeaderPlan({c, bytes, 1, leaders, 256 * 1024, forced});
   };
@@ -105,13 +105,14 @@ TEST(CollPlan, LeadersDoubleSmallAllreducesAndPipelineLargeOnes) {
   EXPECT_EQ(small.algo, Algo::Doubling);
   EXPECT_NE(small.reason.find("on 3 node leaders"), std::string::npos) << small.reason;
   EXPECT_EQ(small.rounds, static_cast<std::size_t>(doublingRoundsPerChunk(3)));
-  Plan large = plan(Collective::Allreduce, 64 * 1024 + 1, 2);
+  EXPECT_EQ(plan(Collective::Allreduce, 64 * 1024 + 1, 2).algo, Algo::Ring);
+  Plan large = plan(Collective::Allreduce, 64 * 1024 + 1, 2, Algo::Pipelined);
   EXPECT_EQ(large.algo, Algo::Pipelined);
   // Pieces of a half of the largest segment (32 KiB + 1 of 64 KiB + 1), n - 1 rounds each to
   // reduce-scatter and one to allgather.
   EXPECT_EQ(large.chunks, 1u);
   EXPECT_EQ(large.rounds, 2u);
-  Plan three = makeLeaderPlan({Collective::Allreduce, 1000000, 4, 3, 65472, std::nullopt});
+  Plan three = makeLeaderPlan({Collective::Allreduce, 1000000, 4, 3, 65472, Algo::Pipelined});
   EXPECT_EQ(three.chunks, 21u);  // ceil(333334 / 16368): pieces of 16368 floats
   EXPECT_EQ(three.rounds, 63u);
   EXPECT_EQ(algoFromName("pipelined"), Algo::Pipelined);
