@@ -209,7 +209,7 @@ std::shared_ptr<Hierarchy> Hierarchy::create(PeContext& rt, NetworkTransport& ne
   if (h->local_.members.size() > 1) h->localWs_ = Workspace::create(rt, h->local_, halfBytes);
   // The leaders' rounds: a whole AXON_COLL_BUFFER each (a put, then its signal), two in flight. With
   // 64 KiB rounds and 8 in flight a 4 MiB allreduce on 2 emulated nodes took 3.2-3.3 ms against
-  // 2.4 ms, with 256 KiB rounds and 8 in flight it stalled for 4-13 ms in half the calls
+  // 2.4 ms, with 256 KiB rounds and 8 in flight 3.8-12.9 ms in half the runs
   // (docs/performance.md, "Across nodes (emulated, host buffers)").
   if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, net, h->leaders_, halfBytes, 2);
   h->all_.members = team.members;

@@ -41,11 +41,12 @@ namespace coll {
 
 constexpr std::size_t kSlotHeader = alignUp(sizeof(CallRecord), kFlagStride);
 
-// What one round among nodes carries at most, record included: the network transport sends a
-// put_signal up to 64 KiB as one message (UCX over TCP: transport/ucx/ucx_am_atomics.hpp), while a
-// larger put and its signal, both PEs sending at once as the collectives do, stalled 2 ms in about
-// half the exchanges (`axon bench pingping` on 2 emulated nodes: 128-256 KiB took 0.3 or 2.4 ms,
-// 64 KiB 0.13-0.19 ms). Every member computes the same, so each level counts its rounds alike.
+// What one round of the direct level (alltoall) carries at most, record included: the network
+// transport sends a put_signal up to 64 KiB as one message (UCX over TCP:
+// transport/ucx/ucx_am_atomics.hpp), while larger puts and their signals, several PEs sending at
+// once, stalled for milliseconds (`axon bench pingping` on 2 emulated nodes: 128-256 KiB took 0.3 or
+// 2.4 ms, 64 KiB 0.13-0.19 ms; an alltoall of 1 MiB on 2 nodes of 2 PEs took 17-33 ms with 256 KiB
+// rounds, 1.3-1.4 ms with 64 KiB ones). Every member computes the same, so all count rounds alike.
 constexpr std::size_t kNetRoundMax = 64 * 1024;
 constexpr std::size_t netHalfBytes(std::size_t collBuffer) {
   return collBuffer < kNetRoundMax - kSlotHeader ? collBuffer : kNetRoundMax - kSlotHeader;
