@@ -448,6 +448,7 @@ void runPairwise(Call& call, std::size_t chunkElems, const Buffers& b, const Pai
       const Range c = chunk(published / steps);
       publishTo(call, r0 + published, b.src + (blocks.blockOf(to) * b.count + c.offset) * b.elem, c.count * b.elem, to);
     }
+    if (i == 0 && blocks.meanwhile) blocks.meanwhile();
     const int from = mod(me - static_cast<int>(i % steps) - 1, n);
     if (!blocks.carries(from)) continue;
     const Range c = chunk(i / steps);

@@ -48,9 +48,12 @@ void runSend(Call& call, const Plan& plan, const Buffers& b, int from, int to);
 // `blockOf(p)`: the index of member p's block in src and dst (rows of count-element blocks); `carries(p)`: whether this level moves the
 // blocks between this member and p (the direct level: only members of other nodes). Every member
 // reserves the same chunks * (n - 1) rounds. This member's own block is not copied.
+// `meanwhile`, if set, runs once the first rounds are published and before the first is read
+// (another level's exchange, while these rounds are on the wire).
 struct PairwiseBlocks {
   std::function<std::size_t(int)> blockOf;
   std::function<bool(int)> carries;
+  std::function<void()> meanwhile = {};
 };
 void runPairwise(Call& call, std::size_t chunkElems, const Buffers& b, const PairwiseBlocks& blocks);
 }  // namespace axon::coll

@@ -171,19 +171,21 @@ struct Steps {
     else copyBytes(q.dst, mine.data(), block());
   }
 
-  // Pairwise and direct: no gathering to leaders. Inside the node the members exchange their
-  // blocks in shared memory, then each exchanges its blocks with every member of the other nodes
-  // over the network (runPairwise), chunked, two chunks in flight.
+  // Pairwise and direct: no gathering to leaders. Each member exchanges its blocks with every
+  // member of the other nodes over the network (runPairwise), chunked, several rounds in flight,
+  // and, while its first rounds are on the wire, with its own node's members in shared memory.
   void alltoall() {
     copyBytes(static_cast<char*>(q.dst) + me() * block(), static_cast<const char*>(q.src) + me() * block(), block());
     const Buffers b = buf(q.src, q.dst, q.count, 0);
-    if (local) {
-      const std::vector<int>& part = layout.parts[myNode];
+    const std::vector<int>& part = layout.parts[myNode];
+    auto inNode = [&] {
       runPairwise(*local, rt.env().collBuffer / elem, b,
                   {[&](int i) { return static_cast<std::size_t>(part[i]); }, [](int) { return true; }});
-    }
-    runPairwise(*direct, netHalfBytes(rt.env().collBuffer) / elem, b,
-                {[](int p) { return static_cast<std::size_t>(p); }, [&](int p) { return layout.nodeOf[p] != myNode; }});
+    };
+    PairwiseBlocks across{[](int p) { return static_cast<std::size_t>(p); },
+                          [&](int p) { return layout.nodeOf[p] != myNode; }};
+    if (local) across.meanwhile = inNode;
+    runPairwise(*direct, netHalfBytes(rt.env().collBuffer) / elem, b, across);
   }
   int me() const { return layout.parts[myNode][myLocal]; }
 };
