@@ -233,10 +233,61 @@ void allreduceDoubling(Call& call, const Plan& plan, const Buffers& b) {
   }
 }
 
+// Reduce-scatter, then allgather, each member talking to every other directly, with up to
+// depth() - 1 rounds published ahead of the one it reads (no data waits on its own publishing, so
+// the wire, the reduction and the acks overlap). Segment p (balancedPart) is member p's; round
+// (k, s) of the first phase carries piece k of segment me + s to that member, which folds in what
+// arrives in step order (its own first), so each segment is reduced once, in one order, and sent
+// as is: the same bits everywhere. The second phase publishes each reduced piece to all.
+void allreducePipelined(Call& call, const Plan& plan, const Buffers& b) {
+  const int n = call.members(), me = call.me();
+  const std::size_t chunks = plan.chunks, ch = std::max<std::size_t>(plan.chunkElems, 1);
+  const auto steps = static_cast<std::size_t>(n - 1);
+  const std::size_t ahead = call.depth() - 1;
+  auto piece = [&](int p, std::size_t k) {
+    const Range seg = balancedPart(b.count, n, p);
+    const std::size_t off = std::min(k * ch, seg.count);
+    return Range{seg.offset + off, std::min(ch, seg.count - off)};
+  };
+  const std::size_t total = chunks * steps;
+  const std::uint64_t r0 = call.reserveRounds(total);
+  std::size_t published = 0;
+  for (std::size_t i = 0; i < total; ++i) {
+    for (; published < total && published <= i + ahead; ++published) {
+      const int to = mod(me + static_cast<int>(published % steps) + 1, n);
+      const Range pc = piece(to, published / steps);
+      publishTo(call, r0 + published, b.src + pc.offset * b.elem, pc.count * b.elem, to);
+    }
+    const int s = static_cast<int>(i % steps) + 1, from = mod(me - s, n);
+    const Range pc = piece(me, i / steps);
+    char* acc = b.dst + pc.offset * b.elem;
+    const char* in = call.await(from, r0 + i);
+    reduceHost(acc, s == 1 ? b.src + pc.offset * b.elem : acc, in, pc.count, b.type, b.op);
+    call.ack(from, r0 + i);
+  }
+  const std::uint64_t r1 = call.reserveRounds(chunks);
+  published = 0;
+  for (std::size_t k = 0; k < chunks; ++k) {
+    for (; published < chunks && published <= k + ahead; ++published) {
+      const Range pc = piece(me, published);
+      char* h = call.beginPublish(r1 + published);
+      copyBytes(h, b.dst + pc.offset * b.elem, pc.count * b.elem);
+      call.publishToAll(r1 + published, pc.count * b.elem);
+    }
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      const Range pc = piece(p, k);
+      copyBytes(b.dst + pc.offset * b.elem, call.await(p, r1 + k), pc.count * b.elem);
+      call.ack(p, r1 + k);
+    }
+  }
+}
+
 }  // namespace
 
 void runAllreduce(Call& call, const Plan& plan, const Buffers& b) {
   switch (plan.algo) {
+    case Algo::Pipelined: return allreducePipelined(call, plan, b);
     case Algo::TwoShot: return allreduceTwoShot(call, plan, b);
     case Algo::Ring: return allreduceRing(call, plan, b);
     case Algo::Doubling: return allreduceDoubling(call, plan, b);
@@ -372,6 +423,37 @@ void runSend(Call& call, const Plan& plan, const Buffers& b, int from, int to) {
       copyBytes(b.dst + at, call.await(from, r0 + k), bytes);
       call.ack(from, r0 + k);
     }
+  }
+}
+
+void runPairwise(Call& call, std::size_t chunkElems, const Buffers& b, const PairwiseBlocks& blocks) {
+  const int n = call.members(), me = call.me();
+  chunkElems = std::max<std::size_t>(chunkElems, 1);
+  const std::size_t chunks = std::max<std::size_t>(ceilDiv(b.count, chunkElems), 1);
+  const auto steps = static_cast<std::size_t>(n - 1);
+  const std::size_t total = chunks * steps, ahead = call.depth() - 1;
+  const std::uint64_t r0 = call.reserveRounds(total);
+  auto chunk = [&](std::size_t k) {
+    const std::size_t off = std::min(k * chunkElems, b.count);
+    return Range{off, std::min(chunkElems, b.count - off)};
+  };
+  // Round i = (chunk i / steps, step i % steps + 1). Publishing runs up to `ahead` rounds before
+  // the round read: round j waits only for the acks of round j - depth, which every member gives
+  // while reading rounds before the one it waits in, so no wait closes a cycle.
+  std::size_t published = 0;
+  for (std::size_t i = 0; i < total; ++i) {
+    for (; published < total && published <= i + ahead; ++published) {
+      const int to = mod(me + static_cast<int>(published % steps) + 1, n);
+      if (!blocks.carries(to)) continue;
+      const Range c = chunk(published / steps);
+      publishTo(call, r0 + published, b.src + (blocks.blockOf(to) * b.count + c.offset) * b.elem, c.count * b.elem, to);
+    }
+    if (i == 0 && blocks.meanwhile) blocks.meanwhile();
+    const int from = mod(me - static_cast<int>(i % steps) - 1, n);
+    if (!blocks.carries(from)) continue;
+    const Range c = chunk(i / steps);
+    copyBytes(b.dst + (blocks.blockOf(from) * b.count + c.offset) * b.elem, call.await(from, r0 + i), c.count * b.elem);
+    call.ack(from, r0 + i);
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 #include "axon/collectives.hpp"
 #include "coll/plan.hpp"
@@ -39,4 +40,20 @@ void runAlltoall(Call& call, const Plan& plan, const Buffers& b);
 void runGather(Call& call, const Plan& plan, const Buffers& b);
 void runScatter(Call& call, const Plan& plan, const Buffers& b);
 void runSend(Call& call, const Plan& plan, const Buffers& b, int from, int to);
+
+// Pairwise exchange, the alltoall of the paths across nodes: in step s = 1 .. n-1 member `me`
+// publishes its block for member (me + s) % n to that member alone and reads the block of member
+// (me - s) % n, chunk by chunk (`chunkElems` elements a round, at most a half), publishing up to
+// depth() - 1 rounds ahead of the one it reads (a half is reused once its reader acked it).
+// `blockOf(p)`: the index of member p's block in src and dst (rows of count-element blocks); `carries(p)`: whether this level moves the
+// blocks between this member and p (the direct level: only members of other nodes). Every member
+// reserves the same chunks * (n - 1) rounds. This member's own block is not copied.
+// `meanwhile`, if set, runs once the first rounds are published and before the first is read
+// (another level's exchange, while these rounds are on the wire).
+struct PairwiseBlocks {
+  std::function<std::size_t(int)> blockOf;
+  std::function<bool(int)> carries;
+  std::function<void()> meanwhile = {};
+};
+void runPairwise(Call& call, std::size_t chunkElems, const Buffers& b, const PairwiseBlocks& blocks);
 }  // namespace axon::coll

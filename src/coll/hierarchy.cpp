@@ -45,6 +45,7 @@ struct Steps {
   int myNode, myLocal;
   Call* local;
   Call* net;
+  Call* direct;  // alltoall only: this member's call among the members of other nodes
   const Request& q;
   std::size_t elem;
   const char* api;
@@ -170,40 +171,23 @@ struct Steps {
     else copyBytes(q.dst, mine.data(), block());
   }
 
+  // Pairwise and direct: no gathering to leaders. Each member exchanges its blocks with every
+  // member of the other nodes over the network (runPairwise), chunked, several rounds in flight,
+  // and, while its first rounds are on the wire, with its own node's members in shared memory.
   void alltoall() {
-    const int widest = layout.widest, m = localMembers();
-    const std::size_t row = static_cast<std::size_t>(n()) * block();  // one member's src or dst
-    const std::size_t rowCount = static_cast<std::size_t>(n()) * q.count;
-    std::vector<char> rows, out;  // the node's src rows (gathered); its dst rows (to scatter)
-    if (leader() && local) rows = scratch(rt, static_cast<std::size_t>(m), row, api);
-    if (local) runGather(*local, localPlan(Collective::Allgather, rowCount), buf(q.src, rows.data(), rowCount, 0));
-    if (net) {
-      const char* src = local ? rows.data() : static_cast<const char*>(q.src);
-      const std::size_t pairs = static_cast<std::size_t>(layout.nodes()) * widest * widest;
-      std::vector<char> send = scratchBlocks(pairs), recv = scratchBlocks(pairs);
-      for (int j = 0; j < layout.nodes(); ++j) {
-        for (int i = 0; i < m; ++i) {
-          for (std::size_t to = 0; to < layout.parts[j].size(); ++to) {
-            copyBytes(send.data() + packedPairBlock(j, i, static_cast<int>(to), widest) * block(),
-                      src + i * row + layout.member(j, static_cast<int>(to)) * block(), block());
-          }
-        }
-      }
-      const std::size_t perLeader = static_cast<std::size_t>(widest) * widest * q.count;
-      runAlltoall(*net, leaderPlan(Collective::Alltoall, perLeader), buf(send.data(), recv.data(), perLeader, 0));
-      out = scratch(rt, static_cast<std::size_t>(m), row, api);
-      for (int j = 0; j < layout.nodes(); ++j) {
-        for (std::size_t from = 0; from < layout.parts[j].size(); ++from) {
-          for (int to = 0; to < m; ++to) {
-            copyBytes(out.data() + to * row + layout.member(j, static_cast<int>(from)) * block(),
-                      recv.data() + packedPairBlock(j, static_cast<int>(from), to, widest) * block(), block());
-          }
-        }
-      }
-    }
-    if (local) runScatter(*local, localPlan(Collective::Alltoall, rowCount), buf(out.data(), q.dst, rowCount, 0));
-    else copyBytes(q.dst, out.data(), row);
+    copyBytes(static_cast<char*>(q.dst) + me() * block(), static_cast<const char*>(q.src) + me() * block(), block());
+    const Buffers b = buf(q.src, q.dst, q.count, 0);
+    const std::vector<int>& part = layout.parts[myNode];
+    auto inNode = [&] {
+      runPairwise(*local, rt.env().collBuffer / elem, b,
+                  {[&](int i) { return static_cast<std::size_t>(part[i]); }, [](int) { return true; }});
+    };
+    PairwiseBlocks across{[](int p) { return static_cast<std::size_t>(p); },
+                          [&](int p) { return layout.nodeOf[p] != myNode; }};
+    if (local) across.meanwhile = inNode;
+    runPairwise(*direct, netHalfBytes(rt.env().collBuffer) / elem, b, across);
   }
+  int me() const { return layout.parts[myNode][myLocal]; }
 };
 
 }  // namespace
@@ -225,12 +209,23 @@ std::shared_ptr<Hierarchy> Hierarchy::create(PeContext& rt, NetworkTransport& ne
   h->leaders_.myIndex = h->myLocal_ == 0 ? h->myNode_ : -1;
   h->leaders_.name = team.name + "/leaders";
   if (h->local_.members.size() > 1) h->localWs_ = Workspace::create(rt, h->local_, halfBytes);
-  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, net, h->leaders_, halfBytes);
+  // The leaders' rounds: a whole AXON_COLL_BUFFER each (a put, then its signal), two in flight. With
+  // 64 KiB rounds and 8 in flight a 4 MiB allreduce on 2 emulated nodes took 3.2-3.3 ms against
+  // 2.4 ms, with 256 KiB rounds and 8 in flight 3.8-12.9 ms in half the runs
+  // (docs/performance.md, "Across nodes (emulated, host buffers)").
+  if (h->myLocal_ == 0) h->netWs_ = NetWorkspace::create(rt, net, h->leaders_, halfBytes, 2);
+  h->all_.members = team.members;
+  h->all_.myIndex = team.myIndex;
+  h->all_.name = team.name + "/direct";
+  std::vector<char> remote(team.members.size());
+  for (std::size_t i = 0; i < remote.size(); ++i) remote[i] = l.nodeOf[i] != h->myNode_;
+  h->directWs_ = NetWorkspace::create(rt, net, h->all_, netHalfBytes(halfBytes), 0, &remote);
   return h;
 }
 
 void Hierarchy::release() {
   if (netWs_) netWs_->release();
+  if (directWs_) directWs_->release();
 }
 
 void Hierarchy::run(PeContext& rt, const Request& q, const CallRecord& record, const char* api) {
@@ -241,7 +236,10 @@ void Hierarchy::sync(PeContext& rt, const char* what) {
   {
     std::lock_guard one(callMutex_);
     // After a failed call the members no longer count alike: the barrier goes on without a record.
-    if ((localWs_ && !localWs_->failure.empty()) || (netWs_ && !netWs_->failure.empty())) return;
+    if ((localWs_ && !localWs_->failure.empty()) || (netWs_ && !netWs_->failure.empty()) ||
+        (directWs_ && !directWs_->failure.empty())) {
+      return;
+    }
   }
   runCall(rt, nullptr, syncRecord(what), what);
 }
@@ -249,7 +247,7 @@ void Hierarchy::sync(PeContext& rt, const char* what) {
 void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& record, const char* api) {
   std::lock_guard one(callMutex_);
   std::optional<ShmCall> local;
-  std::optional<NetCall> net;
+  std::optional<NetCall> net, direct;
   try {
     if (localWs_) local.emplace(rt, local_, *localWs_, record, api);
     // A leader vouches for its node: it sends its record to the other leaders only once every
@@ -257,9 +255,15 @@ void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& recor
     // knows that every member of the team agrees.
     if (local && netWs_) local->agreeWithAll();
     if (netWs_) net.emplace(rt, leaders_, *netWs_, record, api, local ? &*local : nullptr);
+    if (q && q->collective == Collective::Alltoall) {
+      // The leaders move no data in it: their records go now, so that a leader in another call
+      // finds the mismatch while this one waits on the direct level (which watches the leaders').
+      if (net) net->sendRecords();
+      direct.emplace(rt, all_, *directWs_, record, api, local ? &*local : nullptr, net ? &*net : nullptr);
+    }
     if (q) {
-      Steps s{rt, layout_, myNode_, myLocal_, local ? &*local : nullptr, net ? &*net : nullptr, *q,
-              dataTypeSize(q->type), api};
+      Steps s{rt, layout_, myNode_, myLocal_, local ? &*local : nullptr, net ? &*net : nullptr,
+              direct ? &*direct : nullptr, *q, dataTypeSize(q->type), api};
       switch (q->collective) {
         case Collective::Barrier: s.barrier(); break;
         case Collective::Broadcast: s.broadcast(); break;
@@ -273,6 +277,7 @@ void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& recor
     // Each level compares every member's record; a member returns only once its leader knows
     // that every leader (so every member) made the same call (else the leader's abort stops it).
     if (local) local->finish();
+    if (direct) direct->finish();
     if (net) net->finish();
     if (local && myLocal_ == 0) local->confirmToNode();
     if (local && myLocal_ != 0) local->awaitNodeLeader(0);
@@ -281,10 +286,12 @@ void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& recor
     if (e.code() == ErrorCode::CollectiveMismatch) {
       if (localWs_) localWs_->tellOthers(rt.myPe(), e.what());
       if (netWs_) netWs_->tellOthers(rt.myPe(), e.what());
+      if (direct) directWs_->tellOthers(rt.myPe(), e.what());
     }
     const std::string why = std::string(errorCodeName(e.code())) + " in " + api;
     if (localWs_ && localWs_->failure.empty()) localWs_->failure = why;
     if (netWs_ && netWs_->failure.empty()) netWs_->failure = why;
+    if (directWs_ && directWs_->failure.empty()) directWs_->failure = why;
     throw;
   }
 }
@@ -309,16 +316,28 @@ void Hierarchy::explain(PeContext& rt, Explanation& e, std::size_t count, DataTy
       steps = "reduce to each node's leader, reduce_scatter among leaders, scatter in the node";
       leaderCount = w * count;
       break;
-    case Collective::Alltoall:
-      steps = "gather to each node's leader, alltoall among leaders, scatter in the node";
-      leaderCount = w * w * count;
-      break;
+    case Collective::Alltoall: break;
   }
-  const std::optional<Algo> algo = forcedAlgo(rt.env(), e.collective);
-  const Plan lp = makeLeaderPlan({leaderStep, leaderCount, elem, layout_.nodes(), rt.env().collBuffer, algo});
   std::string link = "the network";
   if (net_) link = net_->pathTo(leaders_.members[myNode_ == 0 ? 1 : 0]);
   e.path = "hierarchical";
+  if (e.collective == Collective::Alltoall) {
+    // No leaders' step: every member exchanges its blocks itself (Steps::alltoall).
+    const std::size_t chunk = std::max<std::size_t>(netHalfBytes(rt.env().collBuffer) / elem, 1);
+    const std::size_t chunks = std::max<std::size_t>((count + chunk - 1) / chunk, 1);
+    e.algorithm = "pairwise, direct between PEs";
+    e.reason = std::to_string(n) + " PEs on " + std::to_string(layout_.nodes()) + " nodes (up to " +
+               std::to_string(layout_.widest) + " per node): each PE exchanges its blocks with the PEs of its node " +
+               "in host-shm (the node's collective workspace) and with every PE of the other nodes itself over " +
+               link + ", pairwise (step s: to PE + s, from PE - s), in chunks of up to " +
+               std::to_string(chunk * elem) + " bytes (one message each), up to " +
+               std::to_string(directWs_ ? directWs_->layout().depth : 2) + " in flight per PE; nothing goes through the node leaders";
+    e.chunkBytes = std::min(chunk, std::max<std::size_t>(count, 1)) * elem;
+    e.rounds = chunks * static_cast<std::size_t>(n - 1);
+    return;
+  }
+  const std::optional<Algo> algo = forcedAlgo(rt.env(), e.collective);
+  const Plan lp = makeLeaderPlan({leaderStep, leaderCount, elem, layout_.nodes(), rt.env().collBuffer, algo});
   e.algorithm = std::string(algoName(lp.algo)) + " among node leaders";
   e.reason = std::to_string(n) + " PEs on " + std::to_string(layout_.nodes()) + " nodes (up to " +
              std::to_string(layout_.widest) + " per node): " + steps + ". In each node: host-shm, the node's " +

@@ -2,7 +2,10 @@
 // node run the shared-memory protocol among themselves, and one leader per node (its first member)
 // runs the network level (coll/net_protocol.hpp) with the other leaders. Each collective is a few
 // steps of the algorithms on the two levels, e.g. allreduce = reduce to the leader, allreduce among
-// leaders, broadcast from the leader. Results are bit-identical on every member.
+// leaders, broadcast from the leader. alltoall skips the leaders: every member exchanges its blocks
+// with the members of the other nodes itself, over a third, direct level (a network workspace among
+// all members), and with its own node's members in shared memory. Results are bit-identical on
+// every member.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +56,8 @@ class Hierarchy {
   detail::TeamState local_, leaders_;     // this PE's node part and the leaders, as teams for names
   std::unique_ptr<Workspace> localWs_;    // when this node's part has more than one member
   std::unique_ptr<NetWorkspace> netWs_;   // on leaders
+  detail::TeamState all_;                 // every member, for the direct level
+  std::unique_ptr<NetWorkspace> directWs_;  // every member's, written by the members of other nodes
   // One call at a time: a stream's host worker runs the team's stream-ordered calls beside the
   // program's own threads.
   std::mutex callMutex_;

@@ -20,14 +20,31 @@ std::uint64_t loadAcquire(const std::uint64_t& w) {
 }  // namespace
 
 NetCall::NetCall(PeContext& rt, const detail::TeamState& leaders, NetWorkspace& ws, CallRecord record, const char* api,
-                 Call* local)
-    : Call(rt, leaders, ws, ws.members(), ws.me(), record, api), ws_(ws), net_(ws.transport()), local_(local) {
+                 Call* local, Call* watch)
+    : Call(rt, leaders, ws, ws.members(), ws.me(), record, api), ws_(ws), net_(ws.transport()), local_(local),
+      recordDue_(static_cast<std::size_t>(ws.members()), 0) {
   checkAbort();
-  // The record travels to every leader, data or not (a blocking put: `rec` is on the stack). Slot
-  // seq % 2 is not rewritten before every leader is done with this call: a leader starts call
-  // seq + 2 only after it had every record of call seq + 1.
+  for (int p : ws_.others) recordDue_[p] = 1;
+  recordsDue_ = !ws_.others.empty();
+  if (watch) {
+    onCheck_ = [this, watch] {
+      checkAbort();
+      checkPeers();
+      watch->check();
+    };
+  }
+}
+
+void NetCall::sendRecords() {
+  if (!recordsDue_) return;
+  recordsDue_ = false;
+  // A blocking put: `rec` is on the stack. Slot seq % 2 is not rewritten before every member is
+  // done with this call: a member starts call seq + 2 only after it had every record of call
+  // seq + 1 (here or with the data).
   CallRecord rec = record_;
   for (int p : ws_.others) {
+    if (!recordDue_[p]) continue;
+    recordDue_[p] = 0;
     net_.putSignal(ws_.at(p, ws_.callOffset(me(), record_.seq)), &rec, sizeof(rec), ws_.at(p, ws_.calledOffset(me())),
                    record_.seq, SignalOp::Set, false);
   }
@@ -49,9 +66,11 @@ void NetCall::publish(std::uint64_t r, std::span<const int> readers, std::size_t
   published(r, readers);
   // The outbox half is not written again before every reader acked this round, by which time the
   // put has landed: it needs no local completion here.
+  // The slot's header is this call's record: a reader that had none yet has it now.
   for (int reader : readers) {
-    net_.putNbi(ws_.at(reader, ws_.inboxOffset(me(), r)), slot, kSlotHeader + bytes);
-    net_.signal(ws_.at(reader, ws_.readyOffset(me())), r, SignalOp::Set);
+    net_.putSignal(ws_.at(reader, ws_.inboxOffset(me(), r)), slot, kSlotHeader + bytes,
+                   ws_.at(reader, ws_.readyOffset(me())), r, SignalOp::Set, true);
+    recordDue_[reader] = 0;
   }
 }
 
@@ -65,7 +84,7 @@ const char* NetCall::await(int p, std::uint64_t r) {
 }
 
 void NetCall::ack(int p, std::uint64_t r) {
-  ws_.acked[p][r % 2] = r;
+  ws_.acked[p][r % ws_.layout().depth] = r;
   net_.signal(ws_.at(p, ws_.ackOffset(me())), r, SignalOp::Set);
 }
 
@@ -75,10 +94,12 @@ void NetCall::checkPeers() {
   // are looked at: nobody writes them meanwhile.
   for (int p : ws_.others) {
     const std::uint64_t ready = loadAcquire(*ws_.readyWord(p));
-    for (std::uint64_t half = 0; half < 2; ++half) {
+    const std::uint64_t depth = ws_.layout().depth;
+    for (std::uint64_t half = 0; half < depth; ++half) {
       CallRecord theirs;
       std::memcpy(&theirs, ws_.inbox(p, half), sizeof(theirs));
-      if (theirs.round == 0 || theirs.round > ready || theirs.round % 2 != half || theirs.round <= ws_.acked[p][half]) {
+      if (theirs.round == 0 || theirs.round > ready || theirs.round % depth != half ||
+          theirs.round <= ws_.acked[p][half]) {
         continue;
       }
       if (theirs.seq == record_.seq && !sameCall(theirs, record_)) differs(theirs, p);

@@ -13,9 +13,10 @@
 namespace axon::coll {
 
 std::unique_ptr<NetWorkspace> NetWorkspace::create(PeContext& rt, NetworkTransport& net,
-                                                   const detail::TeamState& leaders, std::size_t halfBytes) {
+                                                   const detail::TeamState& leaders, std::size_t halfBytes,
+                                                   std::size_t depth, const std::vector<char>* remote) {
   const int n = static_cast<int>(leaders.members.size());
-  std::unique_ptr<NetWorkspace> ws(new NetWorkspace(n, leaders.myIndex, netLayout(n, halfBytes)));
+  std::unique_ptr<NetWorkspace> ws(new NetWorkspace(n, leaders.myIndex, netLayout(n, halfBytes, depth)));
   ws->net_ = &net;
   ws->worldRanks_ = leaders.members;
   const std::string what = "the network collective workspace of team " + leaders.name + " (AXON_COLL_BUFFER sets its size)";
@@ -40,6 +41,7 @@ std::unique_ptr<NetWorkspace> NetWorkspace::create(PeContext& rt, NetworkTranspo
         ws->regions_[i] = ws->myRegion_;
         continue;
       }
+      if (remote && !(*remote)[i]) continue;  // on this node: never written to from here
       std::string registration;
       ws->regions_[i] = wire::decodeBlob(all[i], wire::BlobKind::CollRegion, expose.originOf(i),
                                          [&](wire::ByteReader& in) {
@@ -53,8 +55,10 @@ std::unique_ptr<NetWorkspace> NetWorkspace::create(PeContext& rt, NetworkTranspo
     accept.fail(e);
   }
   accept.finish();
-  ws->acked.assign(n, {0, 0});
+  ws->acked.assign(n, std::vector<std::uint64_t>(ws->layout_.depth, 0));
+  ws->halfUse.resize(ws->layout_.depth);
   ws->nameFlags(n, ws->me_, "team " + leaders.name + "'s network collective workspace");
+  if (remote) std::erase_if(ws->others, [&](int i) { return !(*remote)[i]; });
   return ws;
 }
 

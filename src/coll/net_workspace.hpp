@@ -8,10 +8,15 @@
 //   called[n]: called[p] = the number of p's last call whose record sits in calls (written by p)
 //   calls[n][2]: p's record of its call #s in calls[p][s % 2], put at the start of the call, so
 //              that every leader compares every other's call before it returns
-//   inbox[n][2]: p's round r lands in inbox[p][r % 2]: its call record, then its data
-//   outbox[2]: where this leader prepares its round r (local only: the source of its puts)
+//   inbox[n][D]: p's round r lands in inbox[p][r % D]: its call record, then its data
+//   outbox[D]: where this leader prepares its round r (local only: the source of its puts)
 //
-// Flags sit on their own 64-byte lines. Created with the team, on leaders only.
+// D (depth) rounds may be in flight per member: over the network a round trip (the ack) costs as
+// much as a round's data, so two would leave the wire idle half the time.
+//
+// Flags sit on their own 64-byte lines. Created with the team: on leaders among the leaders, and
+// on every member among all members (the direct steps, where each member talks only to the
+// members of other nodes; the slots of its own node's members stay unused).
 #pragma once
 
 #include <array>
@@ -34,15 +39,36 @@ struct TeamState;
 
 namespace coll {
 
+constexpr std::size_t kSlotHeader = alignUp(sizeof(CallRecord), kFlagStride);
+
+// What one round of the direct level (alltoall) carries at most, record included: the network
+// transport sends a put_signal up to 64 KiB as one message (UCX over TCP:
+// transport/ucx/ucx_am_atomics.hpp), while larger puts and their signals, several PEs sending at
+// once, stalled for milliseconds (`axon bench pingping` on 2 emulated nodes: 128-256 KiB took 0.3 or
+// 2.4 ms, 64 KiB 0.13-0.19 ms; an alltoall of 1 MiB on 2 nodes of 2 PEs took 17-33 ms with 256 KiB
+// rounds, 1.3-1.4 ms with 64 KiB ones). Every member computes the same, so all count rounds alike.
+constexpr std::size_t kNetRoundMax = 64 * 1024;
+constexpr std::size_t netHalfBytes(std::size_t collBuffer) {
+  return collBuffer < kNetRoundMax - kSlotHeader ? collBuffer : kNetRoundMax - kSlotHeader;
+}
+
 struct NetLayout {
   std::size_t abort, ready, ack, called, calls, inbox, outbox;
   std::size_t slotBytes;  // a record and a half
+  std::size_t depth;      // slots per member
   std::size_t total;
 };
 
-constexpr std::size_t kSlotHeader = alignUp(sizeof(CallRecord), kFlagStride);
+// The depth of a level of `members`: 8 rounds in flight, fewer where the inboxes would pass 16 MiB
+// (never below 2). The same on every member.
+constexpr std::size_t netDepth(int members, std::size_t halfBytes) {
+  const std::size_t slot = alignUp(kSlotHeader + halfBytes, 4096);
+  const std::size_t fit = (std::size_t{16} << 20) / (slot * static_cast<std::size_t>(members > 0 ? members : 1));
+  return fit < 2 ? 2 : (fit > 8 ? 8 : fit);
+}
 
-constexpr NetLayout netLayout(int members, std::size_t halfBytes) {
+// `depth`: 0 for netDepth's choice.
+constexpr NetLayout netLayout(int members, std::size_t halfBytes, std::size_t depth = 0) {
   const auto n = static_cast<std::size_t>(members);
   NetLayout l{};
   l.abort = 0;
@@ -52,17 +78,21 @@ constexpr NetLayout netLayout(int members, std::size_t halfBytes) {
   l.calls = l.called + n * kFlagStride;
   l.inbox = alignUp(l.calls + 2 * n * sizeof(CallRecord), 4096);
   l.slotBytes = alignUp(kSlotHeader + halfBytes, 4096);
-  l.outbox = l.inbox + 2 * n * l.slotBytes;
-  l.total = l.outbox + 2 * l.slotBytes;
+  l.depth = depth ? depth : netDepth(members, halfBytes);
+  l.outbox = l.inbox + l.depth * n * l.slotBytes;
+  l.total = l.outbox + l.depth * l.slotBytes;
   return l;
 }
 
 class NetWorkspace : public ProtocolState {
  public:
   // Collective over the leaders (through the bootstrap store): each exposes its region and
-  // accepts the others'.
+  // accepts the others'. `remote` [member], when given: the members this one talks to on this
+  // level (the direct workspace of every member: those on other nodes); `others` holds only them.
+  // `depth`: rounds in flight per member (0: netDepth's choice).
   static std::unique_ptr<NetWorkspace> create(PeContext& rt, NetworkTransport& net, const detail::TeamState& leaders,
-                                              std::size_t halfBytes);
+                                              std::size_t halfBytes, std::size_t depth,
+                                              const std::vector<char>* remote = nullptr);
   // Gives the region back and forgets the peers'. Call when no leader writes any more (after the
   // team's last barrier); the transport frees what is left at finalize.
   void release();
@@ -88,10 +118,12 @@ class NetWorkspace : public ProtocolState {
     return *reinterpret_cast<AbortRecord*>(base_ + layout_.abort + static_cast<std::size_t>(from) * sizeof(AbortRecord));
   }
   char* inbox(int from, std::uint64_t round) const { return base_ + inboxOffset(from, round); }
-  char* outbox(std::uint64_t round) const { return base_ + layout_.outbox + (round % 2) * layout_.slotBytes; }
+  char* outbox(std::uint64_t round) const {
+    return base_ + layout_.outbox + (round % layout_.depth) * layout_.slotBytes;
+  }
   // Offsets in any leader's region.
   std::size_t inboxOffset(int from, std::uint64_t round) const {
-    return layout_.inbox + (static_cast<std::size_t>(from) * 2 + round % 2) * layout_.slotBytes;
+    return layout_.inbox + (static_cast<std::size_t>(from) * layout_.depth + round % layout_.depth) * layout_.slotBytes;
   }
   std::size_t readyOffset(int from) const { return layout_.ready + static_cast<std::size_t>(from) * kFlagStride; }
   std::size_t ackOffset(int from) const { return layout_.ack + static_cast<std::size_t>(from) * kFlagStride; }
@@ -101,9 +133,9 @@ class NetWorkspace : public ProtocolState {
   }
   std::size_t abortOffset(int from) const { return layout_.abort + static_cast<std::size_t>(from) * sizeof(AbortRecord); }
 
-  // The last round this leader acked to member p, per half: an inbox slot not yet acked holds
+  // The last round this leader acked to member p, per slot: an inbox slot not yet acked holds
   // complete data nobody overwrites.
-  std::vector<std::array<std::uint64_t, 2>> acked;
+  std::vector<std::vector<std::uint64_t>> acked;
 
  private:
   NetWorkspace(int members, int me, NetLayout layout) : members_(members), me_(me), layout_(layout) {}

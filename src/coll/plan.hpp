@@ -13,7 +13,7 @@
 
 namespace axon::coll {
 
-enum class Algo { Local, OneShot, TwoShot, Ring, Chain, Doubling };
+enum class Algo { Local, OneShot, TwoShot, Ring, Chain, Doubling, Pipelined };
 const char* algoName(Algo a) noexcept;  // "oneshot", "recursive_doubling"
 std::optional<Algo> algoFromName(std::string_view name);
 
@@ -48,7 +48,9 @@ Plan makePlan(const PlanInput& in);
 
 // The plan of a step among node leaders (the network level of a collective across nodes): a
 // latency-bound allreduce doubles recursively (log2 rounds), a larger one takes the ring (each
-// leader sends 2 (n-1)/n of the data, the least a link can carry); an allgather of 256 KiB or more
+// leader sends 2 (n-1)/n of the data, the least a link can carry; `pipelined`, a reduce-scatter
+// then an allgather straight between leaders with rounds in flight, moves as much and is there to
+// be forced); an allgather of 256 KiB or more
 // on 3 or more leaders takes the ring; broadcasts choose as on one node. `forced` wins where the
 // collective allows it.
 Plan makeLeaderPlan(const PlanInput& in);

@@ -102,14 +102,14 @@ Call::Call(PeContext& rt, const detail::TeamState& team, ProtocolState& state, i
 }
 
 char* Call::beginPublish(std::uint64_t r) {
-  ProtocolState::HalfUse& use = state_.halfUse[r % 2];
+  ProtocolState::HalfUse& use = state_.halfUse[r % state_.depth()];
   for (int reader : use.readers) waitWord(ackWord(reader), use.round, reader, state_.ackNames[reader]);
   use.readers.clear();
   return halfFor(r);
 }
 
 void Call::published(std::uint64_t r, std::span<const int> readers) {
-  ProtocolState::HalfUse& use = state_.halfUse[r % 2];
+  ProtocolState::HalfUse& use = state_.halfUse[r % state_.depth()];
   use.round = r;
   use.readers.assign(readers.begin(), readers.end());
   lastPublished_ = r;
@@ -125,13 +125,17 @@ void Call::agreeWithAll() {
 }
 
 void Call::finish() {
+  sendRecords();
   agreeWithAll();
   if (readSomething_ || lastPublished_ == 0) return;
-  const ProtocolState::HalfUse& use = state_.halfUse[lastPublished_ % 2];
+  const ProtocolState::HalfUse& use = state_.halfUse[lastPublished_ % state_.depth()];
   for (int reader : use.readers) waitWord(ackWord(reader), use.round, reader, state_.ackNames[reader]);
 }
 
 std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name) {
+  // Already there: nothing to send first, nothing to check.
+  if (const std::uint64_t seen = loadAcquire(*word); seen >= value) return seen;
+  sendRecords();
   WaitSite site{api_, team_.name.c_str(), static_cast<int>(value), team_.members[member], name.c_str(), &onCheck_};
   try {
     return waitUntil(rt_, word, Cmp::Ge, value, site);

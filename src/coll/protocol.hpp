@@ -38,6 +38,8 @@ class Call {
 
   int members() const { return members_; }
   int me() const { return me_; }
+  // How many rounds this PE may have published and not yet seen acked (its halves).
+  std::uint64_t depth() const { return state_.depth(); }
 
   // The next round number.
   std::uint64_t nextRound() { return ++state_.rounds; }
@@ -74,6 +76,13 @@ class Call {
   virtual void tellOthers(const std::string& message) = 0;
   // Throws when a member told this one to stop.
   virtual void checkAbort() = 0;
+  // Runs what every wait of this call runs at its liveness checks (checkAbort, then the peers'
+  // records): a call on another level of the same team runs it while it waits.
+  void check() { onCheck_(); }
+  // Sends this PE's record of the call to the members that have not had it yet (a level that
+  // defers it so that it travels with the data where it can). Run before every wait and at
+  // finish(), so that no member waits for a record that has not left.
+  virtual void sendRecords() {}
 
  protected:
   // Starts a call: refuses it if an earlier one failed on this level of the team.

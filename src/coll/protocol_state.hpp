@@ -16,7 +16,11 @@ struct ProtocolState {
   struct HalfUse {
     std::uint64_t round = 0;
     std::vector<int> readers;  // members that will ack `round` once they have read it
-  } halfUse[2];
+  };
+  // Round r goes out through half r % depth: two on shared memory (a writer and a reader at a
+  // time), more among nodes, where a round trip costs more than a round's data (NetWorkspace).
+  std::vector<HalfUse> halfUse = std::vector<HalfUse>(2);
+  std::uint64_t depth() const { return halfUse.size(); }
   std::string failure;  // set when a call failed midway: the counters no longer match the peers'
 
   // Fixed per team, built once: every member but this one, and the names waits give their flags.

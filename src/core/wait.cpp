@@ -26,8 +26,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSpinIterations = 4096;                       // ~10-50 us of pure spinning
+constexpr auto kSpinTime = std::chrono::microseconds(10);   // and never longer (see waitLoop)
 constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yield the core
-constexpr auto kBusySpin = std::chrono::microseconds(200);  // no yield this soon after a message
+// No yield this soon after a message. 200 us kept PEs that get a message every few tens of
+// microseconds (the rounds of a collective across nodes) spinning without end, each poll of the
+// network an epoll_wait: 4 PEs on 2 cores (2 emulated nodes) ran an alltoall of 1 MiB in 2.2-2.7 ms
+// with 200 us and a 50 us first spin, 1.4-1.5 ms with 20 us, 0.85-0.99 ms with 5 us and a 10 us
+// first spin (1.2-1.8 ms with 20 and 50 in the same run); an allreduce of 8 bytes on 4 PEs of one
+// node took 306-328 us with 200 us, 83-127 us with 20 us, 21-22 us with 5 us. Latency between 2 PEs
+// with a core each did not change (put_signal round trip across nodes 11.5-16 us, one-way latency on
+// one node 0.12 us, with either value).
+constexpr auto kBusySpin = std::chrono::microseconds(5);
 constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and timeout checks
 
 std::string expectedText(Cmp cmp, std::uint64_t value) {
@@ -40,10 +49,15 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
   // Over UCX's TCP and shared-memory transports data lands only when this PE polls its worker:
   // every check polls (a no-op on one node), and the engine's own thread stands aside meanwhile.
   ProgressEngine::Waiting waiting(rt.progressEngine());
+  // Bounded in time too: where each poll is a network progress call (about a microsecond), 4096
+  // of them held a core for milliseconds, and with more PEs than cores the PE waited for could not
+  // run meanwhile (an alltoall of 1 KiB on 2 emulated nodes of 2 PEs: 5 ms, 2 ms with a 50 us bound).
+  const auto spinUntil = Clock::now() + kSpinTime;
   for (int i = 0; i < spinIterations; ++i) {
     std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
     if (!rt.progress()) AXON_CPU_RELAX();
+    if (i % 16 == 15 && Clock::now() >= spinUntil) break;
   }
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(

@@ -82,6 +82,16 @@ TEST(CollMismatch, DifferentCollectives) {
     if (me() == 0) axon::allgather(t, b.src.data(), b.dst.data(), 16, DataType::Int32);
     else axon::alltoall(t, b.src.data(), b.dst.data(), 16, DataType::Int32);
   });
+  // Across nodes alltoall goes straight between the PEs: a count that differs on one half (every
+  // PE exchanges data with the other node's, records with the data), and alltoall against allreduce
+  // (the direct level on one half, the leaders' on the other; large: many rounds in flight).
+  expectMismatch("alltoall counts", {"alltoall(count 16,", "alltoall(count 17,"}, [&](const axon::Team& t) {
+    axon::alltoall(t, b.src.data(), b.dst.data(), lowerHalf() ? 16 : 17, DataType::Int32);
+  });
+  expectMismatch("alltoall against allreduce", {"alltoall(", "allreduce("}, [&](const axon::Team& t) {
+    if (lowerHalf()) axon::alltoall(t, b.src.data(), b.dst.data(), 100000, DataType::Int32);
+    else axon::allreduce(t, b.src.data(), b.dst.data(), 400000, DataType::Int32, ReduceOp::Sum);
+  });
   expectMismatch("reduce against reduce_scatter", {"reduce(", "reduce_scatter("}, [&](const axon::Team& t) {
     if (lowerHalf()) axon::reduce(t, b.src.data(), b.dst.data(), 64, DataType::Int32, ReduceOp::Sum, 0);
     else axon::reduceScatter(t, b.src.data(), b.dst.data(), 16, DataType::Int32, ReduceOp::Sum);

@@ -372,6 +372,11 @@ TEST(Collectives, ExplainMatchesTheCall) {
     EXPECT_NE(e.reason.find("over ucx"), std::string::npos) << e.reason;
     auto big = axon::explain(Collective::Allreduce, world, 1 << 20, DataType::Float32);
     EXPECT_EQ(big.algorithm, "ring among node leaders") << big.reason;
+    // alltoall goes straight between the PEs, not through the leaders.
+    auto a2a = axon::explain(Collective::Alltoall, world, 1000, DataType::Float32);
+    EXPECT_EQ(a2a.algorithm, "pairwise, direct between PEs") << a2a.reason;
+    EXPECT_NE(a2a.reason.find("over ucx"), std::string::npos) << a2a.reason;
+    EXPECT_EQ(a2a.rounds, static_cast<std::size_t>(np() - 1));  // 4000 bytes: one chunk
   }
 }
 

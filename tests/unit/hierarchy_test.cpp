@@ -106,6 +106,17 @@ TEST(CollPlan, LeadersDoubleSmallAllreducesAndRingLargeOnes) {
   EXPECT_NE(small.reason.find("on 3 node leaders"), std::string::npos) << small.reason;
   EXPECT_EQ(small.rounds, static_cast<std::size_t>(doublingRoundsPerChunk(3)));
   EXPECT_EQ(plan(Collective::Allreduce, 64 * 1024 + 1, 2).algo, Algo::Ring);
+  Plan large = plan(Collective::Allreduce, 64 * 1024 + 1, 2, Algo::Pipelined);
+  EXPECT_EQ(large.algo, Algo::Pipelined);
+  // Pieces of a half of the largest segment (32 KiB + 1 of 64 KiB + 1), n - 1 rounds each to
+  // reduce-scatter and one to allgather.
+  EXPECT_EQ(large.chunks, 1u);
+  EXPECT_EQ(large.rounds, 2u);
+  Plan three = makeLeaderPlan({Collective::Allreduce, 1000000, 4, 3, 65472, Algo::Pipelined});
+  EXPECT_EQ(three.chunks, 21u);  // ceil(333334 / 16368): pieces of 16368 floats
+  EXPECT_EQ(three.rounds, 63u);
+  EXPECT_EQ(algoFromName("pipelined"), Algo::Pipelined);
+  EXPECT_TRUE(algorithmAllowed(Collective::Allreduce, Algo::Pipelined));
   EXPECT_EQ(plan(Collective::Allgather, 128 * 1024, 3).algo, Algo::Ring);  // 384 KiB in all
   EXPECT_EQ(plan(Collective::Allgather, 1024, 3).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Allgather, 1 << 20, 2).algo, Algo::OneShot);
@@ -134,9 +145,16 @@ TEST(CollLayout, NetworkWorkspaceKeepsWritersApart) {
     EXPECT_GE(l.inbox, l.calls + 2u * n * sizeof(CallRecord));
     EXPECT_EQ(l.inbox % 4096, 0u);
     EXPECT_GE(l.slotBytes, kSlotHeader + 256 * 1024 + 5);
-    EXPECT_EQ(l.outbox, l.inbox + 2u * n * l.slotBytes);
-    EXPECT_EQ(l.total, l.outbox + 2 * l.slotBytes);
+    // D slots per member: 8, fewer where the inboxes would pass 16 MiB, never below 2.
+    EXPECT_EQ(l.depth, netDepth(n, 256 * 1024 + 5));
+    EXPECT_EQ(l.depth, n == 16 ? 3u : 8u);
+    EXPECT_EQ(l.outbox, l.inbox + l.depth * n * l.slotBytes);
+    EXPECT_EQ(l.total, l.outbox + l.depth * l.slotBytes);
   }
+  EXPECT_EQ(netDepth(4, netHalfBytes(256 * 1024)), 8u);
+  EXPECT_EQ(netDepth(4096, netHalfBytes(256 * 1024)), 2u);
+  EXPECT_EQ(netHalfBytes(256 * 1024) + kSlotHeader, kNetRoundMax);  // one round, one message
+  EXPECT_EQ(netHalfBytes(4096), 4096u);
 }
 
 }  // namespace
