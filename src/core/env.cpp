@@ -237,6 +237,14 @@ Env Env::fromVars(const EnvVars& vars) {
       }
     }
   }
+  if (auto v = lookup(vars, "AXON_HOST_PES")) {
+    char* end = nullptr;
+    const long n = std::strtol(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || n < 1 || n > (1L << 24)) {
+      throw Error(ErrorCode::InvalidArgument, "AXON_HOST_PES='" + *v + "' is not a whole number in [1, 16777216]");
+    }
+    env.hostPes = static_cast<int>(n);
+  }
   env.collGpuChannels = kDefaultCollGpuChannels;
   if (auto v = lookup(vars, "AXON_COLL_GPU_CHANNELS")) {
     char* end = nullptr;

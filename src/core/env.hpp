@@ -34,6 +34,7 @@ struct JobKeyConfig {
 
 struct Env {
   LaunchInfo launch;            // rank, size, local rank/size, store address, and who told us
+  int hostPes = 0;              // AXON_HOST_PES: PEs on this machine (emulated nodes share one); 0: launch.localSize
   double timeoutSec = 300.0;    // AXON_TIMEOUT: bound on every wait
   std::size_t heapMax = 0;      // AXON_HEAP_MAX: cap of the symmetric heap per PE
   std::size_t heapChunk = 0;    // AXON_HEAP_CHUNK: granularity by which the heap grows

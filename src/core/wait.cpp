@@ -26,21 +26,36 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSpinIterations = 4096;                       // ~10-50 us of pure spinning
-constexpr auto kSpinTime = std::chrono::microseconds(10);   // and never longer (see waitLoop)
 constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yield the core
-// No yield this soon after a message. 200 us kept PEs that get a message every few tens of
-// microseconds (the rounds of a collective across nodes) spinning without end, each poll of the
-// network an epoll_wait: 4 PEs on 2 cores (2 emulated nodes) ran an alltoall of 1 MiB in 2.2-2.7 ms
-// with 200 us and a 50 us first spin, 1.4-1.5 ms with 20 us, 0.85-0.99 ms with 5 us and a 10 us
-// first spin (1.2-1.8 ms with 20 and 50 in the same run); an allreduce of 8 bytes on 4 PEs of one
-// node took 306-328 us with 200 us, 83-127 us with 20 us, 21-22 us with 5 us. Latency between 2 PEs
-// with a core each did not change (put_signal round trip across nodes 11.5-16 us, one-way latency on
-// one node 0.12 us, with either value).
-constexpr auto kBusySpin = std::chrono::microseconds(5);
+// With more PEs on the node than cores to run them, a waiting PE gives its core away soon: the PE
+// it waits for may need it. The first spin is bounded in time and a wait yields this soon after the
+// last message. 200 us kept PEs that get a message every few tens of microseconds (the rounds of a
+// collective across nodes) spinning without end, each poll of the network an epoll_wait: 4 PEs on 2
+// cores (2 emulated nodes) ran an alltoall of 1 MiB in 2.2-2.7 ms with 200 us and a 50 us first
+// spin, 1.4-1.5 ms with 20 us, 0.85-0.99 ms with 5 us and a 10 us first spin; an allreduce of 8
+// bytes on 4 PEs of one node took 306-328 us with 200 us, 83-127 us with 20 us, 21-22 us with 5 us.
+constexpr auto kSpinTimeShared = std::chrono::microseconds(10);
+constexpr auto kBusySpinShared = std::chrono::microseconds(5);
+// With a core for each PE spinning costs nobody, and a yield is a system call (microseconds in a
+// sandbox) on the latency path: no time bound on the first spin, no yield within 200 us of a message.
+constexpr auto kBusySpinOwnCore = std::chrono::microseconds(200);
 constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and timeout checks
 
 std::string expectedText(Cmp cmp, std::uint64_t value) {
   return std::string(cmpName(cmp)) + " " + std::to_string(value);
+}
+
+// Do the PEs of this machine outnumber the cores this process may run on? The cores are counted
+// once (a job does not change its affinity). The PEs: AXON_HOST_PES, which `axon run` sets (its
+// emulated nodes share one machine), else the PEs of this node.
+bool sharesCores(PeContext& rt) {
+  static const int cores = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  }();
+  const int pes = rt.env().hostPes > 0 ? rt.env().hostPes : rt.env().launch.localSize;
+  return pes > cores;
 }
 
 template <class Read>
@@ -49,16 +64,28 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
   // Over UCX's TCP and shared-memory transports data lands only when this PE polls its worker:
   // every check polls (a no-op on one node), and the engine's own thread stands aside meanwhile.
   ProgressEngine::Waiting waiting(rt.progressEngine());
-  // Bounded in time too: where each poll is a network progress call (about a microsecond), 4096
-  // of them held a core for milliseconds, and with more PEs than cores the PE waited for could not
-  // run meanwhile (an alltoall of 1 KiB on 2 emulated nodes of 2 PEs: 5 ms, 2 ms with a 50 us bound).
-  const auto spinUntil = Clock::now() + kSpinTime;
+  // With more PEs than cores, bounded in time too: where each poll is a network progress call
+  // (about a microsecond), 4096 of them held a core for milliseconds, and the PE waited for could
+  // not run meanwhile (an alltoall of 1 KiB on 2 emulated nodes of 2 PEs: 5 ms, 2 ms with a 50 us
+  // bound).
+  // Asked only once a wait is not over at once: the fast path stays a few loads.
+  int shared = -1;
+  Clock::time_point spinUntil{};
   for (int i = 0; i < spinIterations; ++i) {
     std::uint64_t seen = read();
     if (compareValue(seen, cmp, value)) return seen;
     if (!rt.progress()) AXON_CPU_RELAX();
-    if (i % 16 == 15 && Clock::now() >= spinUntil) break;
+    if (i % 16 != 15) continue;
+    if (shared < 0) {
+      shared = sharesCores(rt) ? 1 : 0;
+      spinUntil = Clock::now() + kSpinTimeShared;
+    } else if (shared && Clock::now() >= spinUntil) {
+      break;
+    }
   }
+  if (shared < 0) shared = sharesCores(rt) ? 1 : 0;
+  const auto busySpin = shared ? std::chrono::duration_cast<Clock::duration>(kBusySpinShared)
+                               : std::chrono::duration_cast<Clock::duration>(kBusySpinOwnCore);
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(rt.env().timeoutSec));
@@ -76,11 +103,11 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
     }
     auto now = Clock::now();
     if (active) lastActivity = now;
-    // Within kBusySpin of a handled message keep spinning: a peer working with this PE sends the
+    // Within busySpin of a handled message keep spinning: a peer working with this PE sends the
     // next one within microseconds, and a yield is a system call (microseconds in a sandbox).
     const auto quiet = now - lastActivity;
     if (quiet >= kYieldPhase) rt.progressEngine().idle(std::chrono::microseconds(20));  // woken early by a network message
-    else if (quiet >= kBusySpin) ::sched_yield();
+    else if (quiet >= busySpin) ::sched_yield();
     if (now < nextCheck) continue;
     nextCheck = now + kCheckEvery;
     std::uint64_t seen = read();

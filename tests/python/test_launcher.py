@@ -406,6 +406,8 @@ def test_emulated_nodes_keep_ucx_off_cuda_ipc_unless_the_user_chose_transports()
     env = pe_environment(2, 4, "10.77.0.1:29500", base={}, nodes=2)
     assert env["UCX_TLS"] == "^cuda_ipc"
     assert env["AXON_LOCAL_RANK"] == "0" and env["AXON_LOCAL_SIZE"] == "2"
+    # Every PE runs on this one machine: waits share its cores by all of them.
+    assert env["AXON_HOST_PES"] == "4"
     assert pe_environment(0, 4, "h:1", base={"UCX_TLS": "tcp,cuda_copy"}, nodes=2)["UCX_TLS"] == "tcp,cuda_copy"
     # One node: UCX is left alone.
     assert "UCX_TLS" not in pe_environment(0, 2, "h:1", base={}, nodes=1)

@@ -52,6 +52,15 @@ TEST(Env, LaunchVariablesReachTheLaunchInfo) {
   EXPECT_EQ(env.launch.storeAddr, "h:9");
 }
 
+// The PEs of this machine (axon run sets it; waits share the cores by it, core/wait.cpp).
+TEST(Env, HostPesIsAWholeNumberOfPes) {
+  EXPECT_EQ(Env::fromVars({}).hostPes, 0) << "unset: the node's PEs count";
+  EXPECT_EQ(envWith("AXON_HOST_PES", "8").hostPes, 8);
+  for (const char* bad : {"0", "-2", "four", "3.5", "99999999999"}) {
+    EXPECT_TRUE(contains(envError("AXON_HOST_PES", bad), "AXON_HOST_PES")) << bad;
+  }
+}
+
 TEST(EnvTimeout, AcceptsWholeAndFractionalSeconds) {
   EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "30").timeoutSec, 30.0);
   EXPECT_DOUBLE_EQ(envWith("AXON_TIMEOUT", "2.5").timeoutSec, 2.5);

@@ -4,7 +4,7 @@
 one per PE, and supervises them until they are all gone:
 
 * each PE gets the launcher's environment plus ``AXON_RANK``,
-  ``AXON_WORLD_SIZE``, ``AXON_LOCAL_RANK``, ``AXON_LOCAL_SIZE``,
+  ``AXON_WORLD_SIZE``, ``AXON_LOCAL_RANK``, ``AXON_LOCAL_SIZE``, ``AXON_HOST_PES``,
   ``AXON_STORE_ADDR`` (where PE 0 serves the bootstrap key-value store) and
   ``AXON_JOB_KEY`` (a fresh key per job, which every PE proves to the store);
 * every line a PE writes is forwarded, whole, to the launcher's stdout or
@@ -134,6 +134,8 @@ def pe_environment(
             "AXON_WORLD_SIZE": str(nprocs),
             "AXON_LOCAL_RANK": str(rank % per_node),
             "AXON_LOCAL_SIZE": str(per_node),
+            # All of them run on this machine, emulated nodes too: waits share the cores by it.
+            "AXON_HOST_PES": str(nprocs),
             "AXON_STORE_ADDR": store_addr,
         }
     )

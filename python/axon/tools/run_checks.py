@@ -30,7 +30,8 @@ __all__ = ["LAUNCHER_VARIABLES", "available_cores", "axon_import_hint", "cores_n
            "parse_exports", "python_script_command"]
 
 #: Variables the launcher sets for each PE itself: an -x for them would be overwritten.
-LAUNCHER_VARIABLES = ("AXON_RANK", "AXON_WORLD_SIZE", "AXON_LOCAL_RANK", "AXON_LOCAL_SIZE", "AXON_STORE_ADDR")
+LAUNCHER_VARIABLES = ("AXON_RANK", "AXON_WORLD_SIZE", "AXON_LOCAL_RANK", "AXON_LOCAL_SIZE", "AXON_HOST_PES",
+                      "AXON_STORE_ADDR")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
