@@ -17,6 +17,7 @@ import pytest
 
 from axon.tools import bench
 from axon.tools.bench import peers as bench_peers
+from first_rows import interrupt_after_first_row
 
 SHORT = ["-m", "8:4096", "-i", "20", "-x", "2"]
 SHORT_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -174,28 +175,11 @@ def test_bad_json_path_is_refused_before_the_sweep(tmp_path):
 def test_rows_are_printed_as_measured_and_ctrl_c_keeps_them():
     """A piped run shows each row as soon as it is measured; SIGINT stops the sweep and what was
     measured stays printed."""
-    import signal
-
-    proc = subprocess.Popen([sys.executable, "-m", "axon", "bench", "latency", "-b", "8", "-e", "64M",
-                             "-i", "20000", "-x", "1", "--settle-ms", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = []
-        while True:
-            line = proc.stdout.readline()
-            assert line, "the run ended before printing a row"
-            lines.append(line.rstrip("\n"))
-            if not line.startswith("#"):
-                break
-        assert lines[0].startswith("# axon bench latency:")
-        assert lines[-1].split()[0] == "8" and proc.poll() is None  # printed while the sweep goes on
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130
+    lines, out, err, returncode = interrupt_after_first_row(
+        ["bench", "latency", "-b", "8", "-e", "64M", "-i", "20000", "-x", "1", "--settle-ms", "0"], timeout=30)
+    assert lines[0].startswith("# axon bench latency:")
+    assert lines[-1].split()[0] == "8"  # printed while the sweep goes on
+    assert returncode == 130
     rows = [x for x in lines + out.splitlines() if x and not x.startswith("#")]
     assert rows[0].split()[0] == "8" and len(rows) < 24  # the sweep was cut short
     assert "axon bench: interrupted after" in err and "the rows above were measured" in err

@@ -15,6 +15,7 @@ from axon.tools import bench
 from axon.tools.bench.catalog import SPACE_TESTS
 from axon.tools.bench.space_tables import SpaceRowPrinter, space_table_lines
 from axon.tools.plot import load_series
+from first_rows import interrupt_after_first_row
 
 
 @pytest.fixture(autouse=True)
@@ -166,29 +167,10 @@ def test_small_puts_rows_before_the_summary():
 def test_workflow_rows_are_printed_as_each_process_ends_and_ctrl_c_keeps_them():
     """The real command, piped: a fast process's row arrives while the slow reader still sleeps
     (2 s a version, 10 versions); SIGINT then stops the run and the row stays printed."""
-    import signal
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "axon", "bench", "space-workflow", "--writers", "1",
-                             "--readers", "2", "--slow-ms", "2000", "--space-mem", "96M"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lines = []
-        while True:
-            line = proc.stdout.readline()
-            assert line, "the run ended before printing a row"
-            lines.append(line.rstrip("\n"))
-            if not line.startswith("#"):
-                break
-        assert lines[0].startswith("# axon bench space-workflow:")
-        assert lines[-1].split()[0] in ("writer", "reader") and proc.poll() is None
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    lines, out, err, returncode = interrupt_after_first_row(
+        ["bench", "space-workflow", "--writers", "1", "--readers", "2", "--slow-ms", "2000", "--space-mem", "96M"])
+    assert lines[0].startswith("# axon bench space-workflow:")
+    assert lines[-1].split()[0] in ("writer", "reader")
+    assert returncode == 130, err
     assert "(slow)" not in "\n".join(lines + out.splitlines())  # cut short before the slow reader ended
     assert "axon bench: interrupted after" in err and "the rows above were measured" in err
