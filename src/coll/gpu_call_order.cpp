@@ -24,14 +24,13 @@ static_assert(offsetof(TeamCallLog, issued) == 0, "a member's log is found by th
 
 using Word = std::atomic_ref<std::uint64_t>;
 
-TeamCallLog& logOf(PeContext& rt, const detail::TeamState& team, int pe) {
-  return rt.control(pe).gpuCalls[team.slot];
+TeamCallLog& ownLog(PeContext& rt, const detail::TeamState& team) {
+  return rt.control(rt.myPe()).gpuCalls[team.slot];
 }
 
 // A member's log as this process maps it, or nullptr where its host heap is not mapped here.
 TeamCallLog* peerLog(PeContext& rt, const detail::TeamState& team, int pe) {
-  TeamCallLog& mine = logOf(rt, team, rt.myPe());
-  return static_cast<TeamCallLog*>(rt.controlRef(pe, &mine.issued).mapped);
+  return static_cast<TeamCallLog*>(rt.controlRef(pe, &ownLog(rt, team).issued).mapped);
 }
 
 // A team barrier as a GPU call record: which barrier (barrier_all, Team::sync, ...) in dtype.
@@ -88,7 +87,7 @@ device::CollError mismatchWith(PeContext& rt, const char* what, int peer, std::u
 }  // namespace
 
 void logGpuCall(PeContext& rt, const detail::TeamState& team, const device::CollRecord& record) {
-  TeamCallLog& log = logOf(rt, team, rt.myPe());
+  TeamCallLog& log = ownLog(rt, team);
   std::uint64_t words[5];
   std::memcpy(words, &record, sizeof(record));
   for (int i = 0; i < 5; ++i) Word(log.last[i]).store(words[i], std::memory_order_relaxed);
@@ -96,11 +95,11 @@ void logGpuCall(PeContext& rt, const detail::TeamState& team, const device::Coll
 }
 
 void unlogGpuCall(PeContext& rt, const detail::TeamState& team) {
-  Word(logOf(rt, team, rt.myPe()).issued).fetch_sub(1, std::memory_order_release);
+  Word(ownLog(rt, team).issued).fetch_sub(1, std::memory_order_release);
 }
 
 void enterGpuTeamBarrier(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws, const char* what) {
-  TeamCallLog& mine = logOf(rt, team, rt.myPe());
+  TeamCallLog& mine = ownLog(rt, team);
   // Members can be at most one barrier apart (none passes a barrier before all entered it), so
   // two entries by parity keep every member's entry of this barrier readable until all are through.
   const std::uint64_t target = team.barriers + 1;
@@ -111,25 +110,28 @@ void enterGpuTeamBarrier(PeContext& rt, const detail::TeamState& team, GpuTeamWo
   // Compared also after a failed call: the counts are what the hosts issued, alike on members that
   // made the same calls, and a member that found a mismatch here left without signalling, so a
   // member going on would wait for it until AXON_TIMEOUT.
+  //
+  // Not entered yet: fine while the member issued no more GPU collectives than this PE. Its count
+  // is read before its entry, and it logs its entry before it issues any call after the barrier,
+  // so a count past ours with no entry seen is a call it made instead of this barrier. One check
+  // for the whole barrier, pointed at each member in turn.
+  TeamCallLog* log = nullptr;
+  int pe = -1;
+  const std::function<void()> check = [&] {
+    const auto [theirs, call] = lastCall(*log);
+    if (theirs > issued && Word(log->barrierTarget[parity]).load(std::memory_order_acquire) < target) {
+      fail(rt, team, ws, what, mismatchWith(rt, what, pe, issued, theirs, call));
+    }
+  };
   for (int m = 0; m < static_cast<int>(team.members.size()); ++m) {
     if (m == team.myIndex) continue;
-    const int pe = team.members[m];
-    TeamCallLog* mapped = peerLog(rt, team, pe);
-    if (!mapped) continue;  // not comparable from here: the barrier's own waits still bound it
-    TeamCallLog& log = *mapped;
-    // Not entered yet: fine while it issued no more GPU collectives than this PE. Its count is read
-    // before its entry, and it logs its entry before it issues any call after the barrier, so a
-    // count past ours with no entry seen is a call it made instead of this barrier.
-    const std::function<void()> check = [&] {
-      const auto [theirs, call] = lastCall(log);
-      if (theirs > issued && Word(log.barrierTarget[parity]).load(std::memory_order_acquire) < target) {
-        fail(rt, team, ws, what, mismatchWith(rt, what, pe, issued, theirs, call));
-      }
-    };
+    pe = team.members[m];
+    log = peerLog(rt, team, pe);
+    if (!log) continue;  // not comparable from here: the barrier's own waits still bound it
     check();
-    waitUntil(rt, &log.barrierTarget[parity], Cmp::Ge, target,
+    waitUntil(rt, &log->barrierTarget[parity], Cmp::Ge, target,
               WaitSite{what, team.name.c_str(), -1, pe, "the GPU call log of the member", &check});
-    const std::uint64_t theirs = Word(log.barrierIssued[parity]).load(std::memory_order_relaxed);
+    const std::uint64_t theirs = Word(log->barrierIssued[parity]).load(std::memory_order_relaxed);
     if (theirs != issued) fail(rt, team, ws, what, mismatchWith(rt, what, pe, issued, theirs, barrierRecord(what)));
   }
 }
