@@ -34,3 +34,30 @@ def test_a_mistake_is_one_line_and_a_non_zero_exit(args, needles):
     assert len(lines) == 1 and lines[0].startswith("axon space serve: "), result.stderr
     assert all(n in lines[0] for n in needles), lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_sigterm_right_after_start_stops_the_server_every_time(tmp_path):
+    """SIGTERM as soon as the first line is out: the server stops and exits 0 every time. Its
+    handler used to set a threading.Event, which deadlocked on the Event's own lock when the signal
+    came while the main thread was inside Event.wait() (2 hangs in 15 starts)."""
+    import signal
+    import time
+
+    env = dict(os.environ, AXON_TIMEOUT="5", AXON_SPACE_KEY=KEY)
+    for attempt in range(20):
+        proc = subprocess.Popen([sys.executable, "-m", "axon", "space", "serve", "--listen", "127.0.0.1:0",
+                                 "--mem", "8M", "--contact-file", str(tmp_path / f"c{attempt}.json")],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        try:
+            first = proc.stdout.readline()
+            assert first.startswith("axon space: serving at"), first + proc.stderr.read()
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, f"attempt {attempt}: exit {proc.returncode}: {err}"
+        assert "stopping" in err and time.monotonic() - t0 < 10, (attempt, err)

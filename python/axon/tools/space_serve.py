@@ -18,7 +18,7 @@ import argparse
 import os
 import signal
 import sys
-import threading
+import time
 
 from . import cli_parser
 from .bench.sizes import parse_size
@@ -102,9 +102,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from axon.errors import Error, InvalidArgumentError
     from axon.space import Server  # the extension: only when a server is started
 
-    stop = threading.Event()
+    # The handler only records the signal: an Event.set() there could deadlock on the Event's own
+    # lock, held by the main thread inside Event.wait() when the signal came (a SIGTERM right after
+    # start hung the server 2 times in 15).
+    received: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
     try:
         server = Server(listen=_bind(args.bind), mem=mem, policy=args.policy, contact_file=args.contact_file,
                         servers=args.servers, join=args.join, key_file=args.key_file, max_holds=args.max_holds)
@@ -120,8 +123,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     key = server.key_origin if server.key_origin != "a new key" else f"a new key, in {args.contact_file}"
     print(f"axon space: serving at {server.address} (epoch {server.epoch}, mem {args.mem}, policy {args.policy}; "
           f"{_bound(args, server.address)}; key: {key})", flush=True)
-    while not stop.wait(0.2):
-        pass
+    while not received:
+        time.sleep(0.2)  # a signal ends the wait within this
     print("axon space: stopping (draining transfers under way)", file=sys.stderr, flush=True)
     server.stop(args.drain)
     return 0
