@@ -113,24 +113,30 @@ void enterGpuTeamBarrier(PeContext& rt, const detail::TeamState& team, GpuTeamWo
   //
   // Not entered yet: fine while the member issued no more GPU collectives than this PE. Its count
   // is read before its entry, and it logs its entry before it issues any call after the barrier,
-  // so a count past ours with no entry seen is a call it made instead of this barrier. One check
-  // for the whole barrier, pointed at each member in turn.
+  // so a count past ours with no entry seen is a call it made instead of this barrier. That check
+  // runs while the member is late (each liveness check of the wait): a member that is on time
+  // costs one load, so the barrier's cost stays one round of loads. One check for the whole
+  // barrier, pointed at each member in turn.
   TeamCallLog* log = nullptr;
   int pe = -1;
-  const std::function<void()> check = [&] {
+  auto late = [&] {
     const auto [theirs, call] = lastCall(*log);
     if (theirs > issued && Word(log->barrierTarget[parity]).load(std::memory_order_acquire) < target) {
       fail(rt, team, ws, what, mismatchWith(rt, what, pe, issued, theirs, call));
     }
   };
+  std::function<void()> check;  // made only for a late member (it may allocate)
   for (int m = 0; m < static_cast<int>(team.members.size()); ++m) {
     if (m == team.myIndex) continue;
     pe = team.members[m];
     log = peerLog(rt, team, pe);
     if (!log) continue;  // not comparable from here: the barrier's own waits still bound it
-    check();
-    waitUntil(rt, &log->barrierTarget[parity], Cmp::Ge, target,
-              WaitSite{what, team.name.c_str(), -1, pe, "the GPU call log of the member", &check});
+    if (Word(log->barrierTarget[parity]).load(std::memory_order_acquire) < target) {
+      if (!check) check = late;
+      late();
+      waitUntil(rt, &log->barrierTarget[parity], Cmp::Ge, target,
+                WaitSite{what, team.name.c_str(), -1, pe, "the GPU call log of the member", &check});
+    }
     const std::uint64_t theirs = Word(log->barrierIssued[parity]).load(std::memory_order_relaxed);
     if (theirs != issued) fail(rt, team, ws, what, mismatchWith(rt, what, pe, issued, theirs, barrierRecord(what)));
   }

@@ -931,8 +931,13 @@ TEST(GpuColl, TeamBarrierAfterTheSameCollectivesPasses) {
     for (int i = 0; i <= round % 3; ++i) {
       axon::allreduceOnStream(team, src.ptr, dst.ptr, 1 << 16, DataType::Float32, ReduceOp::Sum, stream);
     }
-    if (round % 2) axon::allreduce(team, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum);
-    team.barrier();
+    if (round % 2) {
+      // A blocking call on a team with stream-ordered calls pending synchronizes the stream first
+      // (docs/architecture.md): the kernels of both would otherwise race for the team's rounds.
+      CUDA_OK(cudaStreamSynchronize(stream));
+      axon::allreduce(team, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum);
+    }
+    team.barrier();  // in even rounds with the stream's calls still pending
   }
   CUDA_OK(cudaStreamSynchronize(stream));
   team.destroy();

@@ -62,7 +62,7 @@ axon.barrier_all()
 
 if me == 0:
     server = space.Server(mem="512M", contact_file=sys.argv[1])
-    with space.connect(server.address) as client:
+    with space.connect(contact_file=sys.argv[1]) as client:  # the file holds the space's key
         field = np.arange(4096, dtype=np.float32)
         client.define("field", [4096], np.float32)
         client.put("field", 1, [0], field)
