@@ -56,6 +56,9 @@ class GpuCollectives final : public TeamCollectives {
       return;
     }
     if (!ws_ || ws_->error()) return;  // after a failed call: the barrier goes on without a record
+    // A PE known dead never runs its part of the record's kernel, which would wait for it until
+    // AXON_TIMEOUT: the synchronization goes on without a record, and its barrier names the PE.
+    if (rt_.findDeadPe() >= 0) return;
     try {
       runOnGpu(rt_, team_, *ws_, Request{Collective::Barrier, nullptr, nullptr, 0, DataType::Uint8, ReduceOp::Sum, 0},
                nullptr, what, kind);
