@@ -71,7 +71,9 @@ void alltoall(const Team& team, const void* src, void* dst, std::size_t count, D
 // it sees the result. Buffers must be GPU memory. They can be captured into a CUDA graph (the
 // workspace counts its rounds on the GPU, so replays stay in step). The team's stream-ordered,
 // device-callable and blocking collectives share one workspace: issue them in one order on every
-// member, and run one at a time per team (one stream per team, as with an NCCL communicator).
+// member, and run one at a time per team (one stream per team, as with an NCCL communicator): a
+// blocking collective after stream-ordered ones on the same team synchronizes their stream first.
+// The team barriers (barrierAll, Team::barrier) may be called with stream-ordered calls pending.
 // A failure in the kernel (a member's different call, a wait past AXON_TIMEOUT) is printed by the
 // GPU, stops the team's collectives on every member, and is thrown by the team's next call.
 // The barrier's stream form is barrierOnStream(team, stream) (axon/gpu.hpp).
