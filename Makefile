@@ -62,10 +62,18 @@ unit-test: build
 mp-test: build
 	cd build && ../$(VENV)/bin/ctest --output-on-failure -L mp
 
-py-test: build
+py-test: build $(VENV)/.test-ready
 	$(VPY) -m pytest -q tests/python
 
-test: build
+# torch for the tests of the torch.distributed backend (axon.torch; tests/python/test_torch_backend.py,
+# CPU tensors). PyPI's torch is a CUDA build that imports only beside its nvidia-* wheels: about
+# 4 GB to download and unpack, once per environment. Only the tests need it; axon does not.
+TEST_DEPS := "torch>=2.5"
+$(VENV)/.test-ready: $(VENV)/.ready
+	$(VPY) -m pip install --quiet $(TEST_DEPS)
+	touch $@
+
+test: build $(VENV)/.test-ready
 	cd build && ../$(VENV)/bin/ctest --output-on-failure -j $(JOBS)
 	$(VPY) -m pytest -q tests/python
 
