@@ -66,8 +66,12 @@ assert work.wait() and work.is_completed()
 fut = work.get_future()
 check(fut.wait()[0], sum(value(r, (5,), torch.float32) for r in range(n)), "async all_reduce's future")
 # Refused clearly: a dtype axon cannot reduce, a bitwise op, AVG on integers.
+# (complex SUM works: torch hands it over as its real view)
+c = torch.full((3,), complex(rank, 1), dtype=torch.complex64)
+dist.all_reduce(c)
+check(c, torch.full((3,), complex(sum(range(n)), n), dtype=torch.complex64), "all_reduce complex64")
 for bad, op in ((torch.zeros(3, dtype=torch.int16), dist.ReduceOp.SUM),
-                (torch.zeros(3, dtype=torch.complex64), dist.ReduceOp.MAX),
+                (torch.zeros(3, dtype=torch.float8_e5m2), dist.ReduceOp.MAX),
                 (torch.zeros(3, dtype=torch.int32), dist.ReduceOp.BXOR),
                 (torch.zeros(3, dtype=torch.int32), dist.ReduceOp.AVG)):
     try:

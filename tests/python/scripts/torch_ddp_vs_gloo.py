@@ -11,6 +11,7 @@ import axon.torch  # noqa: F401
 dist.init_process_group("axon")
 rank, n = dist.get_rank(), dist.get_world_size()
 gloo = dist.new_group(backend="gloo")
+assert isinstance(dist.group.WORLD, axon.torch.AxonProcessGroup), type(dist.group.WORLD)
 
 
 def mlp():
