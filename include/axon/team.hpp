@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 namespace axon {
 
@@ -35,6 +36,12 @@ class Team {
   // joins none and gets an invalid Team. Any grouping works, on one node or across nodes.
   Team split(int colour, int key = 0) const;
   static constexpr int kNoColour = -1;
+  // Collective over the listed world PEs only (PEs outside the list take no part): they form a
+  // team in the list's order. Every listed PE calls it with the same list, at the same point among
+  // its other team calls; this PE must be listed. For groups whose outsiders are never told, as
+  // torch.distributed's new_group. Throws InvalidArgument for an empty list, a PE outside the
+  // world or listed twice, or a list without this PE; CollectiveMismatch when members' lists differ.
+  static Team ofWorldPes(const std::vector<int>& pes);
 
   // Completes this PE's outstanding puts (quiet), then synchronizes the team.
   void barrier() const;

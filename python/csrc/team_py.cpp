@@ -2,6 +2,7 @@
 
 #include "bindings.hpp"
 #include "nanobind/stl/optional.h"
+#include "nanobind/stl/vector.h"
 
 namespace nb = nanobind;
 
@@ -49,6 +50,17 @@ void bindTeams(nb::module_& m) {
           nb::arg("colour"), nb::arg("key") = 0,
           "Collective over this team (as MPI_Comm_split): PEs passing the same colour form a new "
           "team, ordered by key; a PE passing a negative colour joins none and gets None.")
+      .def_static(
+          "of_world_pes",
+          [](const std::vector<int>& pes) {
+            nb::gil_scoped_release r;
+            return Team::ofWorldPes(pes);
+          },
+          nb::arg("pes"),
+          "Collective over the listed world PEs only (the others take no part): they form a team in "
+          "the list's order. Every listed PE calls it with the same list; this PE must be listed. "
+          "Raises InvalidArgumentError for an empty list, a PE outside the world or listed twice, or "
+          "a list without this PE.")
       .def("barrier", &Team::barrier, release,
            "Complete this PE's outstanding puts (quiet), then synchronize the team.")
       .def("sync", &Team::sync, release, "Synchronize the team, without completing outstanding puts.")

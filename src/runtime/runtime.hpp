@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,9 @@ class Runtime final : public PeContext {
   Team world() const { return world_; }
   Team node() const { return node_; }
   std::uint64_t& teamSlotsInUse() { return teamSlots_; }
+  // How many teams Team::ofWorldPes made of each list so far: with the list, names the next one
+  // alike on its members (a counter of the world team's would differ on PEs outside the list).
+  std::map<std::vector<int>, int>& teamsOfPes() { return teamsOfPes_; }
 
  private:
   void exchangePeers();
@@ -111,6 +115,7 @@ class Runtime final : public PeContext {
   ProgressEngine progress_;
   std::size_t controlOffset_ = 0;
   std::uint64_t teamSlots_ = 0;  // bit i: team slot i is taken on this PE
+  std::map<std::vector<int>, int> teamsOfPes_;
   Team world_, node_;
 };
 

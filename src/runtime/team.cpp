@@ -1,4 +1,5 @@
-// Team handles: world, node, split_strided, split (by colour), translation, barrier.
+// Team handles: world, node, split_strided, split (by colour), of listed world PEs, translation,
+// barrier.
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -81,31 +82,37 @@ namespace {
 // its free team slots. So a mismatched call fails on every PE alike, and the new teams' slot is
 // free on all their members.
 struct SplitCall {
-  std::uint8_t kind;  // 0: split_strided (start, stride, size); 1: split (colour, key)
+  std::uint8_t kind;  // 0: split_strided (start, stride, size); 1: split (colour, key);
+                      // 2: of_world_pes (list size, list hash, teams of the list before)
   int a, b, c;
   std::uint64_t slotsInUse;
 };
-constexpr const char* kSplitNames[] = {"team_split_strided", "team_split"};
+constexpr const char* kSplitNames[] = {"team_split_strided", "team_split", "team_of_world_pes"};
 
 std::string argsText(const SplitCall& c) {
+  if (c.kind == 2) {
+    return "(a list of " + std::to_string(c.a) + " PEs, hash " + std::to_string(static_cast<unsigned>(c.b)) +
+           ", its team #" + std::to_string(c.c) + ")";
+  }
   return c.kind == 0 ? "(" + std::to_string(c.a) + ", " + std::to_string(c.b) + ", " + std::to_string(c.c) + ")"
                      : "(colour " + std::to_string(c.a) + ", key " + std::to_string(c.b) + ")";
 }
 
-// Exchanges `mine` over the parent's members; throws CollectiveMismatch when a member called the
-// other split. Returns every member's call, in parent order.
-std::vector<SplitCall> exchangeSplit(Runtime& rt, const detail::TeamState& s, const SplitCall& mine) {
+// Exchanges `mine` over `members` (world ranks; the parent's, or the listed PEs'); throws
+// CollectiveMismatch when a member made another kind of call. Returns every member's call, in order.
+std::vector<SplitCall> exchangeSplit(Runtime& rt, const std::vector<int>& members, const std::string& name,
+                                     const SplitCall& mine) {
   wire::BlobWriter w(wire::BlobKind::TeamSplit);
   w.u8(mine.kind).i32(mine.a).i32(mine.b).i32(mine.c).u64(mine.slotsInUse);
   const char* api = kSplitNames[mine.kind];
-  SetupStep step(rt.bootstrap(), "split-" + s.name, s.members, std::string(api) + " on team " + s.name);
+  SetupStep step(rt.bootstrap(), "split-" + name, members, std::string(api) + " on team " + name);
   auto all = step.finish(w.take());
   std::vector<SplitCall> calls;
   for (std::size_t i = 0; i < all.size(); ++i) {
     SplitCall c = wire::decodeBlob(all[i], wire::BlobKind::TeamSplit, step.originOf(i), [](wire::ByteReader& in) {
       SplitCall c{};
       c.kind = in.u8();
-      if (c.kind > 1) throw wire::Malformed("a split of kind " + std::to_string(c.kind));
+      if (c.kind > 2) throw wire::Malformed("a split of kind " + std::to_string(c.kind));
       c.a = in.i32();
       c.b = in.i32();
       c.c = in.i32();
@@ -113,8 +120,8 @@ std::vector<SplitCall> exchangeSplit(Runtime& rt, const detail::TeamState& s, co
       return c;
     });
     if (c.kind != mine.kind) {
-      throw Error(ErrorCode::CollectiveMismatch, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + s.name +
-                                                     ": PE " + std::to_string(s.members[i]) + " called " +
+      throw Error(ErrorCode::CollectiveMismatch, "PE " + std::to_string(rt.myPe()) + ": " + api + " on team " + name +
+                                                     ": PE " + std::to_string(members[i]) + " called " +
                                                      kSplitNames[c.kind] + argsText(c) + " instead");
     }
     calls.push_back(c);
@@ -161,7 +168,7 @@ Team Team::splitStrided(int start, int stride, int size) const {
               std::to_string(size) + " leaves team " + s.name + " of " + std::to_string(n) + " PEs";
   }
   const SplitCall mine{0, start, stride, size, rt.teamSlotsInUse()};
-  auto calls = exchangeSplit(rt, s, mine);
+  auto calls = exchangeSplit(rt, s.members, s.name, mine);
   for (std::size_t i = 0; i < calls.size(); ++i) {
     if (calls[i].a != start || calls[i].b != stride || calls[i].c != size) {
       throw Error(ErrorCode::CollectiveMismatch,
@@ -180,7 +187,7 @@ Team Team::split(int colour, int key) const {
   const auto& s = detail::requireValidTeam(*this, "team_split");
   Runtime& rt = runtime("team_split");
   const int splitNo = s.splits++;
-  auto calls = exchangeSplit(rt, s, SplitCall{1, colour, key, 0, rt.teamSlotsInUse()});
+  auto calls = exchangeSplit(rt, s.members, s.name, SplitCall{1, colour, key, 0, rt.teamSlotsInUse()});
   const int slot = freeSlot(calls, "team_split");
   if (colour < 0) return Team();
   // The members of this PE's colour, by key, ties in parent order.
@@ -193,6 +200,60 @@ Team Team::split(int colour, int key) const {
   for (int i : order) members.push_back(s.members[i]);
   // Each colour's team is named apart: their workspaces meet in the store under the name.
   return joinSplit(rt, slot, std::move(members), s.name + "." + std::to_string(splitNo) + "c" + std::to_string(colour));
+}
+
+namespace {
+
+// FNV-1a of the list, folded to 31 bits: names the list in store keys and in mismatch messages.
+int hashOfPes(const std::vector<int>& pes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (int pe : pes) {
+    for (int byte = 0; byte < 4; ++byte) {
+      h ^= static_cast<std::uint8_t>(static_cast<std::uint32_t>(pe) >> (8 * byte));
+      h *= 1099511628211ull;
+    }
+  }
+  return static_cast<int>((h ^ (h >> 32)) & 0x7fffffff);
+}
+
+}  // namespace
+
+Team Team::ofWorldPes(const std::vector<int>& pes) {
+  constexpr const char* api = "team_of_world_pes";
+  Runtime& rt = runtime(api);
+  const int n = rt.nPes();
+  std::string problem;
+  std::vector<bool> seen(static_cast<std::size_t>(n), false);
+  for (int pe : pes) {
+    if (pe < 0 || pe >= n) {
+      problem = "PE " + std::to_string(pe) + " is outside the world [0, " + std::to_string(n) + ")";
+      break;
+    }
+    if (seen[pe]) {
+      problem = "PE " + std::to_string(pe) + " is listed twice";
+      break;
+    }
+    seen[pe] = true;
+  }
+  if (pes.empty()) problem = "the list of PEs is empty";
+  if (problem.empty() && !seen[rt.myPe()]) {
+    problem = "this PE (" + std::to_string(rt.myPe()) + ") is not in the list; only the listed PEs call it";
+  }
+  // Checked before any exchange: a bad list names no set of PEs to exchange with.
+  if (!problem.empty()) throw Error(ErrorCode::InvalidArgument, std::string("axon: ") + api + ": " + problem);
+  const int hash = hashOfPes(pes);
+  const int made = rt.teamsOfPes()[pes]++;
+  const std::string name = "pes" + std::to_string(hash) + "n" + std::to_string(pes.size()) + "." + std::to_string(made);
+  const SplitCall mine{2, static_cast<int>(pes.size()), hash, made, rt.teamSlotsInUse()};
+  auto calls = exchangeSplit(rt, pes, name, mine);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].a != mine.a || calls[i].b != mine.b || calls[i].c != mine.c) {
+      throw Error(ErrorCode::CollectiveMismatch, "PE " + std::to_string(rt.myPe()) + ": " + api + ": this PE passed " +
+                                                     argsText(mine) + " but PE " + std::to_string(pes[i]) +
+                                                     " passed " + argsText(calls[i]));
+    }
+  }
+  return joinSplit(rt, freeSlot(calls, api), pes, name);
 }
 
 void Team::barrier() const {

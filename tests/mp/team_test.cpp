@@ -1,4 +1,5 @@
-// Teams: world, node, split_strided, split by colour, translation, barriers, destroy and slot reuse.
+// Teams: world, node, split_strided, split by colour, of listed PEs, translation, barriers, destroy
+// and slot reuse.
 #include <gtest/gtest.h>
 
 #include <axon/axon.hpp>
@@ -126,6 +127,71 @@ TEST(Teams, SplitByColourAndKey) {
     some.destroy();
   }
   world.barrier();
+}
+
+// Teams of listed PEs: only the listed PEs call (the others go on to other work), the list's
+// order is the team's, the same list twice gives two teams, and overlapping lists coexist.
+TEST(Teams, OfWorldPesInvolvesOnlyTheListed) {
+  if (np() < 2) GTEST_SKIP() << "needs 2 PEs";
+  axon::Team world = axon::Team::world();
+  // The odd PEs, in reverse, made twice; PE 0 meanwhile makes a team of itself alone.
+  std::vector<int> odd;
+  for (int pe = np() - 1; pe >= 0; --pe) {
+    if (pe % 2) odd.push_back(pe);
+  }
+  if (me() % 2) {
+    axon::Team a = axon::Team::ofWorldPes(odd), b = axon::Team::ofWorldPes(odd);
+    for (axon::Team* t : {&a, &b}) {
+      ASSERT_EQ(t->nPes(), static_cast<int>(odd.size()));
+      for (int i = 0; i < t->nPes(); ++i) EXPECT_EQ(t->worldPe(i), odd[i]);
+      std::int64_t mine = me() + 1, sum = 0;
+      axon::allreduce(*t, &mine, &sum, 1, axon::ReduceOp::Sum);
+      std::int64_t want = 0;
+      for (int pe : odd) want += pe + 1;
+      EXPECT_EQ(sum, want);
+    }
+    b.destroy();
+    a.destroy();
+  } else if (me() == 0) {
+    axon::Team alone = axon::Team::ofWorldPes({0});
+    EXPECT_EQ(alone.nPes(), 1);
+    alone.barrier();
+    alone.destroy();
+  }
+  // Overlapping lists, made one after the other on the PE they share: {0, 1} then {1, ..., n-1}.
+  if (me() <= 1) {
+    axon::Team pair = axon::Team::ofWorldPes({0, 1});
+    std::int32_t mine = 10 + me(), got[2] = {-1, -1};
+    axon::allgather(pair, &mine, got, 1, axon::DataType::Int32);
+    EXPECT_EQ(got[0], 10);
+    EXPECT_EQ(got[1], 11);
+    pair.destroy();
+  }
+  if (me() >= 1 && np() > 2) {
+    std::vector<int> rest;
+    for (int pe = 1; pe < np(); ++pe) rest.push_back(pe);
+    axon::Team t = axon::Team::ofWorldPes(rest);
+    EXPECT_EQ(t.myPe(), me() - 1);
+    t.barrier();
+    t.destroy();
+  }
+  world.barrier();
+}
+
+TEST(Teams, OfWorldPesRefusesBadLists) {
+  auto codeOf = [](const std::vector<int>& pes) {
+    try {
+      axon::Team::ofWorldPes(pes);
+    } catch (const axon::Error& e) {
+      return e.code();
+    }
+    return axon::ErrorCode::Internal;  // no error: the EXPECTs below fail
+  };
+  EXPECT_EQ(codeOf({}), axon::ErrorCode::InvalidArgument);
+  EXPECT_EQ(codeOf({me(), np()}), axon::ErrorCode::InvalidArgument);
+  EXPECT_EQ(codeOf({me(), me()}), axon::ErrorCode::InvalidArgument);
+  if (np() > 1) EXPECT_EQ(codeOf({(me() + 1) % np()}), axon::ErrorCode::InvalidArgument);
+  axon::Team::world().barrier();
 }
 
 TEST(Teams, BadSplitsFailOnEveryPe) {

@@ -1,0 +1,323 @@
+"""AxonProcessGroup: torch.distributed's calls on one group, carried out by axon on its team.
+
+torch translates global ranks to group ranks before it calls a process group, so every rank here
+(root, src, dst) is a group rank, which is the index in the group's axon team (torch orders a
+group's ranks as new_group sorts them, and the team is made in that order).
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import timedelta
+from typing import Optional
+
+import torch
+import torch.distributed as dist
+
+import axon
+
+from ..errors import InvalidArgumentError
+from . import _alltoallv
+from ._reduce_ops import reduction
+from ._tensors import Contiguous, byte_view, describe, typed_view
+from ._work import AxonWork, done
+
+# The tag torch never passes (axon.MAX_TAG): the messages of all_to_all with uneven splits use it,
+# so that they never match a user's send or receive on the same team.
+INTERNAL_TAG = axon.MAX_TAG
+
+
+def _op(name: str):
+    """Runs a ProcessGroup method, turning axon's failures into torch's terms: a dead peer or a
+    timeout becomes DistBackendError naming the op, this rank and the tensor."""
+
+    def wrap(method):
+        @functools.wraps(method)
+        def run(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except (axon.PeerDeadError, axon.TimeoutError, axon.BootstrapError, axon.CollectiveMismatchError) as e:
+                raise dist.DistBackendError(self._where(name, args) + f": {e}") from e
+            except axon.Error as e:
+                if str(e).startswith("axon.torch:"):
+                    raise  # raised here, already naming the call
+                raise type(e)(self._where(name, args) + f": {e}") from e
+        return run
+
+    return wrap
+
+
+def _first_tensor(obj) -> Optional[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        for x in obj:
+            t = _first_tensor(x)
+            if t is not None:
+                return t
+    return None
+
+
+def _one(tensors: list, api: str):
+    if len(tensors) != 1:
+        raise InvalidArgumentError(f"axon.torch: {api} takes one tensor per call, got {len(tensors)}")
+    return tensors[0]
+
+
+class AxonProcessGroup(dist.ProcessGroup):
+    """A torch process group whose collectives and messages run on an axon team."""
+
+    def __init__(self, team: axon.Team, rank: int, size: int, group_name: str, timeout: timedelta):
+        super().__init__(rank, size)
+        self._team = team
+        self._rank = rank
+        self._size = size
+        self._group_name = group_name
+        self._timeout = timeout
+
+    # -- identity --------------------------------------------------------------------------------
+
+    def size(self) -> int:
+        return self._size
+
+    def rank(self) -> int:
+        return self._rank
+
+    def getBackendName(self) -> str:
+        return "axon"
+
+    def name(self) -> str:
+        return "axon"
+
+    @property
+    def team(self) -> axon.Team:
+        """The axon team the group runs on (its ranks are the group's)."""
+        return self._team
+
+    def __repr__(self) -> str:
+        return f"AxonProcessGroup(rank {self._rank} of {self._size}, group {self._group_name!r})"
+
+    def _where(self, op: str, args) -> str:
+        t = _first_tensor(args)
+        what = f", {describe(t)}" if t is not None else ""
+        return (f"axon.torch: {op} on rank {self._rank} of group {self._group_name!r} ({self._size} ranks; "
+                f"global rank {axon.my_pe()}){what}")
+
+    # -- collectives -----------------------------------------------------------------------------
+
+    @_op("all_reduce")
+    def allreduce(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.AllreduceOptions()
+        t = _one(tensors, "all_reduce")
+        red = reduction(opts.reduceOp, t, "all_reduce")
+        with Contiguous(t, out=True) as c:
+            src = red.scaled(c.tensor)
+            s, name = typed_view(src, "all_reduce")
+            d, _ = typed_view(c.tensor, "all_reduce")
+            axon.allreduce(s, d, red.axon_op, team=self._team, dtype=name)
+            red.finish(c.tensor, self._size)
+        return done(tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        for t in tensors:
+            opts1 = dist.AllreduceOptions()
+            if opts is not None:
+                opts1.reduceOp = opts.reduceOp
+            self.allreduce([t], opts1)
+        return done(tensors)
+
+    @_op("reduce")
+    def reduce(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.ReduceOptions()
+        t = _one(tensors, "reduce")
+        red = reduction(opts.reduceOp, t, "reduce")
+        root = opts.rootRank
+        with Contiguous(t, out=True) as c:
+            src = red.scaled(c.tensor)
+            s, name = typed_view(src, "reduce")
+            d, _ = typed_view(c.tensor, "reduce")
+            axon.reduce(s, d, red.axon_op, root=root, team=self._team, dtype=name)
+            if self._rank == root:
+                red.finish(c.tensor, self._size)
+        return done(tensors)
+
+    @_op("broadcast")
+    def broadcast(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.BroadcastOptions()
+        t = _one(tensors, "broadcast")
+        with Contiguous(t, out=True) as c:
+            axon.broadcast(byte_view(c.tensor), root=opts.rootRank, team=self._team)
+        return done(tensors)
+
+    @_op("all_gather")
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        outs = _one(output_tensors, "all_gather")
+        inp = _one(input_tensors, "all_gather")
+        if len(outs) != self._size:
+            raise InvalidArgumentError(f"axon.torch: all_gather needs {self._size} output tensors, got {len(outs)}")
+        for o in outs:
+            if o.numel() != inp.numel() or o.dtype != inp.dtype:
+                raise InvalidArgumentError(
+                    f"axon.torch: all_gather: every output tensor must match the input ({describe(inp)}); "
+                    f"got a {describe(o)}")
+        flat = torch.empty((self._size,) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
+        with Contiguous(inp, out=False) as c:
+            axon.allgather(byte_view(c.tensor), byte_view(flat), team=self._team)
+        for i, o in enumerate(outs):
+            o.copy_(flat[i].view_as(o))
+        return done(output_tensors)
+
+    @_op("all_gather_into_tensor")
+    def _allgather_base(self, output, input, opts=None):
+        if output.numel() != self._size * input.numel() or output.dtype != input.dtype:
+            raise InvalidArgumentError(
+                f"axon.torch: all_gather_into_tensor: the output ({describe(output)}) must hold {self._size} x "
+                f"the input ({describe(input)})")
+        with Contiguous(input, out=False) as i, Contiguous(output, out=True) as o:
+            axon.allgather(byte_view(i.tensor), byte_view(o.tensor), team=self._team)
+        return done([output])
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._allgather_base(o, i, opts)
+        return done(outputs)
+
+    @_op("reduce_scatter")
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        out = _one(output_tensors, "reduce_scatter")
+        ins = _one(input_tensors, "reduce_scatter")
+        if len(ins) != self._size:
+            raise InvalidArgumentError(f"axon.torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
+        for t in ins:
+            if t.numel() != out.numel() or t.dtype != out.dtype:
+                raise InvalidArgumentError(
+                    f"axon.torch: reduce_scatter: every input tensor must match the output ({describe(out)}); "
+                    f"got a {describe(t)}")
+        flat = torch.cat([t.reshape(-1) for t in ins])
+        self._reduce_scatter_flat(out, flat, opts.reduceOp, "reduce_scatter")
+        return done(output_tensors)
+
+    @_op("reduce_scatter_tensor")
+    def _reduce_scatter_base(self, output, input, opts=None):
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        if input.numel() != self._size * output.numel() or output.dtype != input.dtype:
+            raise InvalidArgumentError(
+                f"axon.torch: reduce_scatter_tensor: the input ({describe(input)}) must hold {self._size} x the "
+                f"output ({describe(output)})")
+        self._reduce_scatter_flat(output, input.reshape(-1), opts.reduceOp, "reduce_scatter_tensor")
+        return done([output])
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._reduce_scatter_base(o, i, opts)
+        return done(outputs)
+
+    def _reduce_scatter_flat(self, out, flat, op, api):
+        red = reduction(op, out, api)
+        src = red.scaled(flat.contiguous())
+        with Contiguous(out, out=True) as o:
+            s, name = typed_view(src, api)
+            d, _ = typed_view(o.tensor, api)
+            axon.reduce_scatter(s, d, red.axon_op, team=self._team, dtype=name)
+            red.finish(o.tensor, self._size)
+
+    @_op("all_to_all_single")
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        rows_out, rows_in = output.shape[0] if output.dim() else 1, input.shape[0] if input.dim() else 1
+        out_rows = _alltoallv.splits(output_split_sizes, rows_out, self._size, "output_split_sizes")
+        in_rows = _alltoallv.splits(input_split_sizes, rows_in, self._size, "input_split_sizes")
+        row_out = output.numel() // max(rows_out, 1) * output.element_size()
+        row_in = input.numel() // max(rows_in, 1) * input.element_size()
+        if output.dtype != input.dtype or (row_out != row_in and rows_out and rows_in):
+            raise InvalidArgumentError(
+                f"axon.torch: all_to_all_single: input ({describe(input)}) and output ({describe(output)}) must "
+                f"have the same dtype and row size")
+        row = row_in or row_out
+        with Contiguous(input, out=False) as i, Contiguous(output, out=True) as o:
+            src, dst = byte_view(i.tensor), byte_view(o.tensor)
+            if len(set(in_rows)) == 1 and len(set(out_rows)) == 1 and in_rows[0] == out_rows[0]:
+                axon.alltoall(src, dst, team=self._team)
+            else:
+                _alltoallv.exchange(src, [r * row for r in in_rows], dst, [r * row for r in out_rows],
+                                    self._team, INTERNAL_TAG)
+        return done([output])
+
+    @_op("all_to_all")
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        if len(output_tensors) != self._size or len(input_tensors) != self._size:
+            raise InvalidArgumentError(
+                f"axon.torch: all_to_all needs {self._size} input and output tensors, got {len(input_tensors)} "
+                f"and {len(output_tensors)}")
+        src = torch.cat([x.contiguous().reshape(-1).view(torch.uint8) for x in input_tensors])
+        sizes_out = [t.numel() * t.element_size() for t in output_tensors]
+        dst = torch.empty(sum(sizes_out), dtype=torch.uint8, device=output_tensors[0].device)
+        sizes_in = [t.numel() * t.element_size() for t in input_tensors]
+        _alltoallv.exchange(byte_view(src), sizes_in, byte_view(dst), sizes_out, self._team, INTERNAL_TAG)
+        at = 0
+        for t, n in zip(output_tensors, sizes_out):
+            # A copy of the bytes starts at offset 0: viewing them as t's dtype needs no alignment.
+            t.copy_(dst[at:at + n].clone().view(t.dtype).view(t.shape))
+            at += n
+        return done(output_tensors)
+
+    @_op("barrier")
+    def barrier(self, opts=None):
+        axon.barrier(self._team)
+        return done([])
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    def _tag(self, tag: int, api: str) -> int:
+        if not 0 <= tag < INTERNAL_TAG:
+            raise InvalidArgumentError(f"axon.torch: {api}: tag {tag} is outside [0, {INTERNAL_TAG})")
+        return tag
+
+    def _peer(self, peer: int, api: str) -> int:
+        if not 0 <= peer < self._size:
+            raise InvalidArgumentError(f"axon.torch: {api}: rank {peer} is outside the group's [0, {self._size})")
+        return peer
+
+    @_op("send")
+    def send(self, tensors, dst, tag=0):
+        t = _one(tensors, "send")
+        c = Contiguous(t, out=False)
+        req = axon.isend(byte_view(c.tensor), dest=self._peer(dst, "send"), tag=self._tag(tag, "send"),
+                         team=self._team)
+        return AxonWork(tensors, finish=self._checked(req.wait, "send", t), test=req.test)
+
+    @_op("recv")
+    def recv(self, tensors, src, tag=0):
+        return self._recv(tensors, self._peer(src, "recv"), tag, "recv")
+
+    @_op("recv")
+    def recv_anysource(self, tensors, tag=0):
+        return self._recv(tensors, axon.ANY_SOURCE, tag, "recv")
+
+    def _recv(self, tensors, src, tag, api):
+        t = _one(tensors, api)
+        c = Contiguous(t, out=True)
+        buf = byte_view(c.tensor)
+        req = axon.irecv(buf, source=src, tag=self._tag(tag, api), team=self._team)
+        want = c.tensor.numel() * c.tensor.element_size()
+
+        def finish():
+            st = req.wait()
+            if st.nbytes != want:
+                raise InvalidArgumentError(f"axon.torch: recv: rank {st.source} sent {st.nbytes} bytes for a "
+                                           f"{describe(t)} ({want} bytes)")
+            c.__exit__(None, None, None)
+
+        return AxonWork(tensors, finish=self._checked(finish, api, t), test=req.test,
+                        source=lambda: req.status.source if req.status is not None else -1)
+
+    def _checked(self, fn, api, t):
+        """`fn` (a wait) with axon's failures in torch's terms, as _op does for the calls."""
+
+        def run():
+            try:
+                return fn()
+            except (axon.PeerDeadError, axon.TimeoutError, axon.BootstrapError) as e:
+                raise dist.DistBackendError(self._where(api, [t]) + f": {e}") from e
+
+        return run

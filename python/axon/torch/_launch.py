@@ -1,0 +1,124 @@
+"""Joining the job: torch's variables under `axon run`, and axon's start from torch's creator.
+
+Under `axon run`, torch's default env:// rendezvous finds none of its variables: they are derived
+from axon's (RANK from AXON_RANK, ...), and torch's store port is one that rank 0 finds free and
+hands to the others through axon, which therefore starts at `import axon.torch` there. Under
+torchrun (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by hand), axon's own launcher
+detection already reads torch's variables; the job key, which no launcher but `axon run` hands
+out, travels through torch's store (rank 0 makes it, the others read it): every process that can
+read that store is already trusted by the job.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Iterator
+
+import axon
+
+from ..errors import InvalidArgumentError
+
+# Where rank 0 publishes the job key in torch's store (under the default group's prefix).
+_KEY_KEY = "axon/job_key"
+
+
+def torch_vars_from_axon(environ=os.environ, master_port=None) -> dict[str, str]:
+    """The variables torch's env:// rendezvous needs, derived from `axon run`'s; only those not set.
+    `master_port` (a callable) gives torch's store port when MASTER_PORT is not set.
+
+    Empty when the process was not started by `axon run` or torch's variables are all there."""
+    if "AXON_RANK" not in environ or "AXON_STORE_ADDR" not in environ:
+        return {}
+    host, _, port = environ["AXON_STORE_ADDR"].rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65535:
+        raise InvalidArgumentError(f"axon.torch: AXON_STORE_ADDR={environ['AXON_STORE_ADDR']!r} is not host:port")
+    derived = {
+        "RANK": environ["AXON_RANK"],
+        "WORLD_SIZE": environ.get("AXON_WORLD_SIZE", "1"),
+        "LOCAL_RANK": environ.get("AXON_LOCAL_RANK", environ["AXON_RANK"]),
+        "LOCAL_WORLD_SIZE": environ.get("AXON_LOCAL_SIZE", environ.get("AXON_WORLD_SIZE", "1")),
+        "MASTER_ADDR": host.strip("[]"),
+    }
+    out = {k: v for k, v in derived.items() if k not in environ}
+    if "MASTER_PORT" not in environ and master_port is not None:
+        out["MASTER_PORT"] = str(master_port(out.get("MASTER_ADDR", environ.get("MASTER_ADDR"))))
+    return out
+
+
+def agreed_free_port(host: str) -> int:
+    """A port rank 0 found free on `host` (its own: `axon run` puts rank 0 there), the same on
+    every rank: axon starts (collective) and broadcasts it. A fixed choice such as axon's port + 1
+    was taken by another job's socket in testing here."""
+    import numpy as np
+
+    from ..tools.launcher import find_free_port
+
+    global STARTED_AXON
+    if not axon.is_initialized():
+        axon.init()
+        STARTED_AXON = True
+    port = np.array([find_free_port(host) if axon.my_pe() == 0 else 0], dtype=np.int64)
+    axon.broadcast(port, root=0)
+    return int(port[0])
+
+
+# Whether axon.torch started axon (at import, under `axon run`): the default group's shutdown then
+# finalizes it.
+STARTED_AXON = False
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Sets `values` in the environment for axon.init() to read (it reads the variables once),
+    then takes them out again, so that processes the script starts later do not inherit them."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _job_key_through(store, rank: int) -> str:
+    """Rank 0 makes a key and publishes it in torch's store; the others wait for it there (bounded
+    by the store's timeout, the group's)."""
+    if rank == 0:
+        key = secrets.token_hex(32)
+        store.set(_KEY_KEY, key)
+        return key
+    return store.get(_KEY_KEY).decode()
+
+
+def ensure_axon(store, rank: int, size: int, timeout: timedelta) -> None:
+    """Initializes axon for the default group of `size` ranks unless it runs already; checks that
+    axon's world is torch's."""
+    if not axon.is_initialized():
+        env: dict[str, str] = {}
+        if "AXON_TIMEOUT" not in os.environ:
+            # The group's timeout bounds every wait of axon (axon has one bound, read at init).
+            env["AXON_TIMEOUT"] = f"{max(timeout.total_seconds(), 1.0):g}"
+        own_launch = "AXON_RANK" in os.environ
+        if not own_launch:
+            for name, want in (("RANK", rank), ("WORLD_SIZE", size)):
+                seen = os.environ.get(name)
+                if seen is None or seen != str(want):
+                    raise InvalidArgumentError(
+                        f"axon.torch: init_process_group(rank={rank}, world_size={size}) but {name}="
+                        f"{seen!r} in the environment; axon joins the job by the launcher's variables: start "
+                        f"the script with `axon run -n N` or torchrun (or set RANK, WORLD_SIZE, MASTER_ADDR, "
+                        f"MASTER_PORT as torchrun does)")
+            if "AXON_JOB_KEY" not in os.environ and "AXON_JOB_KEY_FILE" not in os.environ:
+                env["AXON_JOB_KEY"] = _job_key_through(store, rank)
+        with _environment(env):
+            axon.init()
+    if axon.n_pes() != size or axon.my_pe() != rank:
+        raise InvalidArgumentError(
+            f"axon.torch: torch's default group has rank {rank} of {size}, but axon runs as PE {axon.my_pe()} of "
+            f"{axon.n_pes()}; start both from the same launcher")

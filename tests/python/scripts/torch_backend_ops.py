@@ -1,0 +1,209 @@
+"""Every operation of the torch backend "axon" on CPU tensors, each checked against a reference
+computed here from what every rank contributes (rank-dependent values, so a wrong order or a
+missed contribution shows). Run under `axon run -n N` (argument: "axon"), or with torchrun's
+variables set by hand (argument: "torchrun"); prints "torch backend ops OK" on success."""
+
+import sys
+
+import torch
+import torch.distributed as dist
+
+import axon.torch  # noqa: F401  (registers "axon")
+
+dist.init_process_group("axon")
+rank, n = dist.get_rank(), dist.get_world_size()
+assert dist.get_backend() == "axon", dist.get_backend()
+if sys.argv[1:] == ["torchrun"]:
+    import axon
+    assert axon.launcher_name() == "torchrun", axon.launcher_name()
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
+          torch.int8]
+
+
+def value(r, shape, dtype, salt=0):
+    """Rank r's contribution: small integers, exact in every dtype (also after sums of 4 ranks)."""
+    k = torch.arange(int(torch.tensor(shape).prod()), dtype=torch.int64).reshape(shape)
+    v = (k * 3 + r * 5 + salt) % 7 + 1
+    return v.to(dtype)
+
+
+def check(got, want, what):
+    if not torch.equal(got, want):
+        raise AssertionError(f"rank {rank}: {what}: got {got.flatten()[:8]} want {want.flatten()[:8]}")
+
+
+# all_reduce: every op and dtype
+ops = {dist.ReduceOp.SUM: lambda xs: sum(xs[1:], xs[0]), dist.ReduceOp.PRODUCT: lambda xs: torch.stack(xs).prod(0),
+       dist.ReduceOp.MIN: lambda xs: torch.stack(xs).min(0).values,
+       dist.ReduceOp.MAX: lambda xs: torch.stack(xs).max(0).values}
+for dtype in DTYPES:
+    for op, ref in ops.items():
+        t = value(rank, (3, 5), dtype)
+        dist.all_reduce(t, op=op)
+        want = ref([value(r, (3, 5), torch.float64) for r in range(n)])
+        if dtype in (torch.uint8, torch.int8, torch.int32):
+            want = want.to(torch.int64).to(dtype)  # wraps like the dtype's own arithmetic
+        check(t, want.to(dtype), f"all_reduce {op} {dtype}")
+for dtype in (torch.float32, torch.float64, torch.bfloat16):
+    t = value(rank, (8,), dtype) * n
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    check(t, sum(value(r, (8,), torch.float64) for r in range(n)).to(dtype), f"all_reduce AVG {dtype}")
+    t = value(rank, (8,), dtype)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+    check(t, (2 * sum(value(r, (8,), torch.float64) for r in range(n))).to(dtype), f"premul_sum {dtype}")
+# bool through uint8 (sum: or), a non-contiguous tensor (written back in place), async
+b = torch.tensor([rank == 0, False, True])
+dist.all_reduce(b)
+check(b, torch.tensor([True, False, True]), "all_reduce bool")
+base = value(rank, (4, 6), torch.float32)
+view = base.t()  # not contiguous
+dist.all_reduce(view)
+check(base, sum(value(r, (4, 6), torch.float32) for r in range(n)), "all_reduce of a non-contiguous view")
+t = value(rank, (5,), torch.float32)
+work = dist.all_reduce(t, async_op=True)
+assert work.wait() and work.is_completed()
+fut = work.get_future()
+check(fut.wait()[0], sum(value(r, (5,), torch.float32) for r in range(n)), "async all_reduce's future")
+# Refused clearly: a dtype axon cannot reduce, a bitwise op, AVG on integers.
+# (complex SUM works: torch hands it over as its real view)
+c = torch.full((3,), complex(rank, 1), dtype=torch.complex64)
+dist.all_reduce(c)
+check(c, torch.full((3,), complex(sum(range(n)), n), dtype=torch.complex64), "all_reduce complex64")
+for bad, op in ((torch.zeros(3, dtype=torch.int16), dist.ReduceOp.SUM),
+                (torch.zeros(3, dtype=torch.float8_e5m2), dist.ReduceOp.MAX),
+                (torch.zeros(3, dtype=torch.int32), dist.ReduceOp.BXOR),
+                (torch.zeros(3, dtype=torch.int32), dist.ReduceOp.AVG)):
+    try:
+        dist.all_reduce(bad, op=op)
+        raise AssertionError(f"all_reduce of {bad.dtype} with {op} did not fail")
+    except ValueError as e:
+        assert "all_reduce" in str(e) and str(bad.dtype).replace("torch.", "") in str(e), e
+
+# broadcast and reduce from every root, float8 by bytes
+for root in range(n):
+    for dtype in DTYPES + [torch.complex64] + ([torch.float8_e4m3fn] if hasattr(torch, "float8_e4m3fn") else []):
+        t = value(rank, (7,), torch.float32).to(dtype)
+        dist.broadcast(t, src=root)
+        check(t.view(torch.uint8), value(root, (7,), torch.float32).to(dtype).view(torch.uint8),
+              f"broadcast {dtype} from {root}")
+    t = value(rank, (6,), torch.int64)
+    dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
+    if rank == root:
+        check(t, sum(value(r, (6,), torch.int64) for r in range(n)), f"reduce to {root}")
+    else:
+        check(t, value(rank, (6,), torch.int64), f"reduce leaves rank {rank}'s tensor")
+
+# all_gather, all_gather_into_tensor
+for dtype in DTYPES:
+    outs = [torch.empty(2, 3, dtype=dtype) for _ in range(n)]
+    dist.all_gather(outs, value(rank, (2, 3), dtype))
+    for r in range(n):
+        check(outs[r], value(r, (2, 3), dtype), f"all_gather {dtype} block {r}")
+    out = torch.empty(n * 4, dtype=dtype)
+    dist.all_gather_into_tensor(out, value(rank, (4,), dtype))
+    check(out, torch.cat([value(r, (4,), dtype) for r in range(n)]), f"all_gather_into_tensor {dtype}")
+
+# reduce_scatter, reduce_scatter_tensor
+for dtype in (torch.float32, torch.bfloat16, torch.int64):
+    ins = [value(rank, (3,), dtype, salt=j) for j in range(n)]
+    out = torch.empty(3, dtype=dtype)
+    dist.reduce_scatter(out, ins)
+    check(out, sum(value(r, (3,), torch.float64, salt=rank) for r in range(n)).to(dtype), f"reduce_scatter {dtype}")
+    out = torch.empty(2, dtype=dtype)
+    dist.reduce_scatter_tensor(out, value(rank, (2 * n,), dtype), op=dist.ReduceOp.MAX)
+    want = torch.stack([value(r, (2 * n,), torch.float64) for r in range(n)]).max(0).values[2 * rank:2 * rank + 2]
+    check(out, want.to(dtype), f"reduce_scatter_tensor MAX {dtype}")
+
+# all_to_all_single: even, and uneven splits (rank r sends r + j + 1 rows to rank j)
+t = torch.arange(n * 2, dtype=torch.float32) + 100 * rank
+out = torch.empty(n * 2)
+dist.all_to_all_single(out, t)
+check(out, torch.cat([torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + 100 * r for r in range(n)]),
+      "all_to_all_single even")
+send = [rank + j + 1 for j in range(n)]
+recv = [r + rank + 1 for r in range(n)]
+rows = [torch.full((k, 3), float(100 * rank + j)) for j, k in enumerate(send)]
+out = torch.empty(sum(recv), 3)
+dist.all_to_all_single(out, torch.cat(rows), output_split_sizes=recv, input_split_sizes=send)
+check(out, torch.cat([torch.full((k, 3), float(100 * r + rank)) for r, k in enumerate(recv)]),
+      "all_to_all_single uneven")
+# all_to_all of lists with different sizes per peer
+ins = [torch.full((rank + j + 1,), rank * 10 + j, dtype=torch.int32) for j in range(n)]
+outs = [torch.empty(r + rank + 1, dtype=torch.int32) for r in range(n)]
+dist.all_to_all(outs, ins)
+for r in range(n):
+    check(outs[r], torch.full((r + rank + 1,), r * 10 + rank, dtype=torch.int32), f"all_to_all from {r}")
+
+# send/recv with tags (two messages, received in the other order), isend/irecv, batch_isend_irecv
+nxt, prv = (rank + 1) % n, (rank - 1) % n
+if rank % 2 == 0:
+    dist.send(torch.full((4,), float(rank)), dst=nxt, tag=1)
+    dist.send(torch.full((4,), float(rank) + 0.5), dst=nxt, tag=2)
+    a, b2 = torch.empty(4), torch.empty(4)
+    dist.recv(b2, src=prv, tag=2)
+    dist.recv(a, src=prv, tag=1)
+else:
+    a, b2 = torch.empty(4), torch.empty(4)
+    dist.recv(b2, src=prv, tag=2)
+    dist.recv(a, src=prv, tag=1)
+    dist.send(torch.full((4,), float(rank)), dst=nxt, tag=1)
+    dist.send(torch.full((4,), float(rank) + 0.5), dst=nxt, tag=2)
+check(a, torch.full((4,), float(prv)), "recv tag 1")
+check(b2, torch.full((4,), float(prv) + 0.5), "recv tag 2")
+big = torch.arange(1 << 18, dtype=torch.float32) + rank  # 1 MiB: a rendezvous message
+got = torch.empty_like(big)
+reqs = [dist.irecv(got, src=prv), dist.isend(big, dst=nxt)]
+for w in reqs:
+    w.wait()
+check(got, torch.arange(1 << 18, dtype=torch.float32) + prv, "isend/irecv 1 MiB ring")
+ops_list = [dist.P2POp(dist.isend, torch.full((3,), rank, dtype=torch.int64), nxt),
+            dist.P2POp(dist.irecv, torch.empty(3, dtype=torch.int64), prv)]
+for w in dist.batch_isend_irecv(ops_list):
+    w.wait()
+check(ops_list[1].tensor, torch.full((3,), prv, dtype=torch.int64), "batch_isend_irecv")
+if rank == 0:
+    srcs = set()
+    for _ in range(n - 1):
+        t = torch.empty(1, dtype=torch.int64)
+        src = dist.recv(t, tag=5)  # any source: torch returns the sender
+        assert int(t) == 1000 + src, (int(t), src)
+        srcs.add(src)
+    assert srcs == set(range(1, n)), srcs
+else:
+    dist.send(torch.tensor([1000 + rank]), dst=0, tag=5)
+
+# objects, barrier
+objs = [None] * n
+dist.all_gather_object(objs, {"rank": rank, "name": f"r{rank}"})
+assert objs == [{"rank": r, "name": f"r{r}"} for r in range(n)], objs
+lst = [f"from {rank}", rank] if rank == 1 % n else [None, None]
+dist.broadcast_object_list(lst, src=1 % n)
+assert lst == [f"from {1 % n}", 1 % n], lst
+dist.barrier()
+
+# subgroups: the even ranks, and the group of the last two in torch's order; world ranks are
+# translated to group ranks for roots and peers.
+evens = list(range(0, n, 2))
+g = dist.new_group(evens, backend="axon")
+last = dist.new_group([n - 1, n - 2], backend="axon") if n > 2 else None
+if rank in evens:
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, group=g)
+    check(t, torch.tensor([float(sum(evens))]), "all_reduce on the even ranks")
+    t = torch.tensor([rank])
+    dist.broadcast(t, src=evens[-1], group=g)
+    check(t, torch.tensor([evens[-1]]), "broadcast from the last even rank (a global rank)")
+    outs = [torch.empty(1, dtype=torch.int64) for _ in evens]
+    dist.all_gather(outs, torch.tensor([rank]), group=g)
+    check(torch.cat(outs), torch.tensor(evens), "all_gather on the even ranks")
+if last is not None and rank >= n - 2:
+    peer = (n - 1) if rank == n - 2 else (n - 2)
+    out = torch.empty(1, dtype=torch.int64)
+    reqs = [dist.isend(torch.tensor([rank]), dst=peer, group=last), dist.irecv(out, src=peer, group=last)]
+    for w in reqs:
+        w.wait()
+    check(out, torch.tensor([peer]), "isend/irecv in a subgroup by global ranks")
+dist.barrier()
+dist.destroy_process_group()
+print("torch backend ops OK", flush=True)

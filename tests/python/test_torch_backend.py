@@ -1,0 +1,118 @@
+"""The torch.distributed backend "axon" (axon.torch) on CPU tensors: every operation against a
+reference on 2 and 4 ranks under `axon run`, the same under torchrun's variables, DDP training
+equal to gloo's, a dead rank as DistBackendError, and axon without torch. Skipped where torch is
+not installed."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+if not torch.distributed.is_available():
+    pytest.skip("this torch build has no torch.distributed", allow_module_level=True)
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def axon_run(n, *argv, env=None, timeout=180):
+    full = dict(os.environ, AXON_TIMEOUT="60", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(n), *argv], capture_output=True,
+                          text=True, env=full, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _two_free_ports():
+    """A port p with p + 1 free too (torch's store takes p, axon's p + 1)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            p = s.getsockname()[1]
+        if p >= 65535:
+            continue
+        try:
+            with socket.socket() as s2:
+                s2.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    pytest.fail("no two consecutive free ports on 127.0.0.1")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_every_op_matches_its_reference_under_axon_run(n):
+    res = axon_run(n, sys.executable, str(SCRIPTS / "torch_backend_ops.py"), "axon")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert res.stdout.count("torch backend ops OK") == n, res.stdout
+
+
+def test_every_op_matches_its_reference_under_torchrun_variables(tmp_path):
+    # The processes are started as torchrun starts them: RANK, WORLD_SIZE, LOCAL_RANK,
+    # LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no AXON_* variable and no job key: the backend
+    # passes axon's key through torch's store.
+    n = 2
+    port = _two_free_ports()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AXON_")}
+    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
+                TORCHELASTIC_RUN_ID=f"axon-test-{port}", XDG_RUNTIME_DIR=str(tmp_path), AXON_TIMEOUT="60")
+    procs = [subprocess.Popen([sys.executable, str(SCRIPTS / "torch_backend_ops.py"), "torchrun"],
+                              env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL) for r in range(n)]
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=180))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:] + err[-5000:]
+        assert "torch backend ops OK" in out
+    # The key went through torch's store: rank 0 wrote no key file.
+    assert not list(tmp_path.rglob("job-*")), list(tmp_path.rglob("*"))
+
+
+def test_ddp_training_matches_gloo():
+    res = axon_run(2, sys.executable, str(SCRIPTS / "torch_ddp_vs_gloo.py"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert res.stdout.count("ddp weights match gloo") == 2, res.stdout
+
+
+def test_dead_rank_is_a_dist_backend_error_naming_it():
+    res = axon_run(2, sys.executable, str(SCRIPTS / "torch_rank_dies.py"), timeout=120)
+    assert res.stdout.count("DistBackendError after") == 1, res.stdout[-3000:] + res.stderr[-5000:]
+    seconds = float(res.stdout.split("DistBackendError after ")[1].split(" s")[0])
+    assert seconds < 10, res.stdout  # liveness, not the group's 60 s timeout
+
+
+def test_axon_imports_without_torch(tmp_path):
+    # A torch that fails to import stands in for none installed: `import axon` must not need it.
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    code = "import axon, sys; assert 'torch' not in sys.modules; print('axon without torch')"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(tmp_path)), timeout=60)
+    assert res.returncode == 0 and "axon without torch" in res.stdout, res.stderr[-3000:]
+
+
+def test_vars_for_torch_derived_from_axon_run():
+    from axon.torch import _launch
+
+    env = {"AXON_RANK": "1", "AXON_WORLD_SIZE": "4", "AXON_LOCAL_RANK": "1", "AXON_LOCAL_SIZE": "2",
+           "AXON_STORE_ADDR": "127.0.0.1:29400"}
+    asked = []
+    assert _launch.torch_vars_from_axon(env, master_port=lambda host: asked.append(host) or 4321) == {
+        "RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "4321"}
+    assert asked == ["127.0.0.1"]
+    # Variables already set are kept; a MASTER_PORT given needs no agreement (no collective).
+    env.update(MASTER_PORT="12345", LOCAL_RANK="0")
+    assert _launch.torch_vars_from_axon(env, master_port=lambda host: 1 / 0) == {
+        "RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    assert _launch.torch_vars_from_axon({"RANK": "0"}) == {}
+    import axon
+    with pytest.raises(axon.InvalidArgumentError, match="AXON_STORE_ADDR"):
+        _launch.torch_vars_from_axon({"AXON_RANK": "0", "AXON_STORE_ADDR": "nohost"})
