@@ -413,6 +413,27 @@ def test_emulated_nodes_keep_ucx_off_cuda_ipc_unless_the_user_chose_transports()
     assert "UCX_TLS" not in pe_environment(0, 2, "h:1", base={}, nodes=1)
 
 
+def test_pes_get_torchruns_variables_for_this_job():
+    from axon.tools.launcher import pe_environment
+
+    # An outer launcher's values are replaced: they describe another job.
+    outer = {"RANK": "7", "WORLD_SIZE": "16", "MASTER_ADDR": "10.0.0.9", "MASTER_PORT": "1234"}
+    env = pe_environment(3, 4, "10.77.0.2:29500", base=outer, nodes=2, torch_port=29501)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("3", "4", "1", "2")
+    assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("10.77.0.2", "29501")
+    assert "MASTER_PORT" not in pe_environment(0, 2, "h:1", base={})  # only where the launcher chose one
+
+
+def test_axon_run_gives_every_pe_torchruns_variables():
+    code = ("import os; print(' '.join(os.environ[k] for k in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', "
+            "'LOCAL_WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')))")
+    result = axon_run("-n", "2", sys.executable, "-c", code)
+    assert result.returncode == 0, result.stderr
+    rows = sorted(line.split("] ", 1)[1].split() for line in _lines(result.stdout))
+    assert [r[:4] for r in rows] == [["0", "2", "0", "2"], ["1", "2", "1", "2"]]
+    assert rows[0][4:] == rows[1][4:] and rows[0][5].isdigit()  # one torch store for the job
+
+
 def test_program_options_that_prefix_launcher_options_reach_the_program():
     # `--n` abbreviates --nprocs and --no-prefix for argparse; it belongs to the program.
     res = axon_run("-n", "1", *_py("import sys; print(sys.argv[1:])"), "--n", "5", "--no")

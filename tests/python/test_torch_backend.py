@@ -103,14 +103,11 @@ def test_vars_for_torch_derived_from_axon_run():
 
     env = {"AXON_RANK": "1", "AXON_WORLD_SIZE": "4", "AXON_LOCAL_RANK": "1", "AXON_LOCAL_SIZE": "2",
            "AXON_STORE_ADDR": "127.0.0.1:29400"}
-    asked = []
-    assert _launch.torch_vars_from_axon(env, master_port=lambda host: asked.append(host) or 4321) == {
-        "RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": "4321"}
-    assert asked == ["127.0.0.1"]
-    # Variables already set are kept; a MASTER_PORT given needs no agreement (no collective).
-    env.update(MASTER_PORT="12345", LOCAL_RANK="0")
-    assert _launch.torch_vars_from_axon(env, master_port=lambda host: 1 / 0) == {
+    assert _launch.torch_vars_from_axon(env) == {
+        "RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    # Variables already set are kept.
+    env.update(LOCAL_RANK="0")
+    assert _launch.torch_vars_from_axon(env) == {
         "RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
     assert _launch.torch_vars_from_axon({"RANK": "0"}) == {}
     import axon

@@ -6,7 +6,10 @@ one per PE, and supervises them until they are all gone:
 * each PE gets the launcher's environment plus ``AXON_RANK``,
   ``AXON_WORLD_SIZE``, ``AXON_LOCAL_RANK``, ``AXON_LOCAL_SIZE``, ``AXON_HOST_PES``,
   ``AXON_STORE_ADDR`` (where PE 0 serves the bootstrap key-value store) and
-  ``AXON_JOB_KEY`` (a fresh key per job, which every PE proves to the store);
+  ``AXON_JOB_KEY`` (a fresh key per job, which every PE proves to the store), and torchrun's
+  ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and
+  ``MASTER_PORT`` (a second free port beside the store's), so that torch.distributed's env://
+  rendezvous, and scripts written for torchrun, run under ``axon run`` unchanged;
 * every line a PE writes is forwarded, whole, to the launcher's stdout or
   stderr with a ``[rank] `` prefix;
 * when one PE fails, the others get a grace period, then SIGTERM, then
@@ -114,13 +117,15 @@ def pe_environment(
     base: Mapping[str, str] | None = None,
     nodes: int = 1,
     job_key: str | None = None,
+    torch_port: int | None = None,
 ) -> dict[str, str]:
     """Environment of PE ``rank``: ``base`` (default: ours) plus the AXON_* variables.
 
     With ``nodes`` > 1 (emulated nodes), PEs sit in blocks of nprocs / nodes per node and the
     local rank and size count within the node. ``job_key`` (the same for every PE of the job,
     from new_job_key) becomes AXON_JOB_KEY; a key or key file the launcher itself was given
-    belongs to another job (the one that started it) and is not passed on.
+    belongs to another job (the one that started it) and is not passed on. With ``torch_port``,
+    torchrun's variables too (torch's store on PE 0's host at that port).
     """
     env = dict(os.environ if base is None else base)
     env.pop("AXON_JOB_KEY", None)
@@ -139,6 +144,19 @@ def pe_environment(
             "AXON_STORE_ADDR": store_addr,
         }
     )
+    if torch_port is not None:
+        # torchrun's variables for this job's PEs (not an outer launcher's): torch's own store
+        # serves on PE 0's host, beside axon's.
+        env.update(
+            {
+                "RANK": str(rank),
+                "WORLD_SIZE": str(nprocs),
+                "LOCAL_RANK": str(rank % per_node),
+                "LOCAL_WORLD_SIZE": str(per_node),
+                "MASTER_ADDR": store_addr.rpartition(":")[0].strip("[]"),
+                "MASTER_PORT": str(torch_port),
+            }
+        )
     # Output goes through a pipe, where Python would buffer it in blocks: PEs' lines would then
     # show up late and out of step with the others'. A user's explicit setting wins.
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -382,9 +400,11 @@ def _start_pes(
     """
     if nodes is None:
         store_addr = f"{_STORE_HOST}:{find_free_port()}"
+        torch_port = find_free_port()
     else:
         # PE 0 serves the store on node 0, whose fresh network namespace has every port free.
         store_addr = f"{nodes.address(0)}:{_EMULATED_STORE_PORT}"
+        torch_port = _EMULATED_STORE_PORT + 1
     job_key = new_job_key()  # only the PEs of this job can prove it to its store
     node_count = nodes.count if nodes else 1
     # Made here, in the thread that then supervises the PEs until they are gone: the kernel
@@ -401,7 +421,8 @@ def _start_pes(
         try:
             proc = subprocess.Popen(
                 enter + list(argv),
-                env=pe_environment(rank, nprocs, store_addr, nodes=node_count, job_key=job_key),
+                env=pe_environment(rank, nprocs, store_addr, nodes=node_count, job_key=job_key,
+                                  torch_port=torch_port),
                 # Only PE 0 reads the terminal, as with mpirun; N readers of
                 # one stdin would split its input arbitrarily.
                 stdin=None if rank == 0 else subprocess.DEVNULL,

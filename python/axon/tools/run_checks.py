@@ -31,7 +31,8 @@ __all__ = ["LAUNCHER_VARIABLES", "available_cores", "axon_import_hint", "cores_n
 
 #: Variables the launcher sets for each PE itself: an -x for them would be overwritten.
 LAUNCHER_VARIABLES = ("AXON_RANK", "AXON_WORLD_SIZE", "AXON_LOCAL_RANK", "AXON_LOCAL_SIZE", "AXON_HOST_PES",
-                      "AXON_STORE_ADDR")
+                      "AXON_STORE_ADDR", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                      "MASTER_PORT")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

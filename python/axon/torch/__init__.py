@@ -58,7 +58,7 @@ def create_process_group(opts, backend_options=None) -> AxonProcessGroup:
     ranks = list(opts.global_ranks_in_group)
     default = not axon.is_initialized() or not ranks
     if not ranks:
-        started = not axon.is_initialized() or _launch.STARTED_AXON
+        started = not axon.is_initialized()
         _launch.ensure_axon(opts.store, rank, size, timeout)
         return _WorldGroup(axon.team_world(), rank, size, opts.group_id, timeout, started_axon=started)
     if default:
@@ -71,8 +71,8 @@ def create_process_group(opts, backend_options=None) -> AxonProcessGroup:
 def _register() -> None:
     if BACKEND not in dist.Backend.backend_list:
         dist.Backend.register_backend(BACKEND, create_process_group, extended_api=True, devices=["cpu", "cuda"])
-    # Under `axon run`, torch's env:// rendezvous needs its own variables: derived from axon's.
-    os.environ.update(_launch.torch_vars_from_axon(master_port=_launch.agreed_free_port))
+    # `axon run` sets torch's variables; PEs given only axon's get the ranks derived from them.
+    os.environ.update(_launch.torch_vars_from_axon())
 
 
 _register()

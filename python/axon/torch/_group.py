@@ -321,3 +321,18 @@ class AxonProcessGroup(dist.ProcessGroup):
                 raise dist.DistBackendError(self._where(api, [t]) + f": {e}") from e
 
         return run
+
+    # torch 2.15 calls some of these by new names (dist.all_gather_single, ...); same arguments.
+    all_gather_single = _allgather_base
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    reduce_scatter_single = _reduce_scatter_base
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+    all_to_all_single = alltoall_base
+
+    def _get_backend(self, device=None):
+        """torch asks a group for its backend of a device (whether it coalesces, splits, ...): this
+        group is its own backend on every device, and does neither."""
+        return self
+
+    supports_coalescing = False
+    supports_splitting = False

@@ -1,9 +1,9 @@
 """Joining the job: torch's variables under `axon run`, and axon's start from torch's creator.
 
-Under `axon run`, torch's default env:// rendezvous finds none of its variables: they are derived
-from axon's (RANK from AXON_RANK, ...), and torch's store port is one that rank 0 finds free and
-hands to the others through axon, which therefore starts at `import axon.torch` there. Under
-torchrun (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by hand), axon's own launcher
+`axon run` gives every PE torchrun's variables (RANK, ..., MASTER_ADDR, MASTER_PORT: a port it
+found free beside axon's store), so torch's default env:// rendezvous works there as under
+torchrun; for processes given only AXON_* variables (by hand, or by another tool) the ranks are
+derived from them here, and MASTER_PORT must be set. Under torchrun (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by hand), axon's own launcher
 detection already reads torch's variables; the job key, which no launcher but `axon run` hands
 out, travels through torch's store (rank 0 makes it, the others read it): every process that can
 read that store is already trusted by the job.
@@ -25,15 +25,14 @@ from ..errors import InvalidArgumentError
 _KEY_KEY = "axon/job_key"
 
 
-def torch_vars_from_axon(environ=os.environ, master_port=None) -> dict[str, str]:
-    """The variables torch's env:// rendezvous needs, derived from `axon run`'s; only those not set.
-    `master_port` (a callable) gives torch's store port when MASTER_PORT is not set.
+def torch_vars_from_axon(environ=os.environ) -> dict[str, str]:
+    """The variables torch's env:// rendezvous needs, derived from axon's; only those not set.
 
-    Empty when the process was not started by `axon run` or torch's variables are all there."""
+    Empty when the process has no AXON_RANK and AXON_STORE_ADDR (not started as an axon PE)."""
     if "AXON_RANK" not in environ or "AXON_STORE_ADDR" not in environ:
         return {}
     host, _, port = environ["AXON_STORE_ADDR"].rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65535:
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise InvalidArgumentError(f"axon.torch: AXON_STORE_ADDR={environ['AXON_STORE_ADDR']!r} is not host:port")
     derived = {
         "RANK": environ["AXON_RANK"],
@@ -42,32 +41,7 @@ def torch_vars_from_axon(environ=os.environ, master_port=None) -> dict[str, str]
         "LOCAL_WORLD_SIZE": environ.get("AXON_LOCAL_SIZE", environ.get("AXON_WORLD_SIZE", "1")),
         "MASTER_ADDR": host.strip("[]"),
     }
-    out = {k: v for k, v in derived.items() if k not in environ}
-    if "MASTER_PORT" not in environ and master_port is not None:
-        out["MASTER_PORT"] = str(master_port(out.get("MASTER_ADDR", environ.get("MASTER_ADDR"))))
-    return out
-
-
-def agreed_free_port(host: str) -> int:
-    """A port rank 0 found free on `host` (its own: `axon run` puts rank 0 there), the same on
-    every rank: axon starts (collective) and broadcasts it. A fixed choice such as axon's port + 1
-    was taken by another job's socket in testing here."""
-    import numpy as np
-
-    from ..tools.launcher import find_free_port
-
-    global STARTED_AXON
-    if not axon.is_initialized():
-        axon.init()
-        STARTED_AXON = True
-    port = np.array([find_free_port(host) if axon.my_pe() == 0 else 0], dtype=np.int64)
-    axon.broadcast(port, root=0)
-    return int(port[0])
-
-
-# Whether axon.torch started axon (at import, under `axon run`): the default group's shutdown then
-# finalizes it.
-STARTED_AXON = False
+    return {k: v for k, v in derived.items() if k not in environ}
 
 
 @contextmanager
