@@ -88,3 +88,21 @@ def test_the_command_prints_the_tables(capsys):
     assert rows[2].startswith("| 2 | never | never |") and rows[3].startswith("| 3 | ")
     with pytest.raises(SystemExit):
         m.main(["--alpha-us", "0", "--beta-gbs", "2.4"])
+
+
+def test_the_references_axon_does_not_have():
+    assert m.halving_doubling(64, 1 * MIB) == m.Cost("halving_doubling", 12, 2 * 63 / 64 * MIB)
+    assert m.halving_doubling(2, 8) == m.Cost("halving_doubling", 2, 8)
+    assert m.binomial_broadcast(64, 100) == m.Cost("binomial_tree", 6, 600)
+    assert m.binomial_broadcast(3, 100).rounds == 2
+    assert m.main(["--alpha-us", "14", "--beta-gbs", "2.4", "--nodes", "64", "--sizes", "65536", "--references"]) == 0
+
+
+def test_the_module_runs_as_a_program():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "axon.tools.coll_model", "--alpha-us", "14", "--beta-gbs", "2.4",
+                           "--nodes", "3", "--sizes", "8"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "| allreduce | 3 | 42.0 us (recursive_doubling) |" in done.stdout

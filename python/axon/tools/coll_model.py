@@ -13,7 +13,7 @@ The algorithms and their thresholds are those of src/coll/hierarchy.cpp and plan
 arithmetic. Used by docs/performance.md's tables::
 
     python -m axon.tools.coll_model --alpha-us 14 --beta-gbs 2.4 [--pes-per-node 1] [--nodes 2,3,64]
-        [--sizes 8,65536,1048576,4194304] [--crossovers]
+        [--sizes 8,65536,1048576,4194304] [--crossovers | --references]
 """
 
 from __future__ import annotations
@@ -106,6 +106,19 @@ def alltoall_direct(nodes: int, per_node: int, n: int) -> Cost:
     return Cost("pairwise", _ceil_div(messages, DIRECT_DEPTH - 1), per_node * (nodes - 1) / nodes * n)
 
 
+def halving_doubling(nodes: int, n: int) -> Cost:
+    """Not in axon (a reference for many nodes): reduce-scatter by recursive halving, then
+    allgather by recursive doubling, on a power of two of nodes: 2 log2 N rounds, 2(N-1)/N n bytes."""
+    steps = max((nodes - 1).bit_length(), 1)
+    return Cost("halving_doubling", 2 * steps, 2 * (nodes - 1) / nodes * n)
+
+
+def binomial_broadcast(nodes: int, n: int) -> Cost:
+    """Not in axon (a reference for many nodes): a binomial tree, log2 N rounds of the whole buffer."""
+    steps = max((nodes - 1).bit_length(), 1)
+    return Cost("binomial_tree", steps, steps * n)
+
+
 def axon_cost(collective: str, nodes: int, per_node: int, n: int, round_bytes: int = LEADER_ROUND) -> Cost:
     """The cost of the algorithm axon picks across `nodes` nodes (of `per_node` PEs each)."""
     if nodes < 2 or per_node < 1:
@@ -180,6 +193,19 @@ def crossover_lines(alpha: float, beta: float, nodes: Sequence[int]) -> list[str
     return lines
 
 
+def reference_lines(alpha: float, beta: float, nodes: Sequence[int], sizes: Sequence[int]) -> list[str]:
+    """A Markdown table: axon's allreduce and broadcast against algorithms it does not have."""
+    lines = ["| collective | nodes | size | axon's algorithm | predicted | reference algorithm | predicted |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for c, ref in (("allreduce", halving_doubling), ("broadcast", binomial_broadcast)):
+        for k in nodes:
+            for s in sizes:
+                mine, other = axon_cost(c, k, 1, s), ref(k, s)
+                lines.append(f"| {c} | {k} | {size_text(s)} | {mine.algorithm} | {time_text(mine.seconds(alpha, beta))} "
+                             f"| {other.algorithm} | {time_text(other.seconds(alpha, beta))} |")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m axon.tools.coll_model", description=__doc__.split("\n\n")[0])
     p.add_argument("--alpha-us", type=float, required=True, help="a put_signal round trip between nodes (us)")
@@ -188,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--nodes", default="2,3,4,8,16,32,64")
     p.add_argument("--sizes", default="8,65536,1048576,4194304")
     p.add_argument("--crossovers", action="store_true", help="print where the algorithms cross instead")
+    p.add_argument("--references", action="store_true",
+                   help="print axon's allreduce and broadcast beside halving-doubling and a binomial tree instead")
     args = p.parse_args(argv)
     if args.alpha_us <= 0 or args.beta_gbs <= 0 or args.pes_per_node < 1:
         p.error("--alpha-us and --beta-gbs must be positive, --pes-per-node at least 1")
@@ -199,8 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(k < 2 for k in nodes) or any(s < 1 for s in sizes):
         p.error("--nodes are 2 or more, --sizes 1 byte or more")
     alpha, beta = args.alpha_us * 1e-6, 1 / (args.beta_gbs * 1e9)
-    lines = crossover_lines(alpha, beta, nodes) if args.crossovers else \
-        prediction_lines(alpha, beta, nodes, args.pes_per_node, sizes)
+    if args.crossovers:
+        lines = crossover_lines(alpha, beta, nodes)
+    elif args.references:
+        lines = reference_lines(alpha, beta, nodes, sizes)
+    else:
+        lines = prediction_lines(alpha, beta, nodes, args.pes_per_node, sizes)
     print("\n".join(lines))
     return 0
 
