@@ -165,7 +165,7 @@ def _check_results(records: list[dict], test: str, sizes: list[int], impl: str) 
         for side in ("out_of_place", "in_place"):
             assert set(r[side]) == _SIDE_FIELDS and r[side]["time_us"] > 0 and r[side]["wrong"] == 0
     peer = [r for r in records if r["type"] == "peer"]
-    assert peer and "Open MPI" in peer[0]["version"]
+    assert peer and "Open MPI" in peer[0]["version"] and "\x00" not in peer[0]["version"]
 
 
 @pytest.mark.skipif(_MPI_WHY_NOT is not None, reason=_MPI_WHY_NOT or "")

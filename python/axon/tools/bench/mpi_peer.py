@@ -126,8 +126,8 @@ def rank_program(test: str, sizes: list[int], iters: int | None, warmup: int | N
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     if rank == 0:
-        emit({"type": "peer", "impl": impl, "version": MPI.Get_library_version().strip().split("\n")[0],
-              "library": MPI.Get_library_version().strip().split("\n")[0],
+        library = MPI.Get_library_version().strip("\x00 \n").split("\n")[0]  # Open MPI's ends in a NUL
+        emit({"type": "peer", "impl": impl, "version": library, "library": library,
               "pml": os.environ.get("OMPI_MCA_pml", ""), "libucp": loaded_library("libucp"),
               "ranks": comm.Get_size(), "yield_when_idle": os.environ.get("OMPI_MCA_mpi_yield_when_idle", "")})
     if test in COLLECTIVES:
