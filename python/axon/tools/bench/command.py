@@ -97,7 +97,7 @@ def run_bench(args: argparse.Namespace) -> int:
             if not req.emulate_nodes or gpu_buffers:
                 continue
         elif p.get("host_buffers"):
-            if (outcome.header or {}).get("placement") != "H H":
+            if (outcome.header or {}).get("placement") not in ("H H", "H"):  # a collective's is one letter
                 continue
         elif req.emulate_nodes or not (have_gpu and gpu_buffers):
             continue

@@ -48,9 +48,12 @@ def ucx_perftest_command(req: Request, sizes: list[int], peer: dict) -> list[str
 
 
 def mpi_peer_command(req: Request, sizes: list[int]) -> list[str]:
-    """axon.tools.bench.mpi_peer on the request's nodes (its own mpirun; not through axon's launcher)."""
+    """axon.tools.bench.mpi_peer on the request's nodes and PEs (its own mpirun; not through axon's
+    launcher)."""
     cmd = [sys.executable, "-m", "axon.tools.bench.mpi_peer", req.test, "--sizes", ",".join(str(s) for s in sizes),
-           "--nodes", "2" if req.emulate_nodes else "1", *req.iteration_args()]
+           "--nodes", str(req.emulate_nodes or 1), "--pes", str(req.pes), *req.iteration_args()]
+    if req.collective:
+        cmd += ["--dtype", req.dtype, "--op", req.op, "--root", str(req.root)]
     return cmd + ([] if req.validate else ["--no-validate"])
 
 

@@ -133,12 +133,14 @@ def validate(args: argparse.Namespace) -> Request:
     if nodes is not None and pes % nodes:
         raise UsageError(f"--pes {pes} does not divide over --emulate-nodes {nodes}")
     if nodes is not None and (getattr(args, "compare", False) or getattr(args, "peers", None)):
-        # Across nodes the peer is ucx_perftest: UCX's own benchmark between PE 0's and PE 1's nodes.
-        if pes != nodes:
+        # Across nodes the peers are ucx_perftest (UCX's own benchmark between PE 0's and PE 1's
+        # nodes) and Open MPI; a collective's peer (Open MPI) runs on the same PEs and nodes.
+        if pes != nodes and test not in COLLECTIVES:
             raise UsageError(f"--compare across emulated nodes measures PE 0 and PE 1 on two nodes: --pes "
                              f"must equal --emulate-nodes (got --pes {pes}, --emulate-nodes {nodes})")
         if placement is not None and "D" in placement:
-            raise UsageError("--compare across emulated nodes runs ucx_perftest and Open MPI on host buffers: -d H H")
+            raise UsageError("--compare across emulated nodes runs ucx_perftest and Open MPI on host buffers: "
+                             + ("-d H" if test in COLLECTIVES else "-d H H"))
     if test not in COLLECTIVES and (given_dtype is not None or getattr(args, "op", None) is not None):
         raise UsageError(f"--dtype and --op (-o) are options of the collectives; {test} moves bytes")
     return Request(test, mn, mx, factor, iters, warmup, placement, validate_data, pes, settle, dtype, op,
