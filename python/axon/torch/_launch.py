@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from contextlib import contextmanager
 from datetime import timedelta
-from typing import Iterator
 
 import axon
 
 from ..errors import InvalidArgumentError
+from ..tools.run_checks import exported
 
 # Where rank 0 publishes the job key in torch's store (under the default group's prefix).
 _KEY_KEY = "axon/job_key"
@@ -42,22 +41,6 @@ def torch_vars_from_axon(environ=os.environ) -> dict[str, str]:
         "MASTER_ADDR": host.strip("[]"),
     }
     return {k: v for k, v in derived.items() if k not in environ}
-
-
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    """Sets `values` in the environment for axon.init() to read (it reads the variables once),
-    then takes them out again, so that processes the script starts later do not inherit them."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _job_key_through(store, rank: int) -> str:
@@ -90,7 +73,9 @@ def ensure_axon(store, rank: int, size: int, timeout: timedelta) -> None:
                         f"MASTER_PORT as torchrun does)")
             if "AXON_JOB_KEY" not in os.environ and "AXON_JOB_KEY_FILE" not in os.environ:
                 env["AXON_JOB_KEY"] = _job_key_through(store, rank)
-        with _environment(env):
+        # Set for axon.init() to read (it reads the variables once), then taken out again, so that
+        # processes the script starts later do not inherit them.
+        with exported(env):
             axon.init()
     if axon.n_pes() != size or axon.my_pe() != rank:
         raise InvalidArgumentError(
