@@ -261,6 +261,79 @@ class AxonProcessGroup(dist.ProcessGroup):
             at += n
         return done(output_tensors)
 
+    # gather and scatter: two-sided messages between the root and each rank, on the tag no user
+    # passes (INTERNAL_TAG), in call order like every collective here.
+    def _check_blocks(self, tensors, like, api: str) -> None:
+        if len(tensors) != self._size:
+            raise InvalidArgumentError(f"axon.torch: {api} needs {self._size} tensors on the root, got {len(tensors)}")
+        for t in tensors:
+            if t.numel() != like.numel() or t.dtype != like.dtype:
+                raise InvalidArgumentError(f"axon.torch: {api}: every tensor of the root's list must match "
+                                           f"{describe(like)}; got a {describe(t)}")
+
+    def _gather_bytes(self, src, dst, root: int, api: str) -> None:
+        """Root: dst (n blocks of src's size) gets every rank's src, in rank order; others send."""
+        if self._rank != root:
+            axon.send(src, dest=root, tag=INTERNAL_TAG, team=self._team)
+            return
+        nb = len(src)
+        recvs = [(i, axon.irecv(dst[i * nb:(i + 1) * nb], source=i, tag=INTERNAL_TAG, team=self._team))
+                 for i in range(self._size) if i != root]
+        dst[root * nb:(root + 1) * nb] = src
+        axon.wait_all([r for _, r in recvs])
+        for i, r in recvs:
+            if r.status.nbytes != nb:
+                raise InvalidArgumentError(f"axon.torch: {api}: rank {i} sent {r.status.nbytes} bytes, the root "
+                                           f"expected {nb}")
+
+    @_op("gather")
+    def gather(self, output_tensors, input_tensors, opts=None):
+        opts = opts if opts is not None else dist.GatherOptions()
+        root = self._peer(opts.rootRank, "gather")
+        inp = _one(input_tensors, "gather")
+        outs = _one(output_tensors, "gather") if self._rank == root else []
+        if self._rank == root:
+            self._check_blocks(outs, inp, "gather")
+        flat = torch.empty((self._size if self._rank == root else 0,) + tuple(inp.shape), dtype=inp.dtype)
+        with Contiguous(inp, out=False) as c:
+            self._gather_bytes(byte_view(c.tensor), byte_view(flat), root, "gather")
+        for i, o in enumerate(outs):
+            o.copy_(flat[i].view_as(o))
+        return done(output_tensors)
+
+    @_op("gather")
+    def gather_single(self, output, input, opts=None):
+        opts = opts if opts is not None else dist.GatherOptions()
+        root = self._peer(opts.rootRank, "gather")
+        if self._rank == root and (output.numel() != self._size * input.numel() or output.dtype != input.dtype):
+            raise InvalidArgumentError(f"axon.torch: gather: the root's output ({describe(output)}) must hold "
+                                       f"{self._size} x the input ({describe(input)})")
+        with Contiguous(input, out=False) as i, Contiguous(output, out=self._rank == root) as o:
+            self._gather_bytes(byte_view(i.tensor), byte_view(o.tensor), root, "gather")
+        return done([output])
+
+    @_op("scatter")
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts if opts is not None else dist.ScatterOptions()
+        root = self._peer(opts.rootRank, "scatter")
+        out = _one(output_tensors, "scatter")
+        with Contiguous(out, out=True) as c:
+            dst = byte_view(c.tensor)
+            if self._rank == root:
+                ins = _one(input_tensors, "scatter")
+                self._check_blocks(ins, out, "scatter")
+                blocks = [t.contiguous() for t in ins]  # alive until every send is done
+                sends = [axon.isend(byte_view(blocks[j]), dest=j, tag=INTERNAL_TAG, team=self._team)
+                         for j in range(self._size) if j != root]
+                dst[:] = byte_view(blocks[root])
+                axon.wait_all(sends)
+            else:
+                st = axon.recv(dst, source=root, tag=INTERNAL_TAG, team=self._team)
+                if st.nbytes != len(dst):
+                    raise InvalidArgumentError(f"axon.torch: scatter: the root sent {st.nbytes} bytes for a "
+                                               f"{describe(out)} ({len(dst)} bytes)")
+        return done(output_tensors)
+
     @_op("barrier")
     def barrier(self, opts=None):
         axon.barrier(self._team)

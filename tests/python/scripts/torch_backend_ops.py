@@ -173,6 +173,40 @@ if rank == 0:
 else:
     dist.send(torch.tensor([1000 + rank]), dst=0, tag=5)
 
+# gather and scatter from every root (list and single-tensor forms), and their object forms
+for root in range(n):
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+        outs = [torch.empty(3, 2, dtype=dtype) for _ in range(n)] if rank == root else None
+        dist.gather(value(rank, (3, 2), dtype), gather_list=outs, dst=root)
+        if rank == root:
+            for r in range(n):
+                check(outs[r], value(r, (3, 2), dtype), f"gather {dtype} to {root}: block {r}")
+        out = torch.empty(5, dtype=dtype)
+        ins = [value(r, (5,), dtype, salt=root) for r in range(n)] if rank == root else None
+        dist.scatter(out, scatter_list=ins, src=root)
+        check(out, value(rank, (5,), dtype, salt=root), f"scatter {dtype} from {root}")
+    gathered = [None] * n if rank == root else None
+    dist.gather_object({"rank": rank}, gathered, dst=root)
+    if rank == root:
+        assert gathered == [{"rank": r} for r in range(n)], gathered
+    got = [None]
+    dist.scatter_object_list(got, [f"to {r}" for r in range(n)] if rank == root else None, src=root)
+    assert got == [f"to {rank}"], got
+# A root whose list has the wrong length is refused on the root, before anything moves.
+if n > 1:
+    if rank == 0:
+        try:
+            dist.gather(torch.zeros(2), gather_list=[torch.zeros(2) for _ in range(n + 1)], dst=0)
+            raise AssertionError("a gather list of n + 1 tensors was taken")
+        except ValueError as e:
+            assert "gather" in str(e) and f"needs {n} tensors" in str(e), e
+        # The other ranks' blocks wait for the root's receives: a correct call takes them.
+        outs = [torch.empty(2) for _ in range(n)]
+        dist.gather(torch.full((2,), 0.0), gather_list=outs, dst=0)
+        check(torch.stack(outs), torch.stack([torch.full((2,), float(r)) for r in range(n)]), "gather after a refusal")
+    else:
+        dist.gather(torch.full((2,), float(rank)), dst=0)
+
 # objects, barrier
 objs = [None] * n
 dist.all_gather_object(objs, {"rank": rank, "name": f"r{rank}"})
