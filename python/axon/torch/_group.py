@@ -103,6 +103,14 @@ class AxonProcessGroup(dist.ProcessGroup):
         return (f"axon.torch: {op} on rank {self._rank} of group {self._group_name!r} ({self._size} ranks; "
                 f"global rank {axon.my_pe()}){what}")
 
+    def _check_blocks(self, tensors, like, api: str, what: str, rule: str) -> None:
+        """A list of one block per rank, each of `like`'s size and dtype; else a clear error."""
+        if len(tensors) != self._size:
+            raise InvalidArgumentError(f"axon.torch: {api} needs {self._size} {what}, got {len(tensors)}")
+        for t in tensors:
+            if t.numel() != like.numel() or t.dtype != like.dtype:
+                raise InvalidArgumentError(f"axon.torch: {api}: {rule} ({describe(like)}); got a {describe(t)}")
+
     # -- collectives -----------------------------------------------------------------------------
 
     @_op("all_reduce")
@@ -153,13 +161,7 @@ class AxonProcessGroup(dist.ProcessGroup):
     def allgather(self, output_tensors, input_tensors, opts=None):
         outs = _one(output_tensors, "all_gather")
         inp = _one(input_tensors, "all_gather")
-        if len(outs) != self._size:
-            raise InvalidArgumentError(f"axon.torch: all_gather needs {self._size} output tensors, got {len(outs)}")
-        for o in outs:
-            if o.numel() != inp.numel() or o.dtype != inp.dtype:
-                raise InvalidArgumentError(
-                    f"axon.torch: all_gather: every output tensor must match the input ({describe(inp)}); "
-                    f"got a {describe(o)}")
+        self._check_blocks(outs, inp, "all_gather", "output tensors", "every output tensor must match the input")
         flat = torch.empty((self._size,) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
         with Contiguous(inp, out=False) as c:
             axon.allgather(byte_view(c.tensor), byte_view(flat), team=self._team)
@@ -187,13 +189,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         opts = opts if opts is not None else dist.ReduceScatterOptions()
         out = _one(output_tensors, "reduce_scatter")
         ins = _one(input_tensors, "reduce_scatter")
-        if len(ins) != self._size:
-            raise InvalidArgumentError(f"axon.torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
-        for t in ins:
-            if t.numel() != out.numel() or t.dtype != out.dtype:
-                raise InvalidArgumentError(
-                    f"axon.torch: reduce_scatter: every input tensor must match the output ({describe(out)}); "
-                    f"got a {describe(t)}")
+        self._check_blocks(ins, out, "reduce_scatter", "input tensors", "every input tensor must match the output")
         flat = torch.cat([t.reshape(-1) for t in ins])
         self._reduce_scatter_flat(out, flat, opts.reduceOp, "reduce_scatter")
         return done(output_tensors)
@@ -263,13 +259,6 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     # gather and scatter: two-sided messages between the root and each rank, on the tag no user
     # passes (INTERNAL_TAG), in call order like every collective here.
-    def _check_blocks(self, tensors, like, api: str) -> None:
-        if len(tensors) != self._size:
-            raise InvalidArgumentError(f"axon.torch: {api} needs {self._size} tensors on the root, got {len(tensors)}")
-        for t in tensors:
-            if t.numel() != like.numel() or t.dtype != like.dtype:
-                raise InvalidArgumentError(f"axon.torch: {api}: every tensor of the root's list must match "
-                                           f"{describe(like)}; got a {describe(t)}")
 
     def _gather_bytes(self, src, dst, root: int, api: str) -> None:
         """Root: dst (n blocks of src's size) gets every rank's src, in rank order; others send."""
@@ -293,7 +282,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         inp = _one(input_tensors, "gather")
         outs = _one(output_tensors, "gather") if self._rank == root else []
         if self._rank == root:
-            self._check_blocks(outs, inp, "gather")
+            self._check_blocks(outs, inp, "gather", "tensors on the root", "every tensor of the root's list must match")
         flat = torch.empty((self._size if self._rank == root else 0,) + tuple(inp.shape), dtype=inp.dtype)
         with Contiguous(inp, out=False) as c:
             self._gather_bytes(byte_view(c.tensor), byte_view(flat), root, "gather")
@@ -321,7 +310,8 @@ class AxonProcessGroup(dist.ProcessGroup):
             dst = byte_view(c.tensor)
             if self._rank == root:
                 ins = _one(input_tensors, "scatter")
-                self._check_blocks(ins, out, "scatter")
+                self._check_blocks(ins, out, "scatter", "tensors on the root",
+                                   "every tensor of the root's list must match")
                 blocks = [t.contiguous() for t in ins]  # alive until every send is done
                 sends = [axon.isend(byte_view(blocks[j]), dest=j, tag=INTERNAL_TAG, team=self._team)
                          for j in range(self._size) if j != root]

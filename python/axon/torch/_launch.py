@@ -3,8 +3,8 @@
 `axon run` gives every PE torchrun's variables (RANK, ..., MASTER_ADDR, MASTER_PORT: a port it
 found free beside axon's store), so torch's default env:// rendezvous works there as under
 torchrun; for processes given only AXON_* variables (by hand, or by another tool) the ranks are
-derived from them here, and MASTER_PORT must be set. Under torchrun (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by hand), axon's own launcher
-detection already reads torch's variables; the job key, which no launcher but `axon run` hands
+derived from them here, and MASTER_PORT must be set. Under torchrun (or RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT set by hand), axon's own launcher detection already reads torch's variables; the job key, which no launcher but `axon run` hands
 out, travels through torch's store (rank 0 makes it, the others read it): every process that can
 read that store is already trusted by the job.
 """
