@@ -16,8 +16,8 @@ constexpr std::size_t kGpuTwoShotBytes = 256 * 1024;  // as device::kDeviceTwoSh
 constexpr std::size_t kGpuBroadcastTwoShotBytes = 512 * 1024;
 constexpr std::size_t kGpuFewThreadsBytes = 16 * 1024;  // channel shares up to this use 128 threads
 constexpr std::size_t kGpuChannelShareBytes = 16 * 1024;  // a channel per this much of a block
-constexpr std::array<const char*, 7> kAlgoNames = {"local", "oneshot",           "twoshot",  "ring",
-                                                   "chain", "recursive_doubling", "pipelined"};
+constexpr std::array<const char*, 8> kAlgoNames = {"local", "oneshot",           "twoshot",   "ring",
+                                                   "chain", "recursive_doubling", "pipelined", "pushed"};
 
 std::string bytesText(std::size_t b) {
   if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
@@ -74,6 +74,11 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
                   ? std::string(" (") + algoName(*in.forced) + " runs on the host path only; the GPU runs two-shot)"
                   : "");
     }
+    if (algo == Algo::Pushed) {
+      return size + " >= AXON_COLL_GPU_PUSH_MIN = " + bytesText(in.pushMinBytes) +
+             ": pushed two-shot (every GPU pushes part j of its data into GPU j's workspace, which reduces "
+             "it and stores the result into every GPU's dst: only stores cross NVLink)";
+    }
     if (algo == Algo::TwoShot) {
       return size + " > 256 KiB: two-shot (each GPU reduces 1/n of the data, then sends it to all)";
     }
@@ -100,6 +105,10 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
   if (p.ll) {
     return s + "; LL protocol (data and flag in each 8-byte word: no fences, half the bandwidth), as the block is at "
                "most AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+  }
+  if (p.direct && p.algo == Algo::Pushed) {
+    return s + "; where every GPU's dst is at the same offset of the symmetric heap (axon::malloc); two-shot on the "
+               "Simple protocol for other buffers";
   }
   if (p.direct) {
     return s + "; Direct protocol where every GPU's buffers are at the same offsets of the symmetric heap "
@@ -287,6 +296,11 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
   p.direct = !p.ll && in.collective != Collective::Barrier &&
              (in.direct == DirectMode::Always || (in.direct == DirectMode::Auto && directPays(in, p.algo, block)));
+  // The pushed allreduce runs on the Direct protocol's buffers (every member's dst on the heap).
+  if (p.direct && in.collective == Collective::Allreduce && !in.forced && in.pushMinBytes != 0 &&
+      block >= in.pushMinBytes) {
+    p.algo = Algo::Pushed;
+  }
   p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
   if (in.wantReason) p.reason = gpuPlanReason(in, p, block);
   // A channel per 16 KiB of a member's block (LL: per LL chunk), up to the workspace's channels:
@@ -295,7 +309,7 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   // one round on several channels rather than several rounds on one.
   // Two-shot moves a part per member (broadcast: per member but the root) in each pair of rounds.
   const std::size_t parts = static_cast<std::size_t>(in.collective == Collective::Broadcast ? n - 1 : n);
-  const std::size_t perChannelRound = p.algo == Algo::TwoShot ? p.chunkBytes * parts : p.chunkBytes;
+  const std::size_t perChannelRound = p.algo != Algo::OneShot ? p.chunkBytes * parts : p.chunkBytes;
   const std::size_t share = p.ll ? p.chunkBytes : std::min(p.chunkBytes, kGpuChannelShareBytes);
   const std::size_t wanted = std::max<std::size_t>(ceilDiv(block, share), 1);
   p.channels = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(in.maxChannels)));
@@ -315,7 +329,8 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
     p.threads = static_cast<int>(std::clamp<std::size_t>(ceilDiv(wanted, std::size_t{32}) * 32, 64, 512));
   }
   const std::size_t chunks = std::max<std::size_t>(ceilDiv(perChannel, perChannelRound), 1);
-  p.rounds = p.algo == Algo::TwoShot ? 2 * chunks : chunks;
+  // Pushed: a round per chunk, and the Direct protocol's opening and closing rounds.
+  p.rounds = p.algo == Algo::TwoShot ? 2 * chunks : p.algo == Algo::Pushed ? chunks + 2 : chunks;
   return p;
 }
 

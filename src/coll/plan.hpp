@@ -13,7 +13,9 @@
 
 namespace axon::coll {
 
-enum class Algo { Local, OneShot, TwoShot, Ring, Chain, Doubling, Pipelined };
+// Pushed: the GPU allreduce of large blocks (a reduce-scatter through the workspace's slots, the
+// reduced parts stored into every member's dst); the GPU plan picks it, AXON_ALGO_* cannot.
+enum class Algo { Local, OneShot, TwoShot, Ring, Chain, Doubling, Pipelined, Pushed };
 const char* algoName(Algo a) noexcept;  // "oneshot", "recursive_doubling"
 std::optional<Algo> algoFromName(std::string_view name);
 
@@ -69,10 +71,11 @@ struct GpuPlanInput {
   std::optional<Algo> forced;
   bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
   DirectMode direct = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT
+  std::size_t pushMinBytes = 0;          // AXON_COLL_GPU_PUSH_MIN (0: never)
 };
 
 struct GpuPlan {
-  Algo algo;             // OneShot or TwoShot
+  Algo algo;             // OneShot, TwoShot or Pushed
   bool ll;               // the LL protocol (device::CollProto::LL)
   bool direct;           // else the Direct protocol (device::CollProto::Direct: Simple unless
                          // every member's buffers are at the same symmetric-heap offsets)

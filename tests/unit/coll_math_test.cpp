@@ -383,12 +383,46 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(device::collUsesLl(0, true, 64 * 1024, true));  // barriers never
 }
 
+TEST(GpuCollMath, PlanPushesLargeAllreduces) {
+  // AXON_COLL_GPU_PUSH_MIN = 32 MiB: allreduce blocks from there take the pushed algorithm on the
+  // Direct protocol's buffers, on 2 GPUs too; a round per chunk of n x 128 KiB, plus two.
+  auto plan = [](Collective c, std::size_t count, int n, DirectMode direct = DirectMode::Auto,
+                 std::optional<Algo> forced = std::nullopt) {
+    return makeGpuPlan({c, count, 4, n, 64, 128 * 1024, 128 * 1024, 1024, forced, true, direct, 32u << 20});
+  };
+  const auto big = plan(Collective::Allreduce, 8u << 20, 4);  // 32 MiB of floats
+  EXPECT_EQ(big.algo, Algo::Pushed);
+  EXPECT_TRUE(big.direct);
+  EXPECT_EQ(big.channels, 64);
+  EXPECT_EQ(big.rounds, 1u + 2);  // 512 KiB per channel: one round of 4 x 128 KiB
+  EXPECT_NE(big.reason.find("pushed two-shot"), std::string::npos) << big.reason;
+  EXPECT_NE(big.reason.find("AXON_COLL_GPU_PUSH_MIN = 32 MiB"), std::string::npos) << big.reason;
+  EXPECT_EQ(plan(Collective::Allreduce, 128u << 20, 4).rounds, 16u + 2);  // 512 MiB: 8 MiB a channel
+  EXPECT_EQ(plan(Collective::Allreduce, (8u << 20) - 1, 4).algo, Algo::TwoShot);
+  EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2).algo, Algo::Pushed);
+  EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 4, DirectMode::Off).algo, Algo::TwoShot);
+  EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 4, DirectMode::Auto, Algo::TwoShot).algo, Algo::TwoShot);
+  EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2, DirectMode::Off).algo, Algo::OneShot);
+  EXPECT_EQ(plan(Collective::ReduceScatter, 8u << 20, 4).algo, Algo::OneShot);  // allreduce only
+  // Not a choice AXON_ALGO_ALLREDUCE can make.
+  EXPECT_EQ(algoFromName("pushed"), Algo::Pushed);
+  EXPECT_FALSE(algorithmAllowed(Collective::Allreduce, Algo::Pushed));
+  // 0: never.
+  EXPECT_EQ(makeGpuPlan({Collective::Allreduce, 128u << 20, 4, 4, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt,
+                         false, DirectMode::Auto, 0}).algo,
+            Algo::TwoShot);
+}
+
 TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   const Env d = Env::fromVars({});
   EXPECT_EQ(d.collGpuChunk, 128u * 1024);
   EXPECT_EQ(d.collGpuChannels, 64);
   EXPECT_EQ(d.collGpuLlMax, 128u * 1024);
   EXPECT_EQ(d.collGpuLlChunk, 1u * 1024);
+  EXPECT_EQ(d.collGpuPushMin, 32u << 20);
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_PUSH_MIN", "0"}}).collGpuPushMin, 0u);
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_PUSH_MIN", "8M"}}).collGpuPushMin, 8u << 20);
+  EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_PUSH_MIN", "lots"}}), Error);
   const Env e = Env::fromVars({{"AXON_COLL_GPU_CHUNK", "1M"}, {"AXON_COLL_GPU_CHANNELS", "4"},
                                {"AXON_COLL_GPU_LL_MAX", "0"}, {"AXON_COLL_GPU_LL_CHUNK", "16K"}});
   EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_LL_MAX", "64K"}}).collGpuLlMax, 64u * 1024);

@@ -16,7 +16,7 @@ namespace detail {
 // As axon::Collective and axon::coll::Algo on the host.
 enum CollKind : unsigned { kCollBarrier = 0, kCollBroadcast, kCollReduce, kCollAllreduce,
                            kCollAllgather, kCollReduceScatter, kCollAlltoall };
-enum CollAlgo : unsigned { kAlgoLocal = 0, kAlgoOneShot, kAlgoTwoShot };
+enum CollAlgo : unsigned { kAlgoLocal = 0, kAlgoOneShot, kAlgoTwoShot, kAlgoPushed = 7 };
 constexpr unsigned kProtoSimple = static_cast<unsigned>(CollProto::Simple);
 constexpr unsigned kProtoLl = static_cast<unsigned>(CollProto::LL);
 constexpr unsigned kProtoDirect = static_cast<unsigned>(CollProto::Direct);
@@ -47,6 +47,11 @@ struct CollJob {
 };
 
 AXON_DEVICE_INLINE SizeT collMin(SizeT a, SizeT b) { return a < b ? a : b; }
+
+// The member a PE serves i-th (i in [1, n)) when it sends to every other member one after another:
+// each starts with its successor, so at every step the members send to n different receivers
+// rather than all to member 0 (whose NVLink ingress would carry everything at once).
+AXON_DEVICE_INLINE int collPeer(int me, int i, int n) { return (me + i) % n; }
 
 // ── Workspace addressing ────────────────────────────────────────────────────────────────────────
 

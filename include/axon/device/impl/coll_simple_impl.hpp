@@ -55,10 +55,10 @@ AXON_DEVICE_INLINE void collClearLl(const CollHandle& h, int c) {
 }
 
 // What the first round of a Direct call tells (coll_direct_impl.hpp): whether every member's
-// buffers allow direct access, and the root's src offset.
+// buffers allow direct access, and the root's src and dst offsets.
 struct CollDirectVerdict {
   bool direct;
-  unsigned long long rootSrc;
+  unsigned long long rootSrc, rootDst;
 };
 
 // Whether member `from`'s proposal (src and dst offsets) agrees with this PE's for a Direct call
@@ -80,7 +80,7 @@ AXON_DEVICE_INLINE bool collDirectAgrees(const CollJob& job, unsigned long long 
 // the block learns whether all of them agree (see collDirectAgrees).
 AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, unsigned long long r,
                                      CollDirectVerdict* verdict = nullptr) {
-  __shared__ unsigned long long rootSrc;
+  __shared__ unsigned long long rootSrc, rootDst;
   __syncthreads();
   if (llFlag(r) == 0) {
     collClearLl(h, job.channel);
@@ -106,7 +106,10 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
     if (j == me) {
       if (verdict) {
         if (!collDirectAgrees(job, srcOffset, dstOffset)) failed |= 2;
-        if (j == job.record.root) rootSrc = srcOffset;
+        if (j == job.record.root) {
+          rootSrc = srcOffset;
+          rootDst = dstOffset;
+        }
       }
       continue;
     }
@@ -122,7 +125,10 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
     } else if (verdict) {
       const unsigned long long src = rec->srcOffset;
       if (!collDirectAgrees(job, src, rec->dstOffset)) failed |= 2;
-      if (j == job.record.root) rootSrc = src;
+      if (j == job.record.root) {
+        rootSrc = src;
+        rootDst = rec->dstOffset;
+      }
     }
   }
   // Carries the waiting threads' acquires to the whole block, and their verdict.
@@ -130,6 +136,7 @@ AXON_DEVICE_INLINE bool collExchange(const CollHandle& h, const CollJob& job, un
   if (verdict) {
     verdict->direct = __syncthreads_or(failed & 2) == 0 && !bad;
     verdict->rootSrc = job.record.root >= 0 ? rootSrc : kCollNoOffset;
+    verdict->rootDst = job.record.root >= 0 ? rootDst : kCollNoOffset;
   }
   return !bad;
 }
@@ -148,16 +155,18 @@ union CollVector {
 constexpr unsigned kCollReduceUnroll = 4;
 
 // dst[i] = own[i] (member me) reduced with slot k's [i] (every other member k), in member order,
-// so every member computes bit-identical results. Slots of consecutive members are `stride` apart
-// (and 16-byte aligned). In 16-byte vectors when own and dst are 16-byte aligned too; the rest,
-// and unaligned buffers, element by element.
+// so every member computes bit-identical results, stored into dst0 + d * dstStride for every d in
+// [0, dsts) (several: the pushed allreduce stores its reduced part into every member's dst).
+// Slots of consecutive members are `stride` apart (and 16-byte aligned); dstStride is a multiple
+// of 16. In 16-byte vectors when own and dst0 are 16-byte aligned too; the rest, and unaligned
+// buffers, element by element.
 template <class T, ReduceOp Op>
-AXON_DEVICE_INLINE void collReduceFrom(T* dst, const T* own, const char* slot0, SizeT stride,
-                                       int n, int me, SizeT count) {
+AXON_DEVICE_INLINE void collReduceFrom(char* dst0, long long dstStride, int dsts, const T* own,
+                                       const char* slot0, SizeT stride, int n, int me, SizeT count) {
   const unsigned rank = linearThreadIndex(), size = blockThreadCount();
   constexpr unsigned kPer = 16 / sizeof(T);
   constexpr unsigned U = kCollReduceUnroll;
-  const bool aligned = ((reinterpret_cast<unsigned long long>(dst) |
+  const bool aligned = ((reinterpret_cast<unsigned long long>(dst0) |
                          reinterpret_cast<unsigned long long>(own)) & 15) == 0;
   SizeT done = 0;
   if (aligned && kPer * sizeof(T) == 16) {
@@ -188,11 +197,13 @@ AXON_DEVICE_INLINE void collReduceFrom(T* dst, const T* own, const char* slot0, 
           for (unsigned e = 0; e < kPer; ++e) acc[j].v[e] = Reducer<Op, T>::apply(acc[j].v[e], v[j].v[e]);
         }
       }
-      uint4* out = reinterpret_cast<uint4*>(dst);
+      for (int d = 0; d < dsts; ++d) {
+        uint4* out = reinterpret_cast<uint4*>(dst0 + d * dstStride);
 #pragma unroll
-      for (unsigned j = 0; j < U; ++j) {
-        const SizeT i = base + rank + j * static_cast<SizeT>(size);
-        if (i < vectors) out[i] = acc[j].bits;
+        for (unsigned j = 0; j < U; ++j) {
+          const SizeT i = base + rank + j * static_cast<SizeT>(size);
+          if (i < vectors) out[i] = acc[j].bits;
+        }
       }
     }
     done = vectors * kPer;
@@ -203,8 +214,15 @@ AXON_DEVICE_INLINE void collReduceFrom(T* dst, const T* own, const char* slot0, 
       const T v = k == me ? own[i] : reinterpret_cast<const T*>(slot0 + k * stride)[i];
       acc = Reducer<Op, T>::apply(acc, v);
     }
-    dst[i] = acc;
+    for (int d = 0; d < dsts; ++d) reinterpret_cast<T*>(dst0 + d * dstStride)[i] = acc;
   }
+}
+
+// One destination.
+template <class T, ReduceOp Op>
+AXON_DEVICE_INLINE void collReduceFrom(T* dst, const T* own, const char* slot0, SizeT stride,
+                                       int n, int me, SizeT count) {
+  collReduceFrom<T, Op>(reinterpret_cast<char*>(dst), 0, 1, own, slot0, stride, n, me, count);
 }
 
 AXON_DEVICE_INLINE void collCopy(void* dst, const void* src, SizeT bytes) {
@@ -226,7 +244,8 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
   T* dst = reinterpret_cast<T*>(job.dst);
   const unsigned kind = job.record.collective;
   bool ok = collStart(h);
-  if (ok && kind == kCollAllreduce && job.record.algo == kAlgoTwoShot) {
+  // A pushed allreduce whose buffers turned out not to be on the heap runs as two-shot.
+  if (ok && kind == kCollAllreduce && (job.record.algo == kAlgoTwoShot || job.record.algo == kAlgoPushed)) {
     // Per pair of rounds, up to n * chunk elements: part j is reduced by member j (round A), then
     // every member's reduced part goes to every member (round B).
     const SizeT per = chunk * static_cast<SizeT>(n);
@@ -240,8 +259,9 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
       auto partLen = [&](int j) { return partLo(j + 1) - partLo(j); };
       ++r;
       int half = static_cast<int>(r & 1ull);
-      for (int j = 0; j < n; ++j) {
-        if (j != me) collCopy(collSlot(h, j, c, half, me), s + partLo(j), partLen(j) * sizeof(T));
+      for (int i = 1; i < n; ++i) {
+        const int j = collPeer(me, i, n);
+        collCopy(collSlot(h, j, c, half, me), s + partLo(j), partLen(j) * sizeof(T));
       }
       if (!(ok = collExchange(h, job, r))) break;
       collReduceFrom<T, Op>(d + partLo(me), s + partLo(me), collSlot(h, me, c, half, 0), stride, n,
@@ -249,8 +269,8 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
       __syncthreads();  // the reduced part is complete before any thread pushes it
       ++r;
       half = static_cast<int>(r & 1ull);
-      for (int j = 0; j < n; ++j) {
-        if (j != me) collCopy(collSlot(h, j, c, half, me), d + partLo(me), partLen(me) * sizeof(T));
+      for (int i = 1; i < n; ++i) {
+        collCopy(collSlot(h, collPeer(me, i, n), c, half, me), d + partLo(me), partLen(me) * sizeof(T));
       }
       if (!(ok = collExchange(h, job, r))) break;
       for (int k = 0; k < n; ++k) {
@@ -265,8 +285,9 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
       const SizeT at = job.lo + off;
       ++r;
       const int half = static_cast<int>(r & 1ull);
-      for (int j = 0; j < n; ++j) {
-        if (j == me || (kind == kCollReduce && j != root)) continue;
+      for (int i = 1; i < n; ++i) {
+        const int j = collPeer(me, i, n);
+        if (kind == kCollReduce && j != root) continue;
         const T* from = kind == kCollReduceScatter ? src + static_cast<SizeT>(j) * job.block + at
                                                    : src + at;
         collCopy(collSlot(h, j, c, half, me), from, m * sizeof(T));
@@ -305,8 +326,9 @@ AXON_DEVICE_INLINE bool collRunBroadcastTwoShot(const CollHandle& h, const CollJ
     auto partLen = [&](int j) { return collMin(m, static_cast<SizeT>(index(j) + 1) * p) - partLo(j); };
     const int halfA = static_cast<int>(++*r & 1ull);
     if (me == root) {
-      for (int j = 0; j < n; ++j) {
-        if (j != root) collCopy(collSlot(h, j, c, halfA, me), job.src + at + partLo(j), partLen(j));
+      for (int i = 1; i < n; ++i) {
+        const int j = collPeer(me, i, n);
+        collCopy(collSlot(h, j, c, halfA, me), job.src + at + partLo(j), partLen(j));
       }
       collCopy(job.dst + at, job.src + at, m);
     }
@@ -314,8 +336,9 @@ AXON_DEVICE_INLINE bool collRunBroadcastTwoShot(const CollHandle& h, const CollJ
     const int halfB = static_cast<int>(++*r & 1ull);
     if (me != root) {
       const char* mine = collSlot(h, me, c, halfA, root);
-      for (int j = 0; j < n; ++j) {
-        if (j != root && j != me) collCopy(collSlot(h, j, c, halfB, me), mine, partLen(me));
+      for (int i = 1; i < n; ++i) {
+        const int j = collPeer(me, i, n);
+        if (j != root) collCopy(collSlot(h, j, c, halfB, me), mine, partLen(me));
       }
       collCopy(job.dst + at + partLo(me), mine, partLen(me));
     }
@@ -346,8 +369,8 @@ AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& jo
     const SizeT at = job.lo + off;
     ++r;
     const int half = static_cast<int>(r & 1ull);
-    for (int j = 0; j < n && m != 0; ++j) {
-      if (j == me) continue;
+    for (int i = 1; i < n && m != 0; ++i) {
+      const int j = collPeer(me, i, n);
       if (kind == kCollBroadcast) {
         if (me == root) collCopy(collSlot(h, j, c, half, me), job.src + at, m);
       } else if (kind == kCollAllgather) {
