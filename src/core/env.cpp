@@ -42,9 +42,6 @@ constexpr std::size_t kDefaultCollGpuLlMax = 128 * kKiB;
 constexpr std::size_t kDefaultCollGpuLlChunk = 1 * kKiB;
 constexpr std::size_t kMaxCollGpuLlChunk = 1 * kKiB * kKiB;
 constexpr int kMaxCollGpuChannels = 128;
-// The pushed allreduce (stores only over NVLink) from 32 MiB blocks: below, the Direct one-pass
-// allreduce's two rounds of signals beat its round per chunk (docs/performance.md, issue 42).
-constexpr std::size_t kDefaultCollGpuPushMin = 32 * kKiB * kKiB;
 
 std::optional<std::string> lookup(const EnvVars& vars, const char* name) {
   auto it = vars.find(name);
@@ -220,7 +217,6 @@ Env Env::fromVars(const EnvVars& vars) {
                   "AXON_COLL_GPU_LL_CHUNK='" + *v + "' must be a multiple of 256 bytes, from 256 to 1M");
     }
   }
-  env.collGpuPushMin = kDefaultCollGpuPushMin;
   if (auto v = lookup(vars, "AXON_COLL_GPU_PUSH_MIN")) {
     env.collGpuPushMin = *v == "0" ? 0 : parseByteSize(*v, "AXON_COLL_GPU_PUSH_MIN");  // 0: never
   }

@@ -1,56 +1,23 @@
-// The collective kernels: block b runs channel b of the call on its share of every member block,
-// through the device engine. Reductions are instantiated per element type and op; the copies
-// (barrier, broadcast, allgather, alltoall) move bytes.
+// The collective kernels' launcher, the copy kernel (barrier, broadcast, allgather, alltoall move
+// bytes) and the error report; the reductions are instantiated per element type family in
+// coll_reduce_kernels_*.cu (coll_kernel_bodies.cuh).
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <string>
 
-#include "axon/device/collectives.hpp"
 #include "axon/error.hpp"
+#include "kernels/coll_kernel_bodies.cuh"
 #include "kernels/coll_kernels.hpp"
 
 namespace axon::kernels {
 namespace {
 
-namespace ad = axon::device;
-namespace dd = axon::device::detail;
+using namespace axon::kernels::detail;
 
-constexpr int kThreads = kMaxCollThreads;
-
-AXON_DEVICE_INLINE dd::CollJob channelJob(const ad::CollHandle& h, const CollLaunch& l,
-                                          ad::SizeT unit) {
-  dd::CollJob job;
-  job.record = l.record;
-  job.src = static_cast<const char*>(l.src);
-  job.dst = static_cast<char*>(l.dst);
-  job.block = l.block;
-  job.channel = static_cast<int>(blockIdx.x);
-  job.srcOffset = l.srcOffset;
-  job.dstOffset = l.dstOffset;
-  ad::collChannelRange(l.block, static_cast<int>(l.record.channels), job.channel, unit, &job.lo,
-                       &job.hi);
-  return job;
-}
-
-// Every kernel first waits for the stream's earlier work (a no-op unless launched with
-// overlapLaunch), then lets the next kernel be scheduled: back-to-back collectives then pay
-// their launch while the previous one runs, not after it.
-AXON_DEVICE_INLINE void enterStream() {
-  dd::gridDependencyWait();
-  dd::launchDependents();
-}
-
-template <class T, ad::ReduceOp Op>
-__global__ void __launch_bounds__(kThreads) reduceKernel(ad::CollHandle h, CollLaunch l) {
+__global__ void __launch_bounds__(kMaxCollThreads) copyKernel(ad::CollHandle h, CollLaunch l) {
   enterStream();
-  const ad::SizeT unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-  dd::collRunReduce<T, Op>(h, channelJob(h, l, unit));
-}
-
-__global__ void __launch_bounds__(kThreads) copyKernel(ad::CollHandle h, CollLaunch l) {
-  enterStream();
-  dd::collRunCopy(h, channelJob(h, l, 16));
+  dd::collRunCopy(h, channelJob(l, 16));
 }
 
 // A report the host found (kernels::raiseCollError): no line printed, the host throws it itself.
@@ -59,20 +26,9 @@ __global__ void raiseKernel(ad::CollHandle h, ad::CollError e) {
   for (int m = 0; m < h.size; ++m) dd::collPublish(dd::collAbortArea(h, m), e);
 }
 
-using KernelFn = void (*)(ad::CollHandle, CollLaunch);
+using KernelFn = CollKernelFn;
 
-template <class T>
-KernelFn reduceKernelFor(ad::ReduceOp op) {
-  switch (op) {
-    case ad::ReduceOp::Sum: return reduceKernel<T, ad::ReduceOp::Sum>;
-    case ad::ReduceOp::Prod: return reduceKernel<T, ad::ReduceOp::Prod>;
-    case ad::ReduceOp::Min: return reduceKernel<T, ad::ReduceOp::Min>;
-    case ad::ReduceOp::Max: return reduceKernel<T, ad::ReduceOp::Max>;
-  }
-  return nullptr;
-}
-
-KernelFn reduceKernelFor(ad::DataType t, ad::ReduceOp op) {
+KernelFn reduceKernelOf(ad::DataType t, ad::ReduceOp op) {
   switch (t) {
     case ad::DataType::Int8: return reduceKernelFor<signed char>(op);
     case ad::DataType::Uint8: return reduceKernelFor<unsigned char>(op);
@@ -95,8 +51,7 @@ bool reduces(unsigned collective) {
 
 KernelFn kernelFor(const CollLaunch& l) {
   if (!reduces(l.record.collective)) return copyKernel;
-  return reduceKernelFor(static_cast<ad::DataType>(l.record.dtype),
-                         static_cast<ad::ReduceOp>(l.record.op));
+  return reduceKernelOf(static_cast<ad::DataType>(l.record.dtype), static_cast<ad::ReduceOp>(l.record.op));
 }
 
 // Programmatic dependent launch, only where the kernels this device runs were compiled for
@@ -156,7 +111,7 @@ void warmUpCollectives() {
   cudaFuncGetAttributes(&attr, copyKernel);
   for (int t = 0; t <= static_cast<int>(ad::DataType::Float64); ++t) {
     for (int op = 0; op <= static_cast<int>(ad::ReduceOp::Max); ++op) {
-      cudaFuncGetAttributes(&attr, reduceKernelFor(static_cast<ad::DataType>(t), static_cast<ad::ReduceOp>(op)));
+      cudaFuncGetAttributes(&attr, reduceKernelOf(static_cast<ad::DataType>(t), static_cast<ad::ReduceOp>(op)));
     }
   }
 }

@@ -292,7 +292,7 @@ TEST(GpuCollMath, LayoutKeepsWritersOnTheirOwnLines) {
 TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
   // LL off here: these are the Simple protocol's channel counts (PlanPicksTheProtocol covers LL).
   auto plan = [](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
-    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, 0, 8 * 1024, forced, true});
+    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, 0, 8 * 1024, forced, true, DirectMode::Auto, 0});  // never pushed
   };
   EXPECT_EQ(plan(Collective::Allreduce, 2, 4).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Allreduce, 2, 4).channels, 1);
@@ -327,7 +327,7 @@ TEST(GpuCollMath, PlanPicksAlgorithmAndChannels) {
 TEST(GpuCollMath, PlanPicksTheProtocol) {
   // float elements; LL up to 64 KiB per member, 8 KiB of data per LL round and channel.
   auto plan = [](Collective c, std::size_t count, int n, std::optional<Algo> forced = std::nullopt) {
-    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, 64 * 1024, 8 * 1024, forced, true});
+    return makeGpuPlan({c, count, 4, n, 16, 64 * 1024, 64 * 1024, 8 * 1024, forced, true, DirectMode::Auto, 0});
   };
   const auto tiny = plan(Collective::Allreduce, 2, 2);
   EXPECT_TRUE(tiny.ll);
@@ -352,7 +352,7 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_NE(over.reason.find("Direct protocol where every GPU's buffers"), std::string::npos) << over.reason;
   EXPECT_FALSE(tiny.direct);
   GpuPlanInput noDirect{Collective::Allreduce, 16 * 1024 + 1, 4, 4, 16, 64 * 1024, 64 * 1024, 8 * 1024,
-                        std::nullopt, true, DirectMode::Off};
+                        std::nullopt, true, DirectMode::Off, std::nullopt};
   EXPECT_FALSE(makeGpuPlan(noDirect).direct);
   EXPECT_EQ(makeGpuPlan(noDirect).channels, over.channels);  // the same plan otherwise
   EXPECT_NE(makeGpuPlan(noDirect).reason.find("AXON_COLL_GPU_DIRECT = 0"), std::string::npos);
@@ -362,12 +362,17 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(plan(Collective::Broadcast, 64 * 1024, 4).direct);          // 256 KiB: one-shot
   EXPECT_TRUE(plan(Collective::Broadcast, 1 << 20, 4).direct);             // 4 MiB: two-shot
   EXPECT_FALSE(plan(Collective::Allgather, 1 << 20, 2).direct);            // 4 MiB on 2 GPUs
+  // reduce_scatter blocks from 2 MiB: Simple (pushes) beat Direct (loads).
+  EXPECT_TRUE(plan(Collective::ReduceScatter, (1 << 19) - 1, 4).direct);
+  EXPECT_FALSE(plan(Collective::ReduceScatter, 1 << 19, 4).direct);
+  EXPECT_NE(plan(Collective::ReduceScatter, 1 << 19, 4).reason.find("faster on Simple (pushes)"), std::string::npos)
+      << plan(Collective::ReduceScatter, 1 << 19, 4).reason;
   EXPECT_NE(plan(Collective::Allgather, 1 << 20, 2).reason.find("on 2 GPUs Direct pays from 32 MiB"),
             std::string::npos) << plan(Collective::Allgather, 1 << 20, 2).reason;
   EXPECT_TRUE(plan(Collective::Allgather, 8 << 20, 2).direct);             // 32 MiB on 2 GPUs
   EXPECT_TRUE(plan(Collective::Allgather, 8 << 20, 3).direct);
   GpuPlanInput always{Collective::Broadcast, 1 << 10, 4, 2, 16, 64 * 1024, 0, 8 * 1024, std::nullopt, true,
-                      DirectMode::Always};
+                      DirectMode::Always, std::nullopt};
   EXPECT_TRUE(makeGpuPlan(always).direct);
   always.collective = Collective::Barrier;
   EXPECT_FALSE(makeGpuPlan(always).direct);
@@ -396,14 +401,37 @@ TEST(GpuCollMath, PlanPushesLargeAllreduces) {
   EXPECT_EQ(big.channels, 64);
   EXPECT_EQ(big.rounds, 1u + 2);  // 512 KiB per channel: one round of 4 x 128 KiB
   EXPECT_NE(big.reason.find("pushed two-shot"), std::string::npos) << big.reason;
-  EXPECT_NE(big.reason.find("AXON_COLL_GPU_PUSH_MIN = 32 MiB"), std::string::npos) << big.reason;
+  EXPECT_NE(big.reason.find("from 32 MiB (AXON_COLL_GPU_PUSH_MIN)"), std::string::npos) << big.reason;
   EXPECT_EQ(plan(Collective::Allreduce, 128u << 20, 4).rounds, 16u + 2);  // 512 MiB: 8 MiB a channel
   EXPECT_EQ(plan(Collective::Allreduce, (8u << 20) - 1, 4).algo, Algo::TwoShot);
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2).algo, Algo::Pushed);
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 4, DirectMode::Off).algo, Algo::TwoShot);
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 4, DirectMode::Auto, Algo::TwoShot).algo, Algo::TwoShot);
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2, DirectMode::Off).algo, Algo::OneShot);
-  EXPECT_EQ(plan(Collective::ReduceScatter, 8u << 20, 4).algo, Algo::OneShot);  // allreduce only
+  EXPECT_EQ(plan(Collective::ReduceScatter, 8u << 20, 4).algo, Algo::OneShot);  // not reduce_scatter
+  EXPECT_EQ(plan(Collective::Allgather, 8u << 20, 4).algo, Algo::OneShot);
+  // Reduce: a part per member but the root, so 3 x 128 KiB a round on 4 GPUs.
+  const auto reduce = plan(Collective::Reduce, 8u << 20, 4);
+  EXPECT_EQ(reduce.algo, Algo::Pushed);
+  EXPECT_EQ(reduce.rounds, 2u + 2);  // 512 KiB per channel: 2 rounds of 384 KiB
+  EXPECT_NE(reduce.reason.find("reduces it and stores the result into the root's dst"), std::string::npos)
+      << reduce.reason;
+  EXPECT_EQ(plan(Collective::Reduce, 8u << 20, 4, DirectMode::Auto, Algo::OneShot).algo, Algo::OneShot);
+  // Broadcast: what would run two-shot (more than 2 GPUs, past 512 KiB).
+  const auto bcast = plan(Collective::Broadcast, 8u << 20, 4);
+  EXPECT_EQ(bcast.algo, Algo::Pushed);
+  EXPECT_NE(bcast.reason.find("the root pushes part j"), std::string::npos) << bcast.reason;
+  EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 2).algo, Algo::OneShot);
+  // Unset: allreduce from 16 MiB, reduce from 2 MiB, broadcast from 8 MiB.
+  auto measured = [](Collective c, std::size_t bytes, int n) {
+    return makeGpuPlan({c, bytes / 4, 4, n, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt, true, DirectMode::Auto, std::nullopt}).algo;
+  };
+  EXPECT_EQ(measured(Collective::Allreduce, 16u << 20, 4), Algo::Pushed);
+  EXPECT_EQ(measured(Collective::Allreduce, (16u << 20) - 4, 4), Algo::TwoShot);
+  EXPECT_EQ(measured(Collective::Reduce, 2u << 20, 4), Algo::Pushed);
+  EXPECT_EQ(measured(Collective::Reduce, (2u << 20) - 4, 4), Algo::OneShot);
+  EXPECT_EQ(measured(Collective::Broadcast, 8u << 20, 3), Algo::Pushed);
+  EXPECT_EQ(measured(Collective::Broadcast, (8u << 20) - 4, 3), Algo::TwoShot);
   // Not a choice AXON_ALGO_ALLREDUCE can make.
   EXPECT_EQ(algoFromName("pushed"), Algo::Pushed);
   EXPECT_FALSE(algorithmAllowed(Collective::Allreduce, Algo::Pushed));
@@ -419,7 +447,7 @@ TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {
   EXPECT_EQ(d.collGpuChannels, 64);
   EXPECT_EQ(d.collGpuLlMax, 128u * 1024);
   EXPECT_EQ(d.collGpuLlChunk, 1u * 1024);
-  EXPECT_EQ(d.collGpuPushMin, 32u << 20);
+  EXPECT_FALSE(d.collGpuPushMin);  // unset: each collective's measured threshold
   EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_PUSH_MIN", "0"}}).collGpuPushMin, 0u);
   EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_PUSH_MIN", "8M"}}).collGpuPushMin, 8u << 20);
   EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_PUSH_MIN", "lots"}}), Error);
