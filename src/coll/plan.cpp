@@ -41,19 +41,16 @@ constexpr std::size_t kGpuDirectTwoGpuBytes = 32u << 20;
 // input, against 0.99-1.05x (docs/performance.md, issue 42).
 constexpr std::size_t kGpuReduceScatterSimpleBytes = 2u << 20;
 
-// The blocks from which the pushed algorithm runs (AXON_COLL_GPU_PUSH_MIN unset), measured on 4
-// H200s against the Direct one-pass forms (docs/performance.md, issue 42): allreduce from 16 MiB
-// (1.00-1.05x NCCL's time from 16 to 512 MiB, against 0.91-0.98x; at 8 MiB 0.97x against
-// 1.05x); reduce and broadcast, whose loads all come from or go to one GPU, from 2 and 8 MiB.
-std::size_t pushMinBytes(const GpuPlanInput& in) {
-  if (in.pushMinBytes) return *in.pushMinBytes;
-  switch (in.collective) {
-    case Collective::Allreduce: return 16u << 20;
-    case Collective::Reduce: return 2u << 20;
-    case Collective::Broadcast: return 8u << 20;
-    default: return 0;
-  }
-}
+// The block from which allreduce runs pushed (AXON_COLL_GPU_PUSH_MIN unset), measured on 4 H200s
+// against the Direct one-pass allreduce (docs/performance.md, issue 42): pushed 1.00-1.07x NCCL's
+// time from 16 to 128 MiB and 0.97-0.98x at 512 MiB, against 0.91-0.98x; at 8 MiB 0.98x against
+// 1.05x. Pushed reduce and broadcast were built and measured too, and are gone: on 4 H200s from 2
+// MiB they took 0.55-0.79x and 0.74-0.88x NCCL's time, against 0.73-0.86x and 0.89-1.00x for the
+// Direct forms (the root's link idles while the others reduce or forward); on 2 GPUs reduce gained
+// 0.80-0.92x against 0.83-0.84x, not enough for a second form.
+constexpr std::size_t kGpuPushMinBytes = 16u << 20;
+
+std::size_t pushMinBytes(const GpuPlanInput& in) { return in.pushMinBytes ? *in.pushMinBytes : kGpuPushMinBytes; }
 
 bool directPays(const GpuPlanInput& in, Algo algo, std::size_t block) {
   if (in.collective == Collective::Broadcast && algo == Algo::OneShot) return false;
@@ -105,14 +102,6 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
     return size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
            (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
   }
-  if (algo == Algo::Pushed) {
-    return size + " from " + bytesText(pushMinBytes(in)) + " (AXON_COLL_GPU_PUSH_MIN): pushed (" +
-           (in.collective == Collective::Reduce
-                ? "every GPU pushes part j of its data into GPU j's workspace, GPU j but the root reduces it and "
-                  "stores the result into the root's dst"
-                : "the root pushes part j into GPU j's workspace, which stores it into every GPU's dst") +
-           ": only stores cross NVLink)";
-  }
   if (in.collective == Collective::Broadcast && algo == Algo::TwoShot) {
     return size + (in.forced ? ": two-shot, for " + algoVariable(in.collective) + "=" + algoName(*in.forced) +
                                    " (the GPU's pipelined broadcast: the chain runs on the host path)"
@@ -135,12 +124,8 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
                "most AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
   }
   if (p.direct && p.algo == Algo::Pushed) {
-    return s + (in.collective == Collective::Reduce
-                    ? "; where every GPU's src and the root's dst are on the symmetric heap (axon::malloc); the root "
-                      "reads the others' src where only they are, and the Simple protocol runs other buffers"
-                    : "; where every GPU's " + std::string(in.collective == Collective::Allreduce ? "src and dst are" : "dst is") +
-                          " at the same offset of the symmetric heap (axon::malloc); two-shot on the Simple protocol "
-                          "for other buffers");
+    return s + "; where every GPU's src and dst are at the same offsets of the symmetric heap (axon::malloc); two-shot "
+               "on the Simple protocol for other buffers";
   }
   if (p.direct) {
     return s + "; Direct protocol where every GPU's buffers are at the same offsets of the symmetric heap "
@@ -331,12 +316,11 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
   p.direct = !p.ll && in.collective != Collective::Barrier &&
              (in.direct == DirectMode::Always || (in.direct == DirectMode::Auto && directPays(in, p.algo, block)));
-  // The pushed algorithm runs on the Direct protocol's buffers (every member's dst on the heap; for
-  // reduce the root's), for the allreduce and broadcast that would run two-shot, and reduce.
+  // The pushed allreduce runs on the Direct protocol's buffers (every member's dst on the heap).
   const std::size_t pushMin = pushMinBytes(in);
-  const bool pushable = ((in.collective == Collective::Reduce || in.collective == Collective::Allreduce) && !in.forced) ||
-                        (in.collective == Collective::Broadcast && p.algo == Algo::TwoShot && !in.forced);
-  if (p.direct && pushable && pushMin != 0 && block >= pushMin) p.algo = Algo::Pushed;
+  if (p.direct && in.collective == Collective::Allreduce && !in.forced && pushMin != 0 && block >= pushMin) {
+    p.algo = Algo::Pushed;
+  }
   p.chunkBytes = p.ll ? in.llChunkBytes : in.chunkBytes;
   if (in.wantReason) p.reason = gpuPlanReason(in, p, block);
   // A channel per 16 KiB of a member's block (LL: per LL chunk), up to the workspace's channels:
@@ -344,9 +328,7 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   // reduces a 16 KiB share in about the time a round's signal takes, so medium calls finish in
   // one round on several channels rather than several rounds on one.
   // Two-shot moves a part per member (broadcast: per member but the root) in each pair of rounds.
-  // Pushed reduce: a part per member but the root, as broadcast's.
-  const bool rootless = in.collective == Collective::Broadcast || in.collective == Collective::Reduce;
-  const std::size_t parts = static_cast<std::size_t>(rootless ? n - 1 : n);
+  const std::size_t parts = static_cast<std::size_t>(in.collective == Collective::Broadcast ? n - 1 : n);
   const std::size_t perChannelRound = p.algo != Algo::OneShot ? p.chunkBytes * parts : p.chunkBytes;
   const std::size_t share = p.ll ? p.chunkBytes : std::min(p.chunkBytes, kGpuChannelShareBytes);
   const std::size_t wanted = std::max<std::size_t>(ceilDiv(block, share), 1);

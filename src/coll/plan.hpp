@@ -13,8 +13,8 @@
 
 namespace axon::coll {
 
-// Pushed: the GPU allreduce, reduce and broadcast of large blocks (data pushed into the workspace's
-// slots, results stored into the members' dst); the GPU plan picks it, AXON_ALGO_* cannot.
+// Pushed: the GPU allreduce of large blocks (a reduce-scatter through the workspace's slots, the
+// reduced parts stored into every member's dst); the GPU plan picks it, AXON_ALGO_* cannot.
 enum class Algo { Local, OneShot, TwoShot, Ring, Chain, Doubling, Pipelined, Pushed };
 const char* algoName(Algo a) noexcept;  // "oneshot", "recursive_doubling"
 std::optional<Algo> algoFromName(std::string_view name);
@@ -71,7 +71,7 @@ struct GpuPlanInput {
   std::optional<Algo> forced;
   bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
   DirectMode direct = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT
-  std::optional<std::size_t> pushMinBytes;  // AXON_COLL_GPU_PUSH_MIN (0: never; unset: measured)
+  std::optional<std::size_t> pushMinBytes;  // AXON_COLL_GPU_PUSH_MIN (0: never; unset: 16 MiB)
 };
 
 struct GpuPlan {

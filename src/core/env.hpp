@@ -56,8 +56,8 @@ struct Env {
   std::size_t collGpuLlChunk = 0; // AXON_COLL_GPU_LL_CHUNK: LL data bytes per round, channel and sender
   bool collGpuPdl = true;         // AXON_COLL_GPU_PDL: launch collective kernels as programmatic dependents
   DirectMode collGpuDirect = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT: Direct protocol (symmetric buffers)
-  // AXON_COLL_GPU_PUSH_MIN: smallest block of the pushed allreduce, reduce and broadcast (0: never);
-  // unset: the measured threshold of each (coll/plan.cpp)
+  // AXON_COLL_GPU_PUSH_MIN: smallest block of the pushed allreduce (0: never); unset: the measured
+  // one (coll/plan.cpp)
   std::optional<std::size_t> collGpuPushMin;
   JobKeyConfig jobKey;          // AXON_JOB_KEY, AXON_JOB_KEY_FILE (and where rank 0 may write one)
   std::string spaceAddr;        // AXON_SPACE_ADDR: a staging server's host:port (any server of the space)

@@ -410,28 +410,20 @@ TEST(GpuCollMath, PlanPushesLargeAllreduces) {
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2, DirectMode::Off).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::ReduceScatter, 8u << 20, 4).algo, Algo::OneShot);  // not reduce_scatter
   EXPECT_EQ(plan(Collective::Allgather, 8u << 20, 4).algo, Algo::OneShot);
-  // Reduce: a part per member but the root, so 3 x 128 KiB a round on 4 GPUs.
-  const auto reduce = plan(Collective::Reduce, 8u << 20, 4);
-  EXPECT_EQ(reduce.algo, Algo::Pushed);
-  EXPECT_EQ(reduce.rounds, 2u + 2);  // 512 KiB per channel: 2 rounds of 384 KiB
-  EXPECT_NE(reduce.reason.find("reduces it and stores the result into the root's dst"), std::string::npos)
-      << reduce.reason;
-  EXPECT_EQ(plan(Collective::Reduce, 8u << 20, 4, DirectMode::Auto, Algo::OneShot).algo, Algo::OneShot);
-  // Broadcast: what would run two-shot (more than 2 GPUs, past 512 KiB).
-  const auto bcast = plan(Collective::Broadcast, 8u << 20, 4);
-  EXPECT_EQ(bcast.algo, Algo::Pushed);
-  EXPECT_NE(bcast.reason.find("the root pushes part j"), std::string::npos) << bcast.reason;
-  EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 2).algo, Algo::OneShot);
-  // Unset: allreduce from 16 MiB, reduce from 2 MiB, broadcast from 8 MiB.
+  // Allreduce only: reduce and broadcast keep their Direct forms.
+  EXPECT_EQ(plan(Collective::Reduce, 8u << 20, 4).algo, Algo::OneShot);
+  EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 4).algo, Algo::TwoShot);
+  EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 4).rounds, 2u * 2);  // 512 KiB a channel: 2 x (3 x 128 KiB)
+  // Unset: from 16 MiB.
   auto measured = [](Collective c, std::size_t bytes, int n) {
-    return makeGpuPlan({c, bytes / 4, 4, n, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt, true, DirectMode::Auto, std::nullopt}).algo;
+    return makeGpuPlan(
+               {c, bytes / 4, 4, n, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt, true, DirectMode::Auto, std::nullopt})
+        .algo;
   };
   EXPECT_EQ(measured(Collective::Allreduce, 16u << 20, 4), Algo::Pushed);
   EXPECT_EQ(measured(Collective::Allreduce, (16u << 20) - 4, 4), Algo::TwoShot);
-  EXPECT_EQ(measured(Collective::Reduce, 2u << 20, 4), Algo::Pushed);
-  EXPECT_EQ(measured(Collective::Reduce, (2u << 20) - 4, 4), Algo::OneShot);
-  EXPECT_EQ(measured(Collective::Broadcast, 8u << 20, 3), Algo::Pushed);
-  EXPECT_EQ(measured(Collective::Broadcast, (8u << 20) - 4, 3), Algo::TwoShot);
+  EXPECT_EQ(measured(Collective::Allreduce, 32u << 20, 2), Algo::Pushed);  // Direct on 2 GPUs from 32 MiB
+  EXPECT_EQ(measured(Collective::Allreduce, 16u << 20, 2), Algo::OneShot);
   // Not a choice AXON_ALGO_ALLREDUCE can make.
   EXPECT_EQ(algoFromName("pushed"), Algo::Pushed);
   EXPECT_FALSE(algorithmAllowed(Collective::Allreduce, Algo::Pushed));

@@ -22,14 +22,12 @@
 //                   root's, so the root's link carries each byte once.
 //   allgather       every member writes its block into every member's dst.
 //   alltoall        every member writes its block j into member j's dst.
-// Large allreduce, reduce and broadcast calls take the pushed algorithm (kAlgoPushed,
-// AXON_COLL_GPU_PUSH_MIN): a round per chunk, as Simple's two-shot, but one round, not two. For
-// the reductions every member pushes its share of part j into member j's slot, then member j
-// reduces its slots with its own src and stores the result straight into every member's dst (the
-// root's for reduce); for broadcast the root pushes part j into member j's slot, which stores it
-// into every member's dst. Every byte on NVLink is then a store (loads of peers' memory move
-// fewer bytes per second: on 4 H200s, 320 against 348 GB/s of bus bandwidth at 512 MiB in one
-// kernel of each kind).
+// Allreduce of large blocks takes the pushed algorithm (kAlgoPushed, AXON_COLL_GPU_PUSH_MIN): a
+// round per chunk, as Simple's two-shot, but one round, not two: every member pushes its share of
+// part j into member j's slot, then member j reduces its slots with its own src and stores the
+// result straight into every member's dst. Every byte on NVLink is then a store (loads of peers'
+// memory move fewer bytes per second: on 4 H200s, 320 against 348 GB/s of bus bandwidth at 512
+// MiB in one kernel of each kind).
 #pragma once
 
 #include "axon/device/impl/coll_common_impl.hpp"
@@ -183,71 +181,34 @@ AXON_DEVICE_INLINE bool collDirectClose(const CollHandle& h, const CollJob& job,
   return ok;
 }
 
-// The pushed reductions' rounds (rules at the top), from the channel's round counter *r: allreduce,
-// and reduce into the root's dst at heap offset `rootDst`. Per round, up to a chunk per reducer
-// of the channel's range, a part per reducer: every member for allreduce, every member but the
-// root for reduce (whose reduced parts go to the root alone). In place is safe: the part member j
-// stores into member k's dst in round r is what k pushed to j before signalling r. Member j
-// rewrites its slots' half r % 2 in round r + 2, after every member signalled r + 1, that is,
-// after every member finished reducing round r.
+// The pushed allreduce's rounds (rules at the top), from the channel's round counter *r. Per
+// round, up to n * chunk elements of the channel's range, in n parts. In place is safe: the part
+// member j stores into member k's dst in round r is what k pushed to j before signalling r.
+// Member j rewrites its slots' half r % 2 in round r + 2, after every member signalled r + 1,
+// that is, after every member finished reducing round r.
 template <class T, ReduceOp Op>
-AXON_DEVICE_INLINE bool collRunReducePushed(const CollHandle& h, const CollJob& job,
-                                            unsigned long long rootDst, unsigned long long* r) {
+AXON_DEVICE_INLINE bool collRunAllreducePushed(const CollHandle& h, const CollJob& job,
+                                               unsigned long long* r) {
   const int n = h.size, me = h.myIndex, c = job.channel;
-  const bool all = job.record.collective == kCollAllreduce;
-  const int root = all ? -1 : job.record.root, parts = all ? n : n - 1;
-  auto index = [&](int j) { return all || j < root ? j : j - 1; };  // member j's part
   const SizeT e = sizeof(T), len = job.hi - job.lo, unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-  const SizeT per = h.chunkBytes / e * static_cast<SizeT>(parts);
+  const SizeT per = h.chunkBytes / e * static_cast<SizeT>(n);
   const long long ms = collHeapMemberStride(h);
   const T* src = reinterpret_cast<const T*>(job.src);
-  char* const out0 = all ? collHeapAt(h, 0, job.dstOffset) : collHeapAt(h, root, rootDst);
   for (SizeT off = 0; off < len; off += per) {
     const SizeT m = collMin(per, len - off), at = job.lo + off;
-    SizeT lo, hi;
+    auto part = [&](int j, SizeT* lo, SizeT* hi) { collPartRange(m, n, j, unit, lo, hi); };
     const int half = static_cast<int>(++*r & 1ull);
     for (int i = 1; i < n; ++i) {
       const int j = collPeer(me, i, n);
-      if (j == root) continue;
-      collPartRange(m, parts, index(j), unit, &lo, &hi);
+      SizeT lo, hi;
+      part(j, &lo, &hi);
       collCopy(collSlot(h, j, c, half, me), src + at + lo, (hi - lo) * e);
     }
     if (!collExchange(h, job, *r)) return false;
-    if (me == root) continue;
-    collPartRange(m, parts, index(me), unit, &lo, &hi);
-    collReduceFrom<T, Op>(out0 + (at + lo) * e, all ? ms : 0, all ? n : 1, src + at + lo,
-                          collSlot(h, me, c, half, 0), h.chunkBytes, n, me, hi - lo);
-  }
-  return true;
-}
-
-// The pushed broadcast's rounds: per round, up to a chunk per member but the root of the channel's
-// range, a part per member but the root. The root pushes part j into member j's slot; member j
-// stores it into the dst of every member but the root. The root's NVLink egress carries each byte
-// once, as two-shot's, and only stores cross NVLink.
-AXON_DEVICE_INLINE bool collRunBroadcastPushed(const CollHandle& h, const CollJob& job,
-                                               unsigned long long* r) {
-  const int n = h.size, me = h.myIndex, c = job.channel, root = job.record.root;
-  const SizeT len = job.hi - job.lo, per = h.chunkBytes * static_cast<SizeT>(n - 1);
-  const long long ms = collHeapMemberStride(h);
-  auto index = [&](int j) { return j < root ? j : j - 1; };  // the part of member j (j != root)
-  for (SizeT off = 0; off < len; off += per) {
-    const SizeT m = collMin(per, len - off), at = job.lo + off;
     SizeT lo, hi;
-    const int half = static_cast<int>(++*r & 1ull);
-    if (me == root) {
-      for (int i = 1; i < n; ++i) {
-        const int j = collPeer(me, i, n);
-        collPartRange(m, n - 1, index(j), 16, &lo, &hi);
-        collCopy(collSlot(h, j, c, half, me), job.src + at + lo, hi - lo);
-      }
-      collCopy(job.dst + at, job.src + at, m);
-    }
-    if (!collExchange(h, job, *r)) return false;
-    if (me == root) continue;
-    collPartRange(m, n - 1, index(me), 16, &lo, &hi);
-    collCopyToAll(collHeapAt(h, 0, job.dstOffset) + at + lo, ms, n, root, collSlot(h, me, c, half, root),
-                  hi - lo);
+    part(me, &lo, &hi);
+    collReduceFrom<T, Op>(collHeapAt(h, 0, job.dstOffset) + (at + lo) * e, ms, n, src + at + lo,
+                          collSlot(h, me, c, half, 0), h.chunkBytes, n, me, hi - lo);
   }
   return true;
 }
@@ -259,9 +220,8 @@ AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& 
   CollDirectVerdict verdict;
   bool ok = collDirectOpen(h, job, &r, &verdict);
   if (ok && !verdict.direct) return collRunReduceSimple<T, Op>(h, job);
-  if (ok && job.record.algo == kAlgoPushed &&
-      (job.record.collective == kCollAllreduce || verdict.rootDst != kCollNoOffset)) {
-    ok = collRunReducePushed<T, Op>(h, job, verdict.rootDst, &r);
+  if (ok && job.record.algo == kAlgoPushed) {
+    ok = collRunAllreducePushed<T, Op>(h, job, &r);
   } else if (ok) {
     const int n = h.size, me = h.myIndex;
     const long long ms = collHeapMemberStride(h);
@@ -296,11 +256,9 @@ AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& 
 AXON_DEVICE_INLINE bool collRunCopyDirect(const CollHandle& h, const CollJob& job) {
   unsigned long long r;
   CollDirectVerdict verdict;
-  bool ok = collDirectOpen(h, job, &r, &verdict);
+  const bool ok = collDirectOpen(h, job, &r, &verdict);
   if (ok && !verdict.direct) return collRunCopySimple(h, job);
-  if (ok && job.record.algo == kAlgoPushed) {
-    ok = collRunBroadcastPushed(h, job, &r);
-  } else if (ok) {
+  if (ok) {
     const int n = h.size, me = h.myIndex, root = job.record.root;
     const long long ms = collHeapMemberStride(h);
     const SizeT len = job.hi - job.lo;
