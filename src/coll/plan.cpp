@@ -37,8 +37,8 @@ std::string bytesText(std::size_t b) {
 constexpr std::size_t kGpuDirectTwoGpuBytes = 32u << 20;
 
 // reduce_scatter of blocks from 2 MiB runs faster on Simple (pushes into the slots) than on
-// Direct (loads of the peers' blocks): on 4 H200s 1.05-1.28x NCCL's time from 8 to 512 MiB of
-// input, against 0.99-1.05x (docs/performance.md, issue 42).
+// Direct (loads of the peers' blocks): on 4 H200s 1.04-1.28x NCCL's time from 8 to 512 MiB of
+// input in two runs, against 1.00-1.05x (docs/performance.md, issue 42).
 constexpr std::size_t kGpuReduceScatterSimpleBytes = 2u << 20;
 
 // The block from which allreduce runs pushed (AXON_COLL_GPU_PUSH_MIN unset), measured on 4 H200s
