@@ -57,10 +57,14 @@ class UcxAmAtomics {
   const char* pathName(int pe) const;
 
   // Data and signal in one message, which the target applies in that order: for data in host
-  // memory up to kPutSignalMax bytes, where a put, a worker fence and a signal cost 2 to 4 times
-  // more (measured over TCP: docs/performance.md); above it the copies through UCX's bounce
-  // buffers would cost more than the fence saves.
-  static constexpr std::size_t kPutSignalMax = 65536;
+  // memory up to kPutSignalMax bytes. A put, a worker fence and a signal cost 2 to 4 times more
+  // for small data (measured over TCP: docs/performance.md), and where UCX's fence is strong (TCP)
+  // the fence is a flush that spins inside UCX until every peer has acknowledged: on 3 emulated
+  // nodes sharing 2 cores an allgather of 256 KiB took 22-26 ms that way (the leaders' rounds were
+  // over the old 64 KiB bound), 0.42 ms as one message each; between 2 nodes the two ways measured
+  // alike from 128 KiB to 8 MiB (latency and bandwidth). The bound keeps what the target's UCX
+  // gathers for one message (an eager message arrives whole before the handler runs) small.
+  static constexpr std::size_t kPutSignalMax = 4u << 20;
   bool carriesPutSignal(const RemoteRef& dst, std::size_t bytes, const RemoteRef& sig) const {
     return bytes <= kPutSignalMax && dst.heap != HeapKind::Gpu && handles(sig);
   }
