@@ -681,16 +681,20 @@ int run(Options opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && axon::bench::isCollectiveTest(argv[1])) return axon::bench::runCollectiveBench(argc, argv);
-  if (argc > 1 && axon::bench::isP2pTest(argv[1])) return axon::bench::runP2pBench(argc, argv);
+  const bool collective = argc > 1 && axon::bench::isCollectiveTest(argv[1]);
+  const bool p2p = !collective && argc > 1 && axon::bench::isP2pTest(argv[1]);
   Options opt;
-  try {
-    opt = parse(argc, argv);
-  } catch (const UsageError& e) {
-    if (isRankZero()) emitError("axon_bench", e.message, true);
-    return 2;
+  if (!collective && !p2p) {
+    try {
+      opt = parse(argc, argv);
+    } catch (const UsageError& e) {
+      if (isRankZero()) emitError("axon_bench", e.message, true);
+      return 2;
+    }
   }
   try {
+    if (collective) return axon::bench::runCollectiveBench(argc, argv);
+    if (p2p) return axon::bench::runP2pBench(argc, argv);
     return run(opt);
   } catch (const std::exception& e) {
     // Every PE that fails says so; the launcher stops the others.

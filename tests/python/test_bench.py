@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -248,6 +249,19 @@ def test_bad_driver_override(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("AXON_BENCH_DRIVER", str(tmp_path / "missing"))
     assert bench.main(["latency"]) == 1
     assert "is not an executable file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("test", ["allreduce", "p2p-latency", "latency"])
+def test_driver_failing_at_init_says_why_and_does_not_abort(test):
+    """An error thrown by init (here a bad AXON_COLL_BUFFER) is the driver's one error line and exit
+    status 1, for the collective and two-sided tests too (they aborted with SIGABRT before)."""
+    env = dict(os.environ, AXON_COLL_BUFFER="1", AXON_BACKEND="host")
+    proc = subprocess.run([str(bench.find_driver()), test, "-m", "8:8"], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "terminate called" not in proc.stderr
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert record["type"] == "error" and "AXON_COLL_BUFFER='1' is below the minimum of 4K" in record["message"]
 
 
 def test_driver_reports_usage_errors_as_json():
