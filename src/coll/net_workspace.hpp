@@ -41,12 +41,13 @@ namespace coll {
 
 constexpr std::size_t kSlotHeader = alignUp(sizeof(CallRecord), kFlagStride);
 
-// What one round of the direct level (alltoall) carries at most, record included: the network
-// transport sends a put_signal up to 64 KiB as one message (UCX over TCP:
-// transport/ucx/ucx_am_atomics.hpp), while larger puts and their signals, several PEs sending at
-// once, stalled for milliseconds (`axon bench pingping` on 2 emulated nodes: 128-256 KiB took 0.3 or
-// 2.4 ms, 64 KiB 0.13-0.19 ms; an alltoall of 1 MiB on 2 nodes of 2 PEs took 17-33 ms with 256 KiB
-// rounds, 1.3-1.4 ms with 64 KiB ones). Every member computes the same, so all count rounds alike.
+// What one round of the direct level (alltoall) carries at most, record included. When a put_signal
+// over 64 KiB was a put, UCX's strong fence and a signal (UCX over TCP:
+// transport/ucx/ucx_am_atomics.hpp), larger rounds stalled for milliseconds (an alltoall of 1 MiB
+// on 2 nodes of 2 PEs took 17-33 ms with 256 KiB rounds, 1.3-1.4 ms with 64 KiB ones). Now that a
+// put_signal up to 4 MiB is one message, 256 KiB rounds measured no better: 0.74-1.71 ms against
+// 0.93-1.13 ms at 1 MiB, 5.1-7.5 ms against 3.6-4.1 ms at 4 MiB (three runs each, 2-core VM).
+// Every member computes the same, so all count rounds alike.
 constexpr std::size_t kNetRoundMax = 64 * 1024;
 constexpr std::size_t netHalfBytes(std::size_t collBuffer) {
   return collBuffer < kNetRoundMax - kSlotHeader ? collBuffer : kNetRoundMax - kSlotHeader;
