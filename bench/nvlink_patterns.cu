@@ -90,6 +90,25 @@ __device__ __forceinline__ void blockRange(size_t bytes, size_t* lo, size_t* hi)
   *hi = b * 16;
 }
 
+// A thread's U vectors of the block-strided round from vector `base` (of `vec`): loaded from `in`
+// into r, or stored from r into `out`. Every pattern below moves its data in such rounds.
+template <int U, class V>
+__device__ __forceinline__ void loadRound(V (&r)[U], const V* in, size_t base, size_t vec) {
+#pragma unroll
+  for (int j = 0; j < U; ++j) {
+    size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
+    if (i < vec) r[j] = in[i];
+  }
+}
+template <int U, class V>
+__device__ __forceinline__ void storeRound(V* out, const V (&r)[U], size_t base, size_t vec) {
+#pragma unroll
+  for (int j = 0; j < U; ++j) {
+    size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
+    if (i < vec) out[i] = r[j];
+  }
+}
+
 // allgather by pushes: my `part` bytes into every GPU's dst at me * part.
 template <int N, int U>
 __global__ void __launch_bounds__(512) pushAllgather(Peers p, size_t part, unsigned long long v) {
@@ -100,21 +119,9 @@ __global__ void __launch_bounds__(512) pushAllgather(Peers p, size_t part, unsig
   const size_t vec = (hi - lo) / 16;
   for (size_t base = 0; base < vec; base += (size_t)blockDim.x * U) {
     uint4 r[U];
+    loadRound(r, in, base, vec);
 #pragma unroll
-    for (int j = 0; j < U; ++j) {
-      size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-      if (i < vec) r[j] = in[i];
-    }
-    
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      uint4* out = reinterpret_cast<uint4*>(p.dst[k] + (size_t)p.me * part + lo);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) out[i] = r[j];
-      }
-    }
+    for (int k = 0; k < N; ++k) storeRound(reinterpret_cast<uint4*>(p.dst[k] + (size_t)p.me * part + lo), r, base, vec);
   }
   xbar(p, 2, v);
 }
@@ -128,25 +135,11 @@ __global__ void __launch_bounds__(512) pullAllgather(Peers p, size_t part, unsig
   const size_t vec = (hi - lo) / 16;
   for (size_t base = 0; base < vec; base += (size_t)blockDim.x * U) {
     uint4 r[N][U];
-    
+#pragma unroll
+    for (int k = 0; k < N; ++k) loadRound(r[k], reinterpret_cast<const uint4*>(p.src[k] + lo), base, vec);
 #pragma unroll
     for (int k = 0; k < N; ++k) {
-      const uint4* in = reinterpret_cast<const uint4*>(p.src[k] + lo);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) r[k][j] = in[i];
-      }
-    }
-    
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      uint4* out = reinterpret_cast<uint4*>(p.dst[p.me] + (size_t)k * part + lo);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) out[i] = r[k][j];
-      }
+      storeRound(reinterpret_cast<uint4*>(p.dst[p.me] + (size_t)k * part + lo), r[k], base, vec);
     }
   }
   xbar(p, 2, v);
@@ -171,31 +164,16 @@ __global__ void __launch_bounds__(512) allreduceDirect(Peers p, size_t S, unsign
   const size_t vec = (hi - lo) / 16;
   for (size_t base = 0; base < vec; base += (size_t)blockDim.x * U) {
     float4 r[N][U];
-    
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      const float4* in = reinterpret_cast<const float4*>(p.src[k] + off);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) r[k][j] = in[i];
-      }
-    }
-    
+    for (int k = 0; k < N; ++k) loadRound(r[k], reinterpret_cast<const float4*>(p.src[k] + off), base, vec);
+
 #pragma unroll
     for (int k = 1; k < N; ++k)
 #pragma unroll
       for (int j = 0; j < U; ++j) add4(r[0][j], r[k][j]);
-    
+
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      float4* out = reinterpret_cast<float4*>(p.dst[k] + off);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) out[i] = r[0][j];
-      }
-    }
+    for (int k = 0; k < N; ++k) storeRound(reinterpret_cast<float4*>(p.dst[k] + off), r[0], base, vec);
   }
   xbar(p, 2, v);
 }
@@ -210,38 +188,21 @@ __global__ void __launch_bounds__(512) allreducePushed(Peers p, size_t S, unsign
   blockRange(part, &lo, &hi);
   const size_t vec = (hi - lo) / 16;
   for (size_t base = 0; base < vec; base += (size_t)blockDim.x * U) {
-    
+
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       if (k == p.me) continue;
-      const uint4* in = reinterpret_cast<const uint4*>(p.src[p.me] + (size_t)k * part + lo);
-      uint4* out = reinterpret_cast<uint4*>(p.scr[k] + (size_t)p.me * part + lo);
       uint4 r[U];
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) r[j] = in[i];
-      }
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) out[i] = r[j];
-      }
+      loadRound(r, reinterpret_cast<const uint4*>(p.src[p.me] + (size_t)k * part + lo), base, vec);
+      storeRound(reinterpret_cast<uint4*>(p.scr[k] + (size_t)p.me * part + lo), r, base, vec);
     }
   }
   xbar(p, 1, v);
   const size_t off = (size_t)p.me * part + lo;
   for (size_t base = 0; base < vec; base += (size_t)blockDim.x * U) {
     float4 acc[U];
-    {
-      const float4* in = reinterpret_cast<const float4*>(p.src[p.me] + off);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) acc[j] = in[i];
-      }
-    }
-    
+    loadRound(acc, reinterpret_cast<const float4*>(p.src[p.me] + off), base, vec);
+
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       if (k == p.me) continue;
@@ -252,16 +213,9 @@ __global__ void __launch_bounds__(512) allreducePushed(Peers p, size_t S, unsign
         if (i < vec) add4(acc[j], in[i]);
       }
     }
-    
+
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      float4* out = reinterpret_cast<float4*>(p.dst[k] + off);
-#pragma unroll
-      for (int j = 0; j < U; ++j) {
-        size_t i = base + threadIdx.x + (size_t)j * blockDim.x;
-        if (i < vec) out[i] = acc[j];
-      }
-    }
+    for (int k = 0; k < N; ++k) storeRound(reinterpret_cast<float4*>(p.dst[k] + off), acc, base, vec);
   }
   xbar(p, 2, v);
 }
@@ -417,18 +371,40 @@ void clearDst(Ctx& c) {
   }
 }
 
+// The comma-separated numbers in variable `name`, each in [lo, hi], or `fallback` when it is unset.
+// Anything else stops the program naming the variable (the buffers and flags are sized for hi).
+std::vector<unsigned long long> envList(const char* name, std::vector<unsigned long long> fallback,
+                                        unsigned long long lo, unsigned long long hi) {
+  const char* text = getenv(name);
+  if (!text) return fallback;
+  std::vector<unsigned long long> out;
+  std::string list(text);
+  for (char* s = strtok(list.data(), ","); s; s = strtok(nullptr, ",")) {
+    char* end = nullptr;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || v < lo || v > hi) {
+      fprintf(stderr, "%s: '%s' is not a number from %llu to %llu\n", name, s, lo, hi);
+      exit(2);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   Ctx c;
+  // The options first: bad ones are refused before any GPU is touched.
+  c.maxS = (size_t)512 << 20;
+  std::vector<size_t> sizes;
+  for (unsigned long long mib : envList("MB_SIZES", {8, 32, 128, 512}, 1, c.maxS >> 20)) sizes.push_back(mib << 20);
+  std::vector<int> blockCounts;
+  for (unsigned long long b : envList("MB_BLOCKS", {8, 16, 24, 32, 48, 64, 96, 128}, 1, MAXB)) {
+    blockCounts.push_back((int)b);
+  }
   CK(cudaGetDeviceCount(&c.n));
   if (c.n > MAXG) c.n = MAXG;
   const char* only = getenv("MB_ONLY");  // comma list of test names
   auto want = [&](const char* t) { return !only || strstr(only, t) != nullptr; };
-  c.maxS = (size_t)512 << 20;
-  std::vector<size_t> sizes = {(size_t)8 << 20, (size_t)32 << 20, (size_t)128 << 20, (size_t)512 << 20};
-  if (getenv("MB_SIZES")) {
-    sizes.clear();
-    for (char* s = strtok(getenv("MB_SIZES"), ","); s; s = strtok(nullptr, ",")) sizes.push_back(strtoull(s, 0, 10) << 20);
-  }
   c.p.n = c.n;
   for (int g = 0; g < c.n; ++g) {
     CK(cudaSetDevice(g));
@@ -454,11 +430,6 @@ int main(int argc, char** argv) {
   fillSrc(c);
   const int n = c.n;
   auto iters = [](size_t S) { return S >= (256u << 20) ? 10 : S >= (32u << 20) ? 30 : 100; };
-  std::vector<int> blockCounts = {8, 16, 24, 32, 48, 64, 96, 128};
-  if (getenv("MB_BLOCKS")) {
-    blockCounts.clear();
-    for (char* s = strtok(getenv("MB_BLOCKS"), ","); s; s = strtok(nullptr, ",")) blockCounts.push_back(atoi(s));
-  }
   // columns: test size_MiB blocks threads us GBps_per_direction busbw_GBps ok
   printf("test,size_mib,blocks,threads,us,dir_gbs,busbw_gbs,ok\n");
   for (size_t S : sizes) {
@@ -518,45 +489,36 @@ int main(int argc, char** argv) {
       const size_t part = S / n;
       const double dirBytes = (double)(n - 1) * part;
       const double arBus = 2.0 * (n - 1) / n * S;
+      // One NCCL call per GPU, grouped, as a communicator of one process drives several GPUs.
+      auto onEveryGpu = [&](auto call) {
+        return [&, call] {
+          nc.groupStart();
+          for (int g = 0; g < n; ++g) {
+            CK(cudaSetDevice(g));
+            call(g);
+          }
+          nc.groupEnd();
+        };
+      };
       clearDst(c);
-      double us = timeAll(c, iters(S), [&] {
-        nc.groupStart();
-        for (int g = 0; g < n; ++g) {
-          CK(cudaSetDevice(g));
-          nc.allReduce(c.p.src[g], c.p.dst[g], S / 4, 7, 0, nc.comm[g], c.st[g]);
-        }
-        nc.groupEnd();
-      });
+      double us = timeAll(c, iters(S), onEveryGpu([&](int g) {
+        nc.allReduce(c.p.src[g], c.p.dst[g], S / 4, 7, 0, nc.comm[g], c.st[g]);
+      }));
       printf("nccl_allreduce,%.0f,0,0,%.1f,%.1f,%.1f,%d\n", mib, us, arBus / us / 1e3, arBus / us / 1e3,
              checkAllreduce(c, S) ? 1 : 0);
       clearDst(c);
-      us = timeAll(c, iters(S), [&] {
-        nc.groupStart();
-        for (int g = 0; g < n; ++g) {
-          CK(cudaSetDevice(g));
-          nc.allGather(c.p.src[g], c.p.dst[g], part / 4, 7, nc.comm[g], c.st[g]);
-        }
-        nc.groupEnd();
-      });
+      us = timeAll(c, iters(S), onEveryGpu([&](int g) {
+        nc.allGather(c.p.src[g], c.p.dst[g], part / 4, 7, nc.comm[g], c.st[g]);
+      }));
       printf("nccl_allgather,%.0f,0,0,%.1f,%.1f,%.1f,%d\n", mib, us, dirBytes / us / 1e3, dirBytes / us / 1e3,
              checkGather(c, part) ? 1 : 0);
-      us = timeAll(c, iters(S), [&] {
-        nc.groupStart();
-        for (int g = 0; g < n; ++g) {
-          CK(cudaSetDevice(g));
-          nc.reduceScatter(c.p.src[g], c.p.dst[g], part / 4, 7, 0, nc.comm[g], c.st[g]);
-        }
-        nc.groupEnd();
-      });
+      us = timeAll(c, iters(S), onEveryGpu([&](int g) {
+        nc.reduceScatter(c.p.src[g], c.p.dst[g], part / 4, 7, 0, nc.comm[g], c.st[g]);
+      }));
       printf("nccl_reducescatter,%.0f,0,0,%.1f,%.1f,%.1f,1\n", mib, us, dirBytes / us / 1e3, dirBytes / us / 1e3);
-      us = timeAll(c, iters(S), [&] {
-        nc.groupStart();
-        for (int g = 0; g < n; ++g) {
-          CK(cudaSetDevice(g));
-          nc.broadcast(c.p.src[g], c.p.dst[g], S / 4, 7, 0, nc.comm[g], c.st[g]);
-        }
-        nc.groupEnd();
-      });
+      us = timeAll(c, iters(S), onEveryGpu([&](int g) {
+        nc.broadcast(c.p.src[g], c.p.dst[g], S / 4, 7, 0, nc.comm[g], c.st[g]);
+      }));
       printf("nccl_broadcast,%.0f,0,0,%.1f,%.1f,%.1f,1\n", mib, us, S / us / 1e3, S / us / 1e3);
       fflush(stdout);
     }

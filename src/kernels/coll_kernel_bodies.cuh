@@ -43,8 +43,7 @@ AXON_DEVICE_INLINE void enterStream() {
 template <class T, ad::ReduceOp Op>
 __global__ void __launch_bounds__(kMaxCollThreads) reduceKernel(ad::CollHandle h, CollLaunch l) {
   enterStream();
-  const ad::SizeT unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
-  dd::collRunReduce<T, Op>(h, channelJob(l, unit));
+  dd::collRunReduce<T, Op>(h, channelJob(l, dd::collUnitOf<T>()));
 }
 
 // The reduction kernel of element type T and `op`; instantiated in its family's file only.

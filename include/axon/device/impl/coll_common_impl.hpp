@@ -48,6 +48,13 @@ struct CollJob {
 
 AXON_DEVICE_INLINE SizeT collMin(SizeT a, SizeT b) { return a < b ? a : b; }
 
+// Elements of T in one 16-byte vector (at least one): the unit in which the reductions split a
+// block among channels and parts, so that each share starts 16-byte aligned when the buffer does.
+template <class T>
+AXON_HOST_DEVICE_INLINE constexpr SizeT collUnitOf() {
+  return sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+}
+
 // The member a PE serves i-th (i in [1, n)) when it sends to every other member one after another:
 // each starts with its successor, so at every step the members send to n different receivers
 // rather than all to member 0 (whose NVLink ingress would carry everything at once).

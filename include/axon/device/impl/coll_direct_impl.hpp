@@ -190,7 +190,7 @@ template <class T, ReduceOp Op>
 AXON_DEVICE_INLINE bool collRunAllreducePushed(const CollHandle& h, const CollJob& job,
                                                unsigned long long* r) {
   const int n = h.size, me = h.myIndex, c = job.channel;
-  const SizeT e = sizeof(T), len = job.hi - job.lo, unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+  const SizeT e = sizeof(T), len = job.hi - job.lo, unit = collUnitOf<T>();
   const SizeT per = h.chunkBytes / e * static_cast<SizeT>(n);
   const long long ms = collHeapMemberStride(h);
   const T* src = reinterpret_cast<const T*>(job.src);
@@ -229,7 +229,7 @@ AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& 
     const unsigned kind = job.record.collective;
     if (kind == kCollAllreduce) {
       SizeT lo, hi;
-      collPartRange(len, n, me, sizeof(T) >= 16 ? 1 : 16 / sizeof(T), &lo, &hi);
+      collPartRange(len, n, me, collUnitOf<T>(), &lo, &hi);
       collReduceDirect<T, Op>(collHeapAt(h, 0, job.dstOffset) + (job.lo + lo) * e, ms, n,
                               collHeapAt(h, 0, job.srcOffset) + (job.lo + lo) * e, ms, n, hi - lo);
     } else if (kind == kCollReduceScatter) {
@@ -240,7 +240,7 @@ AXON_DEVICE_INLINE bool collRunReduceDirect(const CollHandle& h, const CollJob& 
       const int root = job.record.root;
       if (me != root) {
         SizeT lo, hi;
-        collPartRange(len, n - 1, me < root ? me : me - 1, sizeof(T) >= 16 ? 1 : 16 / sizeof(T), &lo, &hi);
+        collPartRange(len, n - 1, me < root ? me : me - 1, collUnitOf<T>(), &lo, &hi);
         collReduceDirect<T, Op>(collHeapAt(h, root, verdict.rootDst) + (job.lo + lo) * e, 0, 1,
                                 collHeapAt(h, 0, job.srcOffset) + (job.lo + lo) * e, ms, n, hi - lo);
       }

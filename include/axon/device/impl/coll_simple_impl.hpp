@@ -249,7 +249,7 @@ AXON_DEVICE_INLINE bool collRunReduceSimple(const CollHandle& h, const CollJob& 
     // Per pair of rounds, up to n * chunk elements: part j is reduced by member j (round A), then
     // every member's reduced part goes to every member (round B).
     const SizeT per = chunk * static_cast<SizeT>(n);
-    const SizeT unit = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    const SizeT unit = collUnitOf<T>();
     for (SizeT off = 0;; off += per) {
       const SizeT m = collMin(per, len - off);
       const SizeT p = collAlignUp((m + n - 1) / n, unit);
