@@ -18,8 +18,9 @@ import axon
 
 from ..errors import InvalidArgumentError
 from . import _alltoallv
+from ._call import GroupCalls
 from ._reduce_ops import reduction
-from ._tensors import Contiguous, byte_view, describe, typed_view
+from ._tensors import Contiguous, byte_view, describe, reduced_dtype
 from ._work import AxonWork, done
 
 # The tag torch never passes (axon.MAX_TAG): the messages of all_to_all with uneven splits use it,
@@ -58,6 +59,13 @@ def _first_tensor(obj) -> Optional[torch.Tensor]:
     return None
 
 
+def _last(work: AxonWork, tensors: list) -> AxonWork:
+    """The Work of a coalesced call: its last collective's, which completes after the others (one
+    stream, one team, in order), with the whole list as its result."""
+    work._tensors = tensors
+    return work
+
+
 def _one(tensors: list, api: str):
     if len(tensors) != 1:
         raise InvalidArgumentError(f"axon.torch: {api} takes one tensor per call, got {len(tensors)}")
@@ -74,6 +82,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         self._size = size
         self._group_name = group_name
         self._timeout = timeout
+        self._calls = GroupCalls(team)
 
     # -- identity --------------------------------------------------------------------------------
 
@@ -118,44 +127,44 @@ class AxonProcessGroup(dist.ProcessGroup):
         opts = opts if opts is not None else dist.AllreduceOptions()
         t = _one(tensors, "all_reduce")
         red = reduction(opts.reduceOp, t, "all_reduce")
+        name = reduced_dtype(t, "all_reduce")
+        call = self._calls.start(t, "all_reduce")
         with Contiguous(t, out=True) as c:
-            src = red.scaled(c.tensor)
-            s, name = typed_view(src, "all_reduce")
-            d, _ = typed_view(c.tensor, "all_reduce")
-            axon.allreduce(s, d, red.axon_op, team=self._team, dtype=name)
+            call.run("allreduce", red.scaled(c.tensor), c.tensor, dtype=name, op=red.axon_op)
             red.finish(c.tensor, self._size)
-        return done(tensors)
+        return call.work(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
+        work = done(tensors)
         for t in tensors:
             opts1 = dist.AllreduceOptions()
             if opts is not None:
                 opts1.reduceOp = opts.reduceOp
-            self.allreduce([t], opts1)
-        return done(tensors)
+            work = self.allreduce([t], opts1)
+        return _last(work, tensors)
 
     @_op("reduce")
     def reduce(self, tensors, opts=None):
         opts = opts if opts is not None else dist.ReduceOptions()
         t = _one(tensors, "reduce")
         red = reduction(opts.reduceOp, t, "reduce")
+        name = reduced_dtype(t, "reduce")
         root = opts.rootRank
+        call = self._calls.start(t, "reduce")
         with Contiguous(t, out=True) as c:
-            src = red.scaled(c.tensor)
-            s, name = typed_view(src, "reduce")
-            d, _ = typed_view(c.tensor, "reduce")
-            axon.reduce(s, d, red.axon_op, root=root, team=self._team, dtype=name)
+            call.run("reduce", red.scaled(c.tensor), c.tensor, dtype=name, op=red.axon_op, root=root)
             if self._rank == root:
                 red.finish(c.tensor, self._size)
-        return done(tensors)
+        return call.work(tensors)
 
     @_op("broadcast")
     def broadcast(self, tensors, opts=None):
         opts = opts if opts is not None else dist.BroadcastOptions()
         t = _one(tensors, "broadcast")
+        call = self._calls.start(t, "broadcast")
         with Contiguous(t, out=True) as c:
-            axon.broadcast(byte_view(c.tensor), root=opts.rootRank, team=self._team)
-        return done(tensors)
+            call.run("broadcast", c.tensor, c.tensor, root=opts.rootRank)
+        return call.work(tensors)
 
     @_op("all_gather")
     def allgather(self, output_tensors, input_tensors, opts=None):
@@ -163,11 +172,12 @@ class AxonProcessGroup(dist.ProcessGroup):
         inp = _one(input_tensors, "all_gather")
         self._check_blocks(outs, inp, "all_gather", "output tensors", "every output tensor must match the input")
         flat = torch.empty((self._size,) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
+        call = self._calls.start(inp, "all_gather")
         with Contiguous(inp, out=False) as c:
-            axon.allgather(byte_view(c.tensor), byte_view(flat), team=self._team)
+            call.run("allgather", c.tensor, flat)
         for i, o in enumerate(outs):
             o.copy_(flat[i].view_as(o))
-        return done(output_tensors)
+        return call.work(output_tensors)
 
     @_op("all_gather_into_tensor")
     def _allgather_base(self, output, input, opts=None):
@@ -175,14 +185,16 @@ class AxonProcessGroup(dist.ProcessGroup):
             raise InvalidArgumentError(
                 f"axon.torch: all_gather_into_tensor: the output ({describe(output)}) must hold {self._size} x "
                 f"the input ({describe(input)})")
+        call = self._calls.start(input, "all_gather_into_tensor")
         with Contiguous(input, out=False) as i, Contiguous(output, out=True) as o:
-            axon.allgather(byte_view(i.tensor), byte_view(o.tensor), team=self._team)
-        return done([output])
+            call.run("allgather", i.tensor, o.tensor)
+        return call.work([output])
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        work = done(outputs)
         for o, i in zip(outputs, inputs):
-            self._allgather_base(o, i, opts)
-        return done(outputs)
+            work = self._allgather_base(o, i, opts)
+        return _last(work, outputs)
 
     @_op("reduce_scatter")
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
@@ -191,8 +203,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         ins = _one(input_tensors, "reduce_scatter")
         self._check_blocks(ins, out, "reduce_scatter", "input tensors", "every input tensor must match the output")
         flat = torch.cat([t.reshape(-1) for t in ins])
-        self._reduce_scatter_flat(out, flat, opts.reduceOp, "reduce_scatter")
-        return done(output_tensors)
+        return self._reduce_scatter_flat(out, flat, opts.reduceOp, "reduce_scatter", output_tensors)
 
     @_op("reduce_scatter_tensor")
     def _reduce_scatter_base(self, output, input, opts=None):
@@ -201,22 +212,23 @@ class AxonProcessGroup(dist.ProcessGroup):
             raise InvalidArgumentError(
                 f"axon.torch: reduce_scatter_tensor: the input ({describe(input)}) must hold {self._size} x the "
                 f"output ({describe(output)})")
-        self._reduce_scatter_flat(output, input.reshape(-1), opts.reduceOp, "reduce_scatter_tensor")
-        return done([output])
+        return self._reduce_scatter_flat(output, input.reshape(-1), opts.reduceOp, "reduce_scatter_tensor", [output])
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        work = done(outputs)
         for o, i in zip(outputs, inputs):
-            self._reduce_scatter_base(o, i, opts)
-        return done(outputs)
+            work = self._reduce_scatter_base(o, i, opts)
+        return _last(work, outputs)
 
-    def _reduce_scatter_flat(self, out, flat, op, api):
+    def _reduce_scatter_flat(self, out, flat, op, api, result):
         red = reduction(op, out, api)
+        name = reduced_dtype(out, api)
+        call = self._calls.start(out, api)
         src = red.scaled(flat.contiguous())
         with Contiguous(out, out=True) as o:
-            s, name = typed_view(src, api)
-            d, _ = typed_view(o.tensor, api)
-            axon.reduce_scatter(s, d, red.axon_op, team=self._team, dtype=name)
+            call.run("reduce_scatter", src, o.tensor, dtype=name, op=red.axon_op)
             red.finish(o.tensor, self._size)
+        return call.work(result)
 
     @_op("all_to_all_single")
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
@@ -230,14 +242,15 @@ class AxonProcessGroup(dist.ProcessGroup):
                 f"axon.torch: all_to_all_single: input ({describe(input)}) and output ({describe(output)}) must "
                 f"have the same dtype and row size")
         row = row_in or row_out
+        even = len(set(in_rows)) == 1 and len(set(out_rows)) == 1 and in_rows[0] == out_rows[0]
+        call = self._calls.start(input, "all_to_all_single", stream_path=even)
         with Contiguous(input, out=False) as i, Contiguous(output, out=True) as o:
-            src, dst = byte_view(i.tensor), byte_view(o.tensor)
-            if len(set(in_rows)) == 1 and len(set(out_rows)) == 1 and in_rows[0] == out_rows[0]:
-                axon.alltoall(src, dst, team=self._team)
+            if even:
+                call.run("alltoall", i.tensor, o.tensor)
             else:
-                _alltoallv.exchange(src, [r * row for r in in_rows], dst, [r * row for r in out_rows],
-                                    self._team, INTERNAL_TAG)
-        return done([output])
+                _alltoallv.exchange(byte_view(i.tensor), [r * row for r in in_rows], byte_view(o.tensor),
+                                    [r * row for r in out_rows], self._team, INTERNAL_TAG)
+        return call.work([output])
 
     @_op("all_to_all")
     def alltoall(self, output_tensors, input_tensors, opts=None):
@@ -245,6 +258,7 @@ class AxonProcessGroup(dist.ProcessGroup):
             raise InvalidArgumentError(
                 f"axon.torch: all_to_all needs {self._size} input and output tensors, got {len(input_tensors)} "
                 f"and {len(output_tensors)}")
+        self._calls.start(input_tensors[0], "all_to_all", stream_path=False)
         src = torch.cat([x.contiguous().reshape(-1).view(torch.uint8) for x in input_tensors])
         sizes_out = [t.numel() * t.element_size() for t in output_tensors]
         dst = torch.empty(sum(sizes_out), dtype=torch.uint8, device=output_tensors[0].device)
@@ -262,6 +276,7 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     def _gather_bytes(self, src, dst, root: int, api: str) -> None:
         """Root: dst (n blocks of src's size) gets every rank's src, in rank order; others send."""
+        self._calls.order.drain()
         if self._rank != root:
             axon.send(src, dest=root, tag=INTERNAL_TAG, team=self._team)
             return
@@ -306,6 +321,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         opts = opts if opts is not None else dist.ScatterOptions()
         root = self._peer(opts.rootRank, "scatter")
         out = _one(output_tensors, "scatter")
+        self._calls.start(out, "scatter", stream_path=False)
         with Contiguous(out, out=True) as c:
             dst = byte_view(c.tensor)
             if self._rank == root:
@@ -326,6 +342,9 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     @_op("barrier")
     def barrier(self, opts=None):
+        # As ProcessGroupNCCL's: the host returns once every rank got here and the group's
+        # earlier collectives have finished on this GPU.
+        self._calls.order.drain()
         axon.barrier(self._team)
         return done([])
 

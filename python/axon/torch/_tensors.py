@@ -46,14 +46,21 @@ def byte_view(t: torch.Tensor):
     return b if b.is_cuda else b.numpy()
 
 
-def typed_view(t: torch.Tensor, op: str):
-    """(buffer, axon dtype name) of the contiguous tensor `t` for a reduction; InvalidArgumentError
-    naming the op and the dtype when axon cannot reduce it."""
+def reduced_dtype(t: torch.Tensor, op: str) -> str:
+    """axon's name of the dtype a reduction of `t` computes in; InvalidArgumentError naming the op
+    and the dtype when axon cannot reduce it."""
     name = REDUCIBLE.get(t.dtype)
     if name is None:
         raise InvalidArgumentError(
             f"axon.torch: {op} cannot reduce {str(t.dtype).replace('torch.', '')} tensors; axon reduces "
             f"{', '.join(sorted({str(d).replace('torch.', '') for d in REDUCIBLE}))}")
+    return name
+
+
+def typed_view(t: torch.Tensor, op: str):
+    """(buffer, axon dtype name) of the contiguous tensor `t` for a reduction; InvalidArgumentError
+    naming the op and the dtype when axon cannot reduce it."""
+    name = reduced_dtype(t, op)
     _sync_cuda(t)
     f = _flat(t)
     if t.dtype == torch.bfloat16:

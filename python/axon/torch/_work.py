@@ -1,6 +1,8 @@
 """Work objects: what async_op=True returns, and what send/recv return to torch.
 
-Collectives on CPU tensors run at the call, so their Work is complete when returned. Sends and
+Collectives on CPU tensors run at the call, so their Work is complete when returned. Collectives
+on CUDA tensors are enqueued on torch's current stream: their Work (AxonCudaWork) keeps
+ProcessGroupNCCL's meaning, wait() making the caller's current stream wait, not the host. Sends and
 receives are axon requests: the Work completes them in wait() (bounded by axon's timeout), so that
 batch_isend_irecv can post every message before any waits.
 """
@@ -92,6 +94,52 @@ class AxonWork(dist.Work):
 
     def source_rank(self) -> int:
         return self._source_rank()
+
+
+class AxonCudaWork(dist.Work):
+    """A collective enqueued on `stream`, done when `event` (recorded after it) is."""
+
+    def __init__(self, tensors: list[torch.Tensor], stream: "torch.cuda.Stream", event: "torch.cuda.Event"):
+        super().__init__()
+        self._tensors = tensors
+        self._stream = stream
+        self._event = event
+        self._future: Optional[torch.futures.Future] = None
+
+    def wait(self, timeout: timedelta = timedelta(0)) -> bool:
+        # The caller's current stream waits for the collective (nothing to do when it ran there);
+        # the host does not. A kernel that meets a timeout or a mismatch stops the team, and the
+        # group's next call raises it (axon's stream forms report so).
+        current = torch.cuda.current_stream(self._stream.device)
+        if current != self._stream:
+            current.wait_event(self._event)
+        return True
+
+    def synchronize(self) -> None:
+        self.wait()
+
+    def is_completed(self) -> bool:
+        return self._event.query()
+
+    def is_success(self) -> bool:
+        return self.is_completed()
+
+    def exception(self):
+        return None
+
+    def result(self) -> list[torch.Tensor]:
+        return self._tensors
+
+    def get_future(self) -> torch.futures.Future:
+        """A CUDA-aware future of the result tensors (as ProcessGroupNCCL's): its value is set on
+        the collective's stream, so waiting on it, or a callback's work, is ordered after the
+        collective on the device."""
+        if self._future is None:
+            fut = torch.futures.Future(devices=[self._stream.device])
+            with torch.cuda.stream(self._stream):
+                fut.set_result(self._tensors)
+            self._future = fut
+        return self._future
 
 
 def done(tensors: list[torch.Tensor]) -> AxonWork:

@@ -1,8 +1,10 @@
-"""Every operation of the torch backend "axon" on CPU tensors, each checked against a reference
-computed here from what every rank contributes (rank-dependent values, so a wrong order or a
-missed contribution shows). Run under `axon run -n N` (argument: "axon"), or with torchrun's
-variables set by hand (argument: "torchrun"); prints "torch backend ops OK" on success."""
+"""Every operation of the torch backend "axon", each checked against a reference computed here
+from what every rank contributes (rank-dependent values, so a wrong order or a missed
+contribution shows). Run under `axon run -n N` (argument: "axon"), or with torchrun's variables
+set by hand (argument: "torchrun"); a second argument "cuda" puts every tensor on this rank's GPU
+(the stream-ordered path). Prints "torch backend ops OK" on success."""
 
+import os
 import sys
 
 import torch
@@ -10,10 +12,14 @@ import torch.distributed as dist
 
 import axon.torch  # noqa: F401  (registers "axon")
 
+DEVICE = "cuda" if sys.argv[2:3] == ["cuda"] else "cpu"
+if DEVICE == "cuda":
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    torch.set_default_device("cuda")  # every tensor made below, references included
 dist.init_process_group("axon")
 rank, n = dist.get_rank(), dist.get_world_size()
 assert dist.get_backend() == "axon", dist.get_backend()
-if sys.argv[1:] == ["torchrun"]:
+if sys.argv[1:2] == ["torchrun"]:
     import axon
     assert axon.launcher_name() == "torchrun", axon.launcher_name()
 

@@ -1,0 +1,93 @@
+"""One collective call of a group: which path it takes, and its Work.
+
+CUDA tensors go on torch's current stream through axon's stream-ordered calls (_cuda.py): the
+host returns at once and the Work's wait() orders the caller's stream after it. CPU tensors, and
+CUDA tensors on a team without a stream path, take axon's blocking calls; those first let the
+team's earlier stream calls finish, so the team sees its calls in order.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+import axon
+
+from . import _cuda
+from ._tensors import byte_view, typed_view
+from ._work import AxonCudaWork, AxonWork, done
+
+
+class GroupCalls:
+    """A group's state across calls: its team, its place on the CUDA streams, and whether the
+    team has stream-ordered collectives at all (learned from the first CUDA call)."""
+
+    def __init__(self, team: axon.Team):
+        self.team = team
+        self.order = _cuda.StreamOrder()
+        self.streams_usable = True
+
+    def start(self, t: torch.Tensor, api: str, *, stream_path: bool = True) -> "Call":
+        """A call on tensor `t` (its first tensor). stream_path=False: a call made of blocking
+        steps (two-sided messages, barriers) whatever the device."""
+        if t.is_cuda and stream_path and self.streams_usable:
+            try:
+                dev = self.order.device_of(t, api)
+            except axon.UnsupportedError:
+                self.streams_usable = False  # the host backend: axon's blocking calls
+            else:
+                return Call(self, api, self.order.begin(dev))
+        self.order.drain()
+        return Call(self, api, None)
+
+
+class Call:
+    def __init__(self, group: GroupCalls, api: str, stream: Optional[torch.cuda.Stream]):
+        self._group = group
+        self._api = api
+        self.stream = stream
+
+    def run(self, kind: str, src: torch.Tensor, dst: torch.Tensor, *, dtype: Optional[str] = None,
+            op: Optional[str] = None, root: int = 0) -> None:
+        """axon's `kind` collective of the contiguous tensors src and dst (the same tensor: in
+        place). Reductions take `dtype` (axon's name) and `op`; copies move bytes."""
+        if self.stream is not None:
+            try:
+                _cuda.enqueue(kind, self._group.team, src, dst, self.stream, dtype=dtype, op=op, root=root)
+                return
+            except axon.UnsupportedError:
+                # No stream path on this team (checked before anything is enqueued): the blocking
+                # calls from now on, which synchronize the stream first.
+                self._group.streams_usable = False
+                self.stream = None
+        _blocking(kind, self._group.team, src, dst, self._api, dtype=dtype, op=op, root=root)
+
+    def work(self, tensors: list) -> AxonWork:
+        """The call's Work, once everything of it is enqueued (or done)."""
+        if self.stream is None:
+            return done(tensors)
+        return AxonCudaWork(tensors, self.stream, self._group.order.end(self.stream))
+
+
+def _blocking(kind, team, src, dst, api, *, dtype, op, root) -> None:
+    if kind in ("allreduce", "reduce", "reduce_scatter"):
+        s, name = typed_view(src, api)
+        d = s if dst is src else typed_view(dst, api)[0]
+        if kind == "allreduce":
+            axon.allreduce(s, d, op, team=team, dtype=name)
+        elif kind == "reduce":
+            axon.reduce(s, d, op, root=root, team=team, dtype=name)
+        else:
+            axon.reduce_scatter(s, d, op, team=team, dtype=name)
+        return
+    s = byte_view(src)
+    d = s if dst is src else byte_view(dst)
+    if kind == "broadcast":
+        axon.broadcast(s, d, root=root, team=team)
+    elif kind == "allgather":
+        axon.allgather(s, d, team=team)
+    elif kind == "alltoall":
+        axon.alltoall(s, d, team=team)
+    else:
+        raise AssertionError(kind)

@@ -1,0 +1,104 @@
+"""CUDA tensors: axon's stream-ordered collectives on torch's current stream.
+
+ProcessGroupNCCL's rule is kept: a collective runs after the work queued before it on the current
+stream, and work queued after it (or after its Work's wait()) sees the result; the host does not
+wait. axon's `*_on_stream` calls enqueue a kernel and return, so each collective goes straight
+onto the caller's current stream, with no side stream and no event in between when one stream is
+used. A team runs one collective at a time in call order, so when a later call comes on another
+stream, that stream first waits for the team's previous call (an event). Inside a CUDA graph
+capture nothing outside the capture is waited on (CUDA forbids it; torch synchronizes before a
+capture starts), and the captured kernels replay in step, as axon's graph tests check.
+
+Teams without a GPU path for a call (no GPU backend) raise axon.UnsupportedError from the stream
+forms; the group then keeps the blocking calls for CUDA tensors, after synchronizing the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+import axon
+from .. import _axon
+from ..collectives import DTYPES, ReduceOp
+from ..errors import InvalidArgumentError
+from ._tensors import describe
+
+_OPS = {"sum": int(ReduceOp.SUM), "prod": int(ReduceOp.PROD), "min": int(ReduceOp.MIN), "max": int(ReduceOp.MAX)}
+_BYTES = DTYPES.index("uint8")
+
+
+def dtype_code(name: str) -> int:
+    return DTYPES.index(name)
+
+
+def op_code(name: str) -> int:
+    return _OPS[name]
+
+
+class StreamOrder:
+    """One team's place on the CUDA streams: the stream and event of its last collective."""
+
+    def __init__(self):
+        self._stream: Optional[torch.cuda.Stream] = None
+        self._event: Optional[torch.cuda.Event] = None
+        self._device: Optional[int] = None
+
+    def device_of(self, t: torch.Tensor, api: str) -> int:
+        """The tensor's GPU, which must be this PE's axon GPU (kernels run in axon's context)."""
+        if self._device is None:
+            self._device = axon.gpu_device()
+        if t.device.index != self._device:
+            raise InvalidArgumentError(
+                f"axon.torch: {api}: the {describe(t)} is not on this rank's GPU, cuda:{self._device} "
+                f"(AXON_DEVICE, else the local rank; call torch.cuda.set_device(LOCAL_RANK) before init)")
+        return self._device
+
+    def begin(self, device: int) -> torch.cuda.Stream:
+        """The stream the next collective goes on: torch's current one, ordered after the team's
+        last collective when that ran on another stream."""
+        s = torch.cuda.current_stream(device)
+        if self._event is not None and self._stream != s and not torch.cuda.is_current_stream_capturing():
+            s.wait_event(self._event)
+        return s
+
+    def end(self, stream: torch.cuda.Stream) -> torch.cuda.Event:
+        """Marks the collective just enqueued on `stream`: its completion event."""
+        e = torch.cuda.Event()
+        e.record(stream)
+        if not torch.cuda.is_current_stream_capturing():  # a captured event is the graph's, not ours
+            self._stream, self._event = stream, e
+        return e
+
+    def drain(self) -> None:
+        """The host waits for the team's last stream collective (before a blocking call on the
+        team: one call at a time per team, in order)."""
+        if self._event is not None and not torch.cuda.is_current_stream_capturing():
+            self._event.synchronize()
+
+
+def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, stream: torch.cuda.Stream, *,
+            dtype: Optional[str] = None, op: Optional[str] = None, root: int = 0) -> None:
+    """Enqueues axon's `kind` collective of the contiguous CUDA tensors on `stream`. `dtype` is
+    axon's name of the element type for reductions; copies move bytes."""
+    h = stream.cuda_stream
+    s, d = src.data_ptr(), dst.data_ptr()
+    if kind == "allreduce":
+        _axon.allreduce_on_stream(team, s, d, src.numel(), dtype_code(dtype), op_code(op), h)
+    elif kind == "reduce":
+        _axon.reduce_on_stream(team, s, d, src.numel(), dtype_code(dtype), op_code(op), root, h)
+    elif kind == "reduce_scatter":
+        _axon.reduce_scatter_on_stream(team, s, d, dst.numel(), dtype_code(dtype), op_code(op), h)
+    elif kind == "broadcast":
+        _axon.broadcast_on_stream(team, s, d, _nbytes(src), _BYTES, root, h)
+    elif kind == "allgather":
+        _axon.allgather_on_stream(team, s, d, _nbytes(src), _BYTES, h)
+    elif kind == "alltoall":
+        _axon.alltoall_on_stream(team, s, d, _nbytes(src) // team.n_pes(), _BYTES, h)
+    else:
+        raise AssertionError(kind)
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()

@@ -1,0 +1,211 @@
+"""The backend "axon" on CUDA tensors, beside ProcessGroupNCCL in the same processes: every
+collective's result equal to NCCL's (small integers, exact in every dtype whatever the order of
+the sums), ProcessGroupNCCL's stream semantics (the call returns before the stream's earlier work
+is done; wait() orders the current stream, not the host), capture in a CUDA graph, DDP and FSDP2
+training whose weights match the same training through NCCL, and functional collectives.
+
+Run under `axon run -n N` on N GPUs; each part prints "OK <part>", failures print "FAILED <part>:
+<why>", and the last line is "torch cuda semantics OK" when every part passed."""
+
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import axon.torch  # noqa: F401  (registers "axon")
+
+local = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local)
+dev = torch.device("cuda", local)
+dist.init_process_group("axon")
+rank, n = dist.get_rank(), dist.get_world_size()
+nccl = dist.new_group(backend="nccl")
+
+
+def small_ints(count, dtype, salt=0):
+    g = torch.Generator(device=dev).manual_seed(1000 * salt + rank)
+    return torch.randint(-8, 9, (count,), generator=g, device=dev).to(dtype)
+
+
+def equal(got, want, what):
+    if not torch.equal(got, want):
+        bad = (got != want).nonzero()
+        i = int(bad[0]) if bad.numel() else -1
+        raise AssertionError(f"{what}: {bad.numel()} elements differ from NCCL's, first at {i}: "
+                             f"{got.flatten()[i].item()} vs {want.flatten()[i].item()}")
+
+
+def against_nccl():
+    """Each collective, in place and out of place, three dtypes, sizes from one element to 64 MiB."""
+    for count in (1, 1000, (1 << 16) + 4 * 3, 1 << 22, 1 << 24):
+        for dtype in (torch.float32, torch.bfloat16, torch.int32):
+            if count == 1 << 24 and dtype != torch.float32:
+                continue
+            what = f"{count} x {dtype}"
+            x = small_ints(count, dtype)
+            for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX):
+                a, b = x.clone(), x.clone()
+                dist.all_reduce(a, op=op)
+                dist.all_reduce(b, op=op, group=nccl)
+                equal(a, b, f"all_reduce {op} {what}")
+            a, b = x.clone(), x.clone()
+            dist.broadcast(a, src=n - 1)
+            dist.broadcast(b, src=n - 1, group=nccl)
+            equal(a, b, f"broadcast {what}")
+            a, b = x.clone(), x.clone()
+            dist.reduce(a, dst=n - 1)
+            dist.reduce(b, dst=n - 1, group=nccl)
+            equal(a, b, f"reduce {what}")
+            a, b = torch.empty(n * count, dtype=dtype, device=dev), torch.empty(n * count, dtype=dtype, device=dev)
+            dist.all_gather_into_tensor(a, x)
+            dist.all_gather_into_tensor(b, x, group=nccl)
+            equal(a, b, f"all_gather_into_tensor {what}")
+            inplace = small_ints(n * count, dtype, salt=1)
+            dist.all_gather_into_tensor(inplace, inplace[rank * count:(rank + 1) * count].clone())
+            equal(inplace, _gathered(count, dtype), f"all_gather_into_tensor in place {what}")
+            y = small_ints(n * count, dtype, salt=2)
+            a, b = torch.empty(count, dtype=dtype, device=dev), torch.empty(count, dtype=dtype, device=dev)
+            dist.reduce_scatter_tensor(a, y)
+            dist.reduce_scatter_tensor(b, y, group=nccl)
+            equal(a, b, f"reduce_scatter_tensor {what}")
+            a, b = torch.empty_like(y), torch.empty_like(y)
+            dist.all_to_all_single(a, y)
+            dist.all_to_all_single(b, y, group=nccl)
+            equal(a, b, f"all_to_all_single {what}")
+
+
+def _gathered(count, dtype):
+    """What an in-place all_gather of each rank's block of `t` gives, through NCCL."""
+    out = torch.empty(n * count, dtype=dtype, device=dev)
+    dist.all_gather_into_tensor(out, small_ints(n * count, dtype, salt=1)[rank * count:(rank + 1) * count].clone(),
+                                group=nccl)
+    return out
+
+
+def stream_semantics():
+    """The call returns while the stream's earlier work runs; wait() makes another stream wait."""
+    side = torch.cuda.Stream()
+    x = torch.full((1 << 20,), float(rank + 1), device=dev)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(400_000_000)  # a few hundred ms of GPU time before x gets its value
+        x.mul_(2)
+        t0 = time.perf_counter()
+        work = dist.all_reduce(x, async_op=True)
+        returned = time.perf_counter() - t0
+    assert not work.is_completed(), "the all_reduce reports completion before the stream's earlier work ran"
+    work.wait()  # the current (default) stream waits for it; the host does not
+    y = x.clone()
+    torch.cuda.synchronize()
+    want = 2.0 * n * (n + 1) / 2
+    assert torch.all(y == want), f"after wait(): {y[:4].tolist()} want {want}"
+    assert work.is_completed()
+    assert returned < 0.1, f"all_reduce(async_op=True) took {returned:.3f} s on the host: it waited for the GPU"
+    # A synchronous call on the current stream after a slow kernel: ordered, no host wait needed.
+    z = torch.full((4096,), 1.0, device=dev)
+    torch.cuda._sleep(100_000_000)
+    z.add_(rank)
+    dist.all_reduce(z)
+    assert torch.all(z.cpu() == n + n * (n - 1) / 2), z[:4]
+    # The future: a callback's work is ordered after the collective.
+    w = torch.full((1000,), float(rank), device=dev)
+    fut = dist.all_reduce(w, async_op=True).get_future()
+    doubled = fut.then(lambda f: f.value()[0] * 2).wait()
+    assert torch.all(doubled.cpu() == n * (n - 1)), doubled[:4]
+
+
+def graph_capture():
+    x = torch.zeros(1 << 16, device=dev)
+    dist.all_reduce(x)  # warm the team outside the capture, as torch advises for any library
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dist.all_reduce(x)
+        x.mul_(2)
+        dist.all_reduce(x, op=dist.ReduceOp.MAX)
+    for i in range(5):
+        x.fill_(rank + i)
+        g.replay()
+        got = x.cpu()
+        want = 2.0 * sum(r + i for r in range(n))
+        assert torch.all(got == want), f"replay {i}: {got[:4].tolist()} want {want}"
+
+
+def _train_ddp(group, steps=20):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8)).to(dev)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local], process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    data = torch.Generator(device=dev).manual_seed(100 + rank)
+    for _ in range(steps):
+        x = torch.randn(32, 64, generator=data, device=dev)
+        y = torch.randn(32, 8, generator=data, device=dev)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def ddp():
+    mine, ref = _train_ddp(None), _train_ddp(nccl)
+    for a, b in zip(mine, ref):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), f"DDP weights differ from NCCL's by {(a - b).abs().max()}"
+
+
+def _train_fsdp2(group, steps=10):
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.GELU())
+                                  for _ in range(4)]).to(dev)
+    mesh = DeviceMesh.from_group(group, "cuda")
+    for layer in model:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = torch.Generator(device=dev).manual_seed(200 + rank)
+    for _ in range(steps):
+        x = torch.randn(16, 128, generator=data, device=dev)
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+    return [p.full_tensor().detach().clone() for p in model.parameters()]
+
+
+def fsdp2():
+    mine, ref = _train_fsdp2(dist.group.WORLD), _train_fsdp2(nccl)
+    for a, b in zip(mine, ref):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), f"FSDP2 weights differ from NCCL's by {(a - b).abs().max()}"
+
+
+def functional():
+    import torch.distributed._functional_collectives as funcol
+    x = small_ints(4096, torch.float32)
+    want = x.clone()
+    dist.all_reduce(want, group=nccl)
+    equal(funcol.all_reduce(x, "sum", dist.group.WORLD), want, "funcol.all_reduce")
+    g = funcol.all_gather_tensor(x, 0, dist.group.WORLD)
+    ref = torch.empty(n * 4096, device=dev)
+    dist.all_gather_into_tensor(ref, x, group=nccl)
+    equal(g, ref, "funcol.all_gather_tensor")
+
+
+failed = []
+for part in (against_nccl, stream_semantics, graph_capture, ddp, fsdp2, functional):
+    try:
+        part()
+        torch.cuda.synchronize()
+        print(f"OK {part.__name__} (rank {rank})", flush=True)
+    except Exception as e:  # noqa: BLE001 - every part is tried and reported
+        failed.append(part.__name__)
+        print(f"FAILED {part.__name__} (rank {rank}): {type(e).__name__}: {e}", flush=True)
+        traceback.print_exc()
+        if isinstance(e, dist.DistBackendError):
+            break  # the group is broken: the later parts cannot run
+dist.destroy_process_group()
+if failed:
+    sys.exit(1)
+print("torch cuda semantics OK", flush=True)
