@@ -60,7 +60,8 @@ class Sweep:
             y = torch.empty_like(x)
             return lambda: dist.all_to_all_single(y, x, group=group)
         if coll == "all_gather_into_tensor":
-            part = x[:count // self.n]
+            chunk = count // self.n  # in place: this rank's block of the output
+            part = x[dist.get_rank() * chunk:(dist.get_rank() + 1) * chunk]
             return lambda: dist.all_gather_into_tensor(x, part, group=group)
         out = torch.empty(count // self.n, device=self.dev)
         return lambda: dist.reduce_scatter_tensor(out, x, group=group)

@@ -67,7 +67,8 @@ class Call:
         """The call's Work, once everything of it is enqueued (or done)."""
         if self.stream is None:
             return done(tensors)
-        return AxonCudaWork(tensors, self.stream, self._group.order.end(self.stream))
+        self._group.order.end(self.stream)
+        return AxonCudaWork(tensors, self.stream)
 
 
 def _blocking(kind, team, src, dst, api, *, dtype, op, root) -> None:

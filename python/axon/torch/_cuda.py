@@ -38,11 +38,16 @@ def op_code(name: str) -> int:
 
 
 class StreamOrder:
-    """One team's place on the CUDA streams: the stream and event of its last collective."""
+    """One team's place on the CUDA streams: the stream of its last collective.
+
+    No event is recorded per call (that would cost every call): when a later call comes on
+    another stream, an event recorded then on the last call's stream orders the new stream after
+    it. That event may cover work queued on the old stream after the collective too, which only
+    delays the new stream, never deadlocks it (that work can wait only for what other streams
+    queued before)."""
 
     def __init__(self):
         self._stream: Optional[torch.cuda.Stream] = None
-        self._event: Optional[torch.cuda.Event] = None
         self._device: Optional[int] = None
 
     def device_of(self, t: torch.Tensor, api: str) -> int:
@@ -57,25 +62,24 @@ class StreamOrder:
 
     def begin(self, device: int) -> torch.cuda.Stream:
         """The stream the next collective goes on: torch's current one, ordered after the team's
-        last collective when that ran on another stream."""
+        last collective when that ran on another stream (not inside a capture: CUDA forbids
+        waiting there for work outside it, and torch synchronizes before a capture starts)."""
         s = torch.cuda.current_stream(device)
-        if self._event is not None and self._stream != s and not torch.cuda.is_current_stream_capturing():
-            s.wait_event(self._event)
+        if self._stream is not None and self._stream != s and not torch.cuda.is_current_stream_capturing():
+            s.wait_stream(self._stream)
         return s
 
-    def end(self, stream: torch.cuda.Stream) -> torch.cuda.Event:
-        """Marks the collective just enqueued on `stream`: its completion event."""
-        e = torch.cuda.Event()
-        e.record(stream)
-        if not torch.cuda.is_current_stream_capturing():  # a captured event is the graph's, not ours
-            self._stream, self._event = stream, e
-        return e
+    def end(self, stream: torch.cuda.Stream) -> None:
+        """Notes the collective just enqueued on `stream` (a captured one belongs to its graph)."""
+        if not torch.cuda.is_current_stream_capturing():
+            self._stream = stream
 
     def drain(self) -> None:
         """The host waits for the team's last stream collective (before a blocking call on the
         team: one call at a time per team, in order)."""
-        if self._event is not None and not torch.cuda.is_current_stream_capturing():
-            self._event.synchronize()
+        if self._stream is not None and not torch.cuda.is_current_stream_capturing():
+            self._stream.synchronize()
+            self._stream = None
 
 
 def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, stream: torch.cuda.Stream, *,

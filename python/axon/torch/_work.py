@@ -97,14 +97,25 @@ class AxonWork(dist.Work):
 
 
 class AxonCudaWork(dist.Work):
-    """A collective enqueued on `stream`, done when `event` (recorded after it) is."""
+    """A collective enqueued on `stream`.
 
-    def __init__(self, tensors: list[torch.Tensor], stream: "torch.cuda.Stream", event: "torch.cuda.Event"):
+    Its event is recorded when first needed (a wait from another stream, is_completed,
+    get_future), so that a call waited for on its own stream, which torch does for every
+    synchronous call, costs none. Recorded later than the collective, it may also cover work
+    queued after it on that stream: a wait is then longer, never wrong."""
+
+    def __init__(self, tensors: list[torch.Tensor], stream: "torch.cuda.Stream"):
         super().__init__()
         self._tensors = tensors
         self._stream = stream
-        self._event = event
+        self._event: Optional[torch.cuda.Event] = None
         self._future: Optional[torch.futures.Future] = None
+
+    def _done_event(self) -> "torch.cuda.Event":
+        if self._event is None:
+            self._event = torch.cuda.Event()
+            self._event.record(self._stream)
+        return self._event
 
     def wait(self, timeout: timedelta = timedelta(0)) -> bool:
         # The caller's current stream waits for the collective (nothing to do when it ran there);
@@ -112,14 +123,14 @@ class AxonCudaWork(dist.Work):
         # group's next call raises it (axon's stream forms report so).
         current = torch.cuda.current_stream(self._stream.device)
         if current != self._stream:
-            current.wait_event(self._event)
+            current.wait_event(self._done_event())
         return True
 
     def synchronize(self) -> None:
         self.wait()
 
     def is_completed(self) -> bool:
-        return self._event.query()
+        return self._done_event().query()
 
     def is_success(self) -> bool:
         return self.is_completed()

@@ -68,7 +68,10 @@ dist.all_reduce(view)
 check(base, sum(value(r, (4, 6), torch.float32) for r in range(n)), "all_reduce of a non-contiguous view")
 t = value(rank, (5,), torch.float32)
 work = dist.all_reduce(t, async_op=True)
-assert work.wait() and work.is_completed()
+assert work.wait()
+if DEVICE == "cuda":
+    torch.cuda.synchronize()  # wait() orders torch's current stream, not the host (as NCCL's)
+assert work.is_completed()
 fut = work.get_future()
 check(fut.wait()[0], sum(value(r, (5,), torch.float32) for r in range(n)), "async all_reduce's future")
 # Refused clearly: a dtype axon cannot reduce, a bitwise op, AVG on integers.
