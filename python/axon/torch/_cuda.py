@@ -29,6 +29,11 @@ _OPS = {"sum": int(ReduceOp.SUM), "prod": int(ReduceOp.PROD), "min": int(ReduceO
 _BYTES = DTYPES.index("uint8")
 
 
+def current_handle(device: int) -> int:
+    """The CUstream handle of torch's current stream on `device`."""
+    return torch._C._cuda_getCurrentRawStream(device)
+
+
 def dtype_code(name: str) -> int:
     return DTYPES.index(name)
 
@@ -49,6 +54,9 @@ class StreamOrder:
     def __init__(self):
         self._stream: Optional[torch.cuda.Stream] = None
         self._device: Optional[int] = None
+        # torch.cuda.current_stream() costs microseconds a call; the raw handle of the current
+        # stream costs a fraction of one, so streams are looked up by handle (one object each).
+        self._streams: dict[int, torch.cuda.Stream] = {}
 
     def device_of(self, t: torch.Tensor, api: str) -> int:
         """The tensor's GPU, which must be this PE's axon GPU (kernels run in axon's context)."""
@@ -64,8 +72,11 @@ class StreamOrder:
         """The stream the next collective goes on: torch's current one, ordered after the team's
         last collective when that ran on another stream (not inside a capture: CUDA forbids
         waiting there for work outside it, and torch synchronizes before a capture starts)."""
-        s = torch.cuda.current_stream(device)
-        if self._stream is not None and self._stream != s and not torch.cuda.is_current_stream_capturing():
+        s = self._streams.get(current_handle(device))
+        if s is None:
+            s = torch.cuda.current_stream(device)
+            self._streams[s.cuda_stream] = s
+        if self._stream is not None and self._stream is not s and not torch.cuda.is_current_stream_capturing():
             s.wait_stream(self._stream)
         return s
 

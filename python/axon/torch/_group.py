@@ -59,6 +59,11 @@ def _first_tensor(obj) -> Optional[torch.Tensor]:
     return None
 
 
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """The contiguous tensor `t` as a flat tensor of bytes, on its device."""
+    return t.reshape(-1).view(torch.uint8)
+
+
 def _last(work: AxonWork, tensors: list) -> AxonWork:
     """The Work of a coalesced call: its last collective's, which completes after the others (one
     stream, one team, in order), with the whole list as its result."""
@@ -83,6 +88,9 @@ class AxonProcessGroup(dist.ProcessGroup):
         self._group_name = group_name
         self._timeout = timeout
         self._calls = GroupCalls(team)
+        # torch names a group it made itself; one a backend returns keeps the backend's name unless
+        # set here, and functional collectives, DeviceMesh and FSDP2 find a group by its name.
+        self._set_group_name(group_name)
 
     # -- identity --------------------------------------------------------------------------------
 
@@ -274,16 +282,18 @@ class AxonProcessGroup(dist.ProcessGroup):
     # gather and scatter: two-sided messages between the root and each rank, on the tag no user
     # passes (INTERNAL_TAG), in call order like every collective here.
 
-    def _gather_bytes(self, src, dst, root: int, api: str) -> None:
-        """Root: dst (n blocks of src's size) gets every rank's src, in rank order; others send."""
+    def _gather_bytes(self, src: torch.Tensor, dst: torch.Tensor, root: int, api: str) -> None:
+        """Root: dst (n blocks of src's size) gets every rank's src, in rank order; others send.
+        Contiguous tensors, on any device each."""
         self._calls.order.drain()
         if self._rank != root:
-            axon.send(src, dest=root, tag=INTERNAL_TAG, team=self._team)
+            axon.send(byte_view(src), dest=root, tag=INTERNAL_TAG, team=self._team)
             return
-        nb = len(src)
-        recvs = [(i, axon.irecv(dst[i * nb:(i + 1) * nb], source=i, tag=INTERNAL_TAG, team=self._team))
+        nb = src.numel() * src.element_size()
+        blocks = _bytes(dst)
+        recvs = [(i, axon.irecv(byte_view(blocks[i * nb:(i + 1) * nb]), source=i, tag=INTERNAL_TAG, team=self._team))
                  for i in range(self._size) if i != root]
-        dst[root * nb:(root + 1) * nb] = src
+        blocks[root * nb:(root + 1) * nb].copy_(_bytes(src))
         axon.wait_all([r for _, r in recvs])
         for i, r in recvs:
             if r.status.nbytes != nb:
@@ -298,9 +308,10 @@ class AxonProcessGroup(dist.ProcessGroup):
         outs = _one(output_tensors, "gather") if self._rank == root else []
         if self._rank == root:
             self._check_blocks(outs, inp, "gather", "tensors on the root", "every tensor of the root's list must match")
-        flat = torch.empty((self._size if self._rank == root else 0,) + tuple(inp.shape), dtype=inp.dtype)
+        flat = torch.empty((self._size if self._rank == root else 0,) + tuple(inp.shape), dtype=inp.dtype,
+                           device=inp.device)
         with Contiguous(inp, out=False) as c:
-            self._gather_bytes(byte_view(c.tensor), byte_view(flat), root, "gather")
+            self._gather_bytes(c.tensor, flat, root, "gather")
         for i, o in enumerate(outs):
             o.copy_(flat[i].view_as(o))
         return done(output_tensors)
@@ -313,7 +324,7 @@ class AxonProcessGroup(dist.ProcessGroup):
             raise InvalidArgumentError(f"axon.torch: gather: the root's output ({describe(output)}) must hold "
                                        f"{self._size} x the input ({describe(input)})")
         with Contiguous(input, out=False) as i, Contiguous(output, out=self._rank == root) as o:
-            self._gather_bytes(byte_view(i.tensor), byte_view(o.tensor), root, "gather")
+            self._gather_bytes(i.tensor, o.tensor, root, "gather")
         return done([output])
 
     @_op("scatter")
@@ -331,7 +342,7 @@ class AxonProcessGroup(dist.ProcessGroup):
                 blocks = [t.contiguous() for t in ins]  # alive until every send is done
                 sends = [axon.isend(byte_view(blocks[j]), dest=j, tag=INTERNAL_TAG, team=self._team)
                          for j in range(self._size) if j != root]
-                dst[:] = byte_view(blocks[root])
+                _bytes(c.tensor).copy_(_bytes(blocks[root]))  # the root's block may be on another device
                 axon.wait_all(sends)
             else:
                 st = axon.recv(dst, source=root, tag=INTERNAL_TAG, team=self._team)

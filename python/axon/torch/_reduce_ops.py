@@ -46,10 +46,23 @@ def _kind(op) -> "dist.ReduceOp.RedOpType":
     return op.op
 
 
+_PLAIN_CACHE: dict = {}  # (op kind, dtype) -> Reduction, for every op without a factor
+
+
 def reduction(op, t: torch.Tensor, api: str) -> Reduction:
     """How to run `op` on `t`; InvalidArgumentError naming the api, the op and the dtype when axon
     cannot."""
     kind = _kind(op)
+    known = _PLAIN_CACHE.get((kind, t.dtype))
+    if known is not None:
+        return known
+    red = _reduction(op, kind, t, api)
+    if red.factor is None:
+        _PLAIN_CACHE[(kind, t.dtype)] = red
+    return red
+
+
+def _reduction(op, kind, t: torch.Tensor, api: str) -> Reduction:
     dtype = str(t.dtype).replace("torch.", "")
     if t.dtype == torch.bool and kind in _BOOL:
         return Reduction(_BOOL[kind])

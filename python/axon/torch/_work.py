@@ -108,6 +108,8 @@ class AxonCudaWork(dist.Work):
         super().__init__()
         self._tensors = tensors
         self._stream = stream
+        self._handle = stream.cuda_stream
+        self._device = stream.device_index
         self._event: Optional[torch.cuda.Event] = None
         self._future: Optional[torch.futures.Future] = None
 
@@ -121,9 +123,8 @@ class AxonCudaWork(dist.Work):
         # The caller's current stream waits for the collective (nothing to do when it ran there);
         # the host does not. A kernel that meets a timeout or a mismatch stops the team, and the
         # group's next call raises it (axon's stream forms report so).
-        current = torch.cuda.current_stream(self._stream.device)
-        if current != self._stream:
-            current.wait_event(self._done_event())
+        if torch._C._cuda_getCurrentRawStream(self._device) != self._handle:
+            torch.cuda.current_stream(self._device).wait_event(self._done_event())
         return True
 
     def synchronize(self) -> None:
