@@ -37,6 +37,7 @@ def test_every_op_on_cuda_tensors_matches_its_reference(n):
 @pytest.mark.parametrize("n", RANKS)
 def test_cuda_tensors_beside_nccl(n):
     res = axon_run(n, "torch_cuda_semantics.py")
+    print(res.stdout[-4000:])  # the timings of each rank (pytest -rP shows them)
     failed = [line for line in res.stdout.splitlines() if line.startswith("FAILED")]
     assert res.returncode == 0 and not failed, "\n".join(failed) + "\n" + res.stdout[-3000:] + res.stderr[-5000:]
     assert res.stdout.count("torch cuda semantics OK") == n, res.stdout
