@@ -3,16 +3,24 @@
 torch translates global ranks to group ranks before it calls a process group, so every rank here
 (root, src, dst) is a group rank, which is the index in the group's axon team (torch orders a
 group's ranks as new_group sorts them, and the team is made in that order).
+
+Two objects of torch's carry a group: the ProcessGroup that dist.all_reduce and the other eager
+calls reach (AxonProcessGroup), and the c10d Backend registered in it for CPU and CUDA tensors
+(AxonBackend), which torch's dispatcher reaches: functional collectives (torch.compile) and what
+finds a group by its name (DeviceMesh, DTensor, FSDP2). The Backend forwards to the group, so both
+share one state (the team, its place on the CUDA streams).
 """
 
 from __future__ import annotations
 
 import functools
+import weakref
 from datetime import timedelta
 from typing import Optional
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import Backend
 
 import axon
 
@@ -88,6 +96,14 @@ class AxonProcessGroup(dist.ProcessGroup):
         self._group_name = group_name
         self._timeout = timeout
         self._calls = GroupCalls(team)
+        # torch names the ProcessGroups it makes and registers their backends; a group a backend
+        # creator returns is used as is, so this one registers its Backend itself and names
+        # itself (the name lives in the registered backends).
+        backend = AxonBackend(self)
+        for device in ("cpu", "cuda"):
+            self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.CUSTOM, backend)
+        self._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+        self._set_group_name(group_name)
         # torch names a group it made itself; one a backend returns keeps the backend's name unless
         # set here, and functional collectives, DeviceMesh and FSDP2 find a group by its name.
         self._set_group_name(group_name)
@@ -429,3 +445,42 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     supports_coalescing = False
     supports_splitting = False
+
+
+# What torch's dispatcher calls on a group's Backend; each is the group's method of that name.
+_FORWARDED = ("allreduce", "allreduce_coalesced", "reduce", "broadcast", "allgather", "_allgather_base",
+              "allgather_into_tensor_coalesced", "reduce_scatter", "_reduce_scatter_base",
+              "reduce_scatter_tensor_coalesced", "alltoall_base", "alltoall", "gather", "scatter", "barrier",
+              "send", "recv", "recv_anysource", "all_gather_single", "all_gather_single_coalesced",
+              "reduce_scatter_single", "reduce_scatter_single_coalesced", "all_to_all_single", "gather_single")
+
+
+class AxonBackend(Backend):
+    """The c10d Backend of an AxonProcessGroup, registered in it for CPU and CUDA tensors."""
+
+    def __init__(self, group: AxonProcessGroup):
+        super().__init__(group.rank(), group.size())
+        # Weak: the group holds this backend (through torch's registration), and a cycle through
+        # C++ would never be collected.
+        self._group = weakref.ref(group)
+
+    def group(self) -> AxonProcessGroup:
+        g = self._group()
+        if g is None:
+            raise axon.NotInitializedError("axon.torch: the process group of this backend was destroyed")
+        return g
+
+    def getBackendName(self) -> str:
+        return "axon"
+
+
+def _forward(name: str):
+    def call(self, *args, **kwargs):
+        return getattr(self.group(), name)(*args, **kwargs)
+    call.__name__ = name
+    call.__doc__ = f"The group's {name}."
+    return call
+
+
+for _name in _FORWARDED:
+    setattr(AxonBackend, _name, _forward(_name))

@@ -248,5 +248,26 @@ if last is not None and rank >= n - 2:
         w.wait()
     check(out, torch.tensor([peer]), "isend/irecv in a subgroup by global ranks")
 dist.barrier()
+
+# functional collectives (what torch.compile, DeviceMesh and DTensor use): torch's dispatcher
+# reaches the group's registered backend; a compiled function through them (aot_eager: traced
+# by dynamo and AOT autograd, no C++ compile on the CI machines).
+import warnings  # noqa: E402
+
+import torch.distributed._functional_collectives as funcol  # noqa: E402
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+
+warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.15 renamed some of them
+x = value(rank, (4 * n,), torch.float32)
+check(funcol.all_reduce(x, "sum", dist.group.WORLD), sum(value(r, (4 * n,), torch.float32) for r in range(n)),
+      "funcol.all_reduce")
+check(funcol.all_gather_tensor(x, 0, dist.group.WORLD), torch.cat([value(r, (4 * n,), torch.float32) for r in range(n)]),
+      "funcol.all_gather_tensor")
+check(funcol.reduce_scatter_tensor(x, "sum", 0, dist.group.WORLD),
+      sum(value(r, (4 * n,), torch.float32) for r in range(n))[4 * rank:4 * rank + 4], "funcol.reduce_scatter_tensor")
+mesh = init_device_mesh(DEVICE, (n,))
+assert mesh.get_group().group_name == dist.group.WORLD.group_name, mesh
+compiled = torch.compile(lambda v: funcol.all_reduce(v * 2, "sum", dist.group.WORLD) + 1, backend="aot_eager")
+check(compiled(x), 2 * sum(value(r, (4 * n,), torch.float32) for r in range(n)) + 1, "compiled funcol.all_reduce")
 dist.destroy_process_group()
 print("torch backend ops OK", flush=True)

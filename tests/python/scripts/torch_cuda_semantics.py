@@ -212,7 +212,10 @@ def fsdp2():
 
 
 def functional():
+    import warnings
+
     import torch.distributed._functional_collectives as funcol
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.15 renamed some of them
     x = small_ints(4096, torch.float32)
     want = x.clone()
     dist.all_reduce(want, group=nccl)
@@ -221,6 +224,9 @@ def functional():
     ref = torch.empty(n * 4096, device=dev)
     dist.all_gather_into_tensor(ref, x, group=nccl)
     equal(g, ref, "funcol.all_gather_tensor")
+    # Compiled by inductor: the collective is a node of the graph, run by this backend.
+    compiled = torch.compile(lambda v: funcol.all_reduce(v * 2, "sum", dist.group.WORLD) + 1, fullgraph=True)
+    equal(compiled(x), want * 2 + 1, "torch.compile'd funcol.all_reduce")
 
 
 failed = []
