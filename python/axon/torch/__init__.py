@@ -21,10 +21,10 @@ import torch.distributed as dist
 import axon
 
 from . import _launch
-from ._group import AxonProcessGroup
+from ._group import PYTHON_BACKENDS, AxonBackend, AxonProcessGroup
 from ._work import AxonWork
 
-__all__ = ["AxonProcessGroup", "AxonWork", "BACKEND", "create_process_group"]
+__all__ = ["AxonBackend", "AxonProcessGroup", "AxonWork", "BACKEND", "PYTHON_BACKENDS", "create_process_group"]
 
 #: The name to pass to torch.distributed.init_process_group and new_group.
 BACKEND = "axon"

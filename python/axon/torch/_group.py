@@ -99,11 +99,12 @@ class AxonProcessGroup(dist.ProcessGroup):
         # torch names the ProcessGroups it makes and registers their backends; a group a backend
         # creator returns is used as is, so this one registers its Backend itself and names
         # itself (the name lives in the registered backends).
-        backend = AxonBackend(self)
-        for device in ("cpu", "cuda"):
-            self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.CUSTOM, backend)
-        self._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
-        self._set_group_name(group_name)
+        if PYTHON_BACKENDS:
+            backend = AxonBackend(self)
+            for device in ("cpu", "cuda"):
+                self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.CUSTOM, backend)
+            self._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+            self._set_group_name(group_name)
         # torch names a group it made itself; one a backend returns keeps the backend's name unless
         # set here, and functional collectives, DeviceMesh and FSDP2 find a group by its name.
         self._set_group_name(group_name)
@@ -484,3 +485,17 @@ def _forward(name: str):
 
 for _name in _FORWARDED:
     setattr(AxonBackend, _name, _forward(_name))
+
+
+def _python_backends() -> bool:
+    """Whether this torch lets Python subclass c10d's Backend (its PyBackend trampoline, in torch
+    2.15; torch 2.11 has none). Without it a group has no registered backend and no name: the
+    eager calls work, the functional collectives, torch.compile and DeviceMesh do not."""
+    try:
+        Backend(0, 1)
+        return True
+    except TypeError:
+        return False
+
+
+PYTHON_BACKENDS = _python_backends()

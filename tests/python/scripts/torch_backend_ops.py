@@ -10,7 +10,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-import axon.torch  # noqa: F401  (registers "axon")
+import axon.torch  # registers "axon"
 
 DEVICE = "cuda" if sys.argv[2:3] == ["cuda"] else "cpu"
 if DEVICE == "cuda":
@@ -258,6 +258,11 @@ import torch.distributed._functional_collectives as funcol  # noqa: E402
 from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.15 renamed some of them
+if not axon.torch.PYTHON_BACKENDS:
+    print(f"functional collectives skipped: torch {torch.__version__} has no Python c10d Backend", flush=True)
+    dist.destroy_process_group()
+    print("torch backend ops OK", flush=True)
+    sys.exit(0)
 x = value(rank, (4 * n,), torch.float32)
 check(funcol.all_reduce(x, "sum", dist.group.WORLD), sum(value(r, (4 * n,), torch.float32) for r in range(n)),
       "funcol.all_reduce")
