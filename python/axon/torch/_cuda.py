@@ -62,7 +62,7 @@ class StreamOrder:
         """The tensor's GPU, which must be this PE's axon GPU (kernels run in axon's context)."""
         if self._device is None:
             self._device = axon.gpu_device()
-        if t.device.index != self._device:
+        if t.get_device() != self._device:
             raise InvalidArgumentError(
                 f"axon.torch: {api}: the {describe(t)} is not on this rank's GPU, cuda:{self._device} "
                 f"(AXON_DEVICE, else the local rank; call torch.cuda.set_device(LOCAL_RANK) before init)")
@@ -82,7 +82,7 @@ class StreamOrder:
 
     def end(self, stream: torch.cuda.Stream) -> None:
         """Notes the collective just enqueued on `stream` (a captured one belongs to its graph)."""
-        if not torch.cuda.is_current_stream_capturing():
+        if stream is not self._stream and not torch.cuda.is_current_stream_capturing():
             self._stream = stream
 
     def drain(self) -> None:
