@@ -127,9 +127,10 @@ def _behind_a_slow_stream(group):
     took, the whole time, the result read on the default stream, is_completed() at the end)."""
     side = torch.cuda.Stream()
     x = torch.full((1 << 20,), float(rank + 1), device=dev)
-    # The first launch of a kernel loads its module (CUDA's lazy loading) and runs before the
-    # launch returns: a sleep launched the first time is over before anything is queued behind it.
+    # The first launch of a kernel loads its module (CUDA's lazy loading), which waits for the
+    # device: a first sleep, or a first kernel behind it, would let the sleep end before the call.
     torch.cuda._sleep(1000)
+    x.mul_(1)  # the same for the kernel queued behind the sleep
     torch.cuda.synchronize()
     with torch.cuda.stream(side):
         t0 = time.perf_counter()
