@@ -1,7 +1,7 @@
 """The torch.distributed backend "axon" (axon.torch) on CPU tensors: every operation against a
-reference on 2 and 4 ranks under `axon run`, the same under torchrun's variables, DDP training
-equal to gloo's, a dead rank as DistBackendError, and axon without torch. Skipped where torch is
-not installed."""
+reference on 2 and 4 ranks under `axon run` (functional collectives and torch.compile included),
+the same under torchrun's variables, DDP, FSDP2 and DTensor equal to gloo's, a dead rank as
+DistBackendError, and axon without torch. Skipped where torch is not installed."""
 
 import os
 import socket
@@ -79,6 +79,14 @@ def test_ddp_training_matches_gloo():
     res = axon_run(2, sys.executable, str(SCRIPTS / "torch_ddp_vs_gloo.py"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert res.stdout.count("ddp weights match gloo") == 2, res.stdout
+
+
+def test_fsdp2_and_dtensor_match_gloo():
+    res = axon_run(2, sys.executable, str(SCRIPTS / "torch_fsdp2_vs_gloo.py"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    if "skipped:" in res.stdout:
+        pytest.skip(res.stdout.split("skipped: ")[1].splitlines()[0])
+    assert res.stdout.count("fsdp2 and dtensor match gloo") == 2, res.stdout
 
 
 def test_dead_rank_is_a_dist_backend_error_naming_it():

@@ -39,6 +39,7 @@ class _WorldGroup(AxonProcessGroup):
         self._started_axon = started_axon
 
     def shutdown(self) -> None:
+        self._forget_team()
         if self._started_axon and axon.is_initialized():
             self._started_axon = False
             axon.finalize()
@@ -49,6 +50,7 @@ class _SubGroup(AxonProcessGroup):
         # Collective over the group's ranks, as destroy_process_group is.
         if self._team is not None and self._team.valid:
             self._team.destroy()
+        self._forget_team()
 
 
 def create_process_group(opts, backend_options=None) -> AxonProcessGroup:

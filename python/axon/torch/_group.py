@@ -123,6 +123,13 @@ class AxonProcessGroup(dist.ProcessGroup):
     def name(self) -> str:
         return "axon"
 
+    def _forget_team(self) -> None:
+        """At shutdown: drops the team, which torch's objects (a DeviceMesh, FSDP's state) may
+        keep this group alive past, up to the interpreter's exit, where the extension would
+        report the team's object as leaked."""
+        self._team = None
+        self._calls.team = None
+
     @property
     def team(self) -> axon.Team:
         """The axon team the group runs on (its ranks are the group's)."""
