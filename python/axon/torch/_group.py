@@ -105,9 +105,6 @@ class AxonProcessGroup(dist.ProcessGroup):
                 self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.CUSTOM, backend)
             self._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
             self._set_group_name(group_name)
-        # torch names a group it made itself; one a backend returns keeps the backend's name unless
-        # set here, and functional collectives, DeviceMesh and FSDP2 find a group by its name.
-        self._set_group_name(group_name)
 
     # -- identity --------------------------------------------------------------------------------
 
