@@ -4,6 +4,7 @@ the same under torchrun's variables, DDP, FSDP2 and DTensor equal to gloo's, a d
 DistBackendError, and axon without torch. Skipped where torch is not installed."""
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -73,6 +74,27 @@ def test_every_op_matches_its_reference_under_torchrun_variables(tmp_path):
         assert "torch backend ops OK" in out
     # The key went through torch's store: rank 0 wrote no key file.
     assert not list(tmp_path.rglob("job-*")), list(tmp_path.rglob("*"))
+
+
+def _open_mpi() -> bool:
+    if shutil.which("mpirun") is None:
+        return False
+    res = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=30)
+    return "Open MPI" in res.stdout + res.stderr
+
+
+@pytest.mark.skipif(not _open_mpi(), reason="no Open MPI mpirun on PATH")
+def test_every_op_matches_its_reference_under_mpirun(tmp_path):
+    # A script under mpirun passes its rank and size to init_process_group itself; axon reads
+    # Open MPI's variables and checks that they agree.
+    port = _two_free_ports()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AXON_")}
+    env.update(TEST_INIT_METHOD=f"tcp://127.0.0.1:{port}", AXON_TIMEOUT="60", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", XDG_RUNTIME_DIR=str(tmp_path), OMPI_MCA_rmaps_base_oversubscribe="1")
+    res = subprocess.run(["mpirun", "-np", "2", sys.executable, str(SCRIPTS / "torch_backend_ops.py"), "mpirun"],
+                         capture_output=True, text=True, env=env, timeout=180, stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert res.stdout.count("torch backend ops OK") == 2, res.stdout
 
 
 def test_ddp_training_matches_gloo():

@@ -6,7 +6,9 @@ torchrun; for processes given only AXON_* variables (by hand, or by another tool
 derived from them here, and MASTER_PORT must be set. Under torchrun (or RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT set by hand), axon's own launcher detection already reads torch's variables; the job key, which no launcher but `axon run` hands
 out, travels through torch's store (rank 0 makes it, the others read it): every process that can
-read that store is already trusted by the job.
+read that store is already trusted by the job. Under Slurm or an MPI launcher (srun, mpirun), a
+script passes rank= and world_size= to init_process_group as with any backend; axon takes its rank
+from the launcher's variables and checks that it is torch's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from ..tools.run_checks import exported
 
 # Where rank 0 publishes the job key in torch's store (under the default group's prefix).
 _KEY_KEY = "axon/job_key"
+
+# The rank variables of the launchers axon detects besides torchrun (docs/configuration.md):
+# under them axon takes its rank from the launcher, and the check after init compares it with the
+# rank torch was given (a script under srun or mpirun passes rank= and world_size= itself).
+_OTHER_LAUNCHERS = ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
 def torch_vars_from_axon(environ=os.environ) -> dict[str, str]:
@@ -62,17 +69,18 @@ def ensure_axon(store, rank: int, size: int, timeout: timedelta) -> None:
             # The group's timeout bounds every wait of axon (axon has one bound, read at init).
             env["AXON_TIMEOUT"] = f"{max(timeout.total_seconds(), 1.0):g}"
         own_launch = "AXON_RANK" in os.environ
-        if not own_launch:
+        other_launcher = "RANK" not in os.environ and any(v in os.environ for v in _OTHER_LAUNCHERS)
+        if not own_launch and not other_launcher:
             for name, want in (("RANK", rank), ("WORLD_SIZE", size)):
                 seen = os.environ.get(name)
                 if seen is None or seen != str(want):
                     raise InvalidArgumentError(
                         f"axon.torch: init_process_group(rank={rank}, world_size={size}) but {name}="
                         f"{seen!r} in the environment; axon joins the job by the launcher's variables: start "
-                        f"the script with `axon run -n N` or torchrun (or set RANK, WORLD_SIZE, MASTER_ADDR, "
-                        f"MASTER_PORT as torchrun does)")
-            if "AXON_JOB_KEY" not in os.environ and "AXON_JOB_KEY_FILE" not in os.environ:
-                env["AXON_JOB_KEY"] = _job_key_through(store, rank)
+                        f"the script with `axon run -n N`, torchrun, srun or mpirun (or set RANK, WORLD_SIZE, "
+                        f"MASTER_ADDR, MASTER_PORT as torchrun does)")
+        if not own_launch and "AXON_JOB_KEY" not in os.environ and "AXON_JOB_KEY_FILE" not in os.environ:
+            env["AXON_JOB_KEY"] = _job_key_through(store, rank)
         # Set for axon.init() to read (it reads the variables once), then taken out again, so that
         # processes the script starts later do not inherit them.
         with exported(env):

@@ -16,12 +16,19 @@ DEVICE = "cuda" if sys.argv[2:3] == ["cuda"] else "cpu"
 if DEVICE == "cuda":
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     torch.set_default_device("cuda")  # every tensor made below, references included
-dist.init_process_group("axon")
+if sys.argv[1:2] == ["mpirun"]:
+    # As a script under mpirun (or srun) starts torch: its own rank and size, a TCP rendezvous.
+    dist.init_process_group("axon", init_method=os.environ["TEST_INIT_METHOD"],
+                            rank=int(os.environ["OMPI_COMM_WORLD_RANK"]),
+                            world_size=int(os.environ["OMPI_COMM_WORLD_SIZE"]))
+else:
+    dist.init_process_group("axon")
 rank, n = dist.get_rank(), dist.get_world_size()
 assert dist.get_backend() == "axon", dist.get_backend()
-if sys.argv[1:2] == ["torchrun"]:
+if sys.argv[1:2] in (["torchrun"], ["mpirun"]):
     import axon
-    assert axon.launcher_name() == "torchrun", axon.launcher_name()
+    want = {"torchrun": "torchrun", "mpirun": "openmpi"}[sys.argv[1]]
+    assert axon.launcher_name() == want, axon.launcher_name()
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
           torch.int8]
