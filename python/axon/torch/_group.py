@@ -5,10 +5,10 @@ torch translates global ranks to group ranks before it calls a process group, so
 group's ranks as new_group sorts them, and the team is made in that order).
 
 Two objects of torch's carry a group: the ProcessGroup that dist.all_reduce and the other eager
-calls reach (AxonProcessGroup), and the c10d Backend registered in it for CPU and CUDA tensors
-(AxonBackend), which torch's dispatcher reaches: functional collectives (torch.compile) and what
-finds a group by its name (DeviceMesh, DTensor, FSDP2). The Backend forwards to the group, so both
-share one state (the team, its place on the CUDA streams).
+calls reach (AxonProcessGroup), and, where torch lets Python subclass its c10d Backend, the
+Backend registered in it for CPU and CUDA tensors (AxonBackend), which holds the group's name in
+torch's C++ and which torch's dispatcher may reach (functional collectives, torch.compile). The
+Backend forwards to the group, so both share one state (the team, its place on the CUDA streams).
 """
 
 from __future__ import annotations
@@ -119,6 +119,13 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     def name(self) -> str:
         return "axon"
+
+    @property
+    def group_name(self) -> str:
+        """torch's name of the group (DeviceMesh, DTensor, FSDP2 and the functional collectives
+        find a group by it). torch keeps a group's name in its registered backends; without one
+        (a torch with no Python c10d Backend) this is where it is."""
+        return self._group_name
 
     def _forget_team(self) -> None:
         """At shutdown: drops the team, which torch's objects (a DeviceMesh, FSDP's state) may
@@ -493,8 +500,8 @@ for _name in _FORWARDED:
 
 def _python_backends() -> bool:
     """Whether this torch lets Python subclass c10d's Backend (its PyBackend trampoline, in torch
-    2.15; torch 2.11 has none). Without it a group has no registered backend and no name: the
-    eager calls work, the functional collectives, torch.compile and DeviceMesh do not."""
+    2.15; torch 2.11 has none). Without it a group registers no backend: torch's dispatcher then
+    calls the group's own methods, and finds its name through the group_name property."""
     try:
         Backend(0, 1)
         return True
@@ -502,4 +509,6 @@ def _python_backends() -> bool:
         return False
 
 
+#: Whether groups register an AxonBackend (torch has Python c10d Backends). Tests set it to False
+#: before init_process_group to run the other way on a torch that has them.
 PYTHON_BACKENDS = _python_backends()

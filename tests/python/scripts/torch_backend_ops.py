@@ -12,7 +12,10 @@ import torch.distributed as dist
 
 import axon.torch  # registers "axon"
 
-DEVICE = "cuda" if sys.argv[2:3] == ["cuda"] else "cpu"
+if "no-backend" in sys.argv:  # the way of a torch without Python c10d Backends (2.11)
+    axon.torch._group.PYTHON_BACKENDS = False
+
+DEVICE = "cuda" if "cuda" in sys.argv[2:] else "cpu"
 if DEVICE == "cuda":
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     torch.set_default_device("cuda")  # every tensor made below, references included
@@ -265,11 +268,6 @@ import torch.distributed._functional_collectives as funcol  # noqa: E402
 from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.15 renamed some of them
-if not axon.torch.PYTHON_BACKENDS:
-    print(f"functional collectives skipped: torch {torch.__version__} has no Python c10d Backend", flush=True)
-    dist.destroy_process_group()
-    print("torch backend ops OK", flush=True)
-    sys.exit(0)
 x = value(rank, (4 * n,), torch.float32)
 check(funcol.all_reduce(x, "sum", dist.group.WORLD), sum(value(r, (4 * n,), torch.float32) for r in range(n)),
       "funcol.all_reduce")
