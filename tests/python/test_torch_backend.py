@@ -54,22 +54,8 @@ def test_every_op_matches_its_reference_under_torchrun_variables(tmp_path):
     # The processes are started as torchrun starts them: RANK, WORLD_SIZE, LOCAL_RANK,
     # LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no AXON_* variable and no job key: the backend
     # passes axon's key through torch's store.
-    n = 2
-    port = _two_free_ports()
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AXON_")}
-    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
-                TORCHELASTIC_RUN_ID=f"axon-test-{port}", XDG_RUNTIME_DIR=str(tmp_path), AXON_TIMEOUT="60")
-    procs = [subprocess.Popen([sys.executable, str(SCRIPTS / "torch_backend_ops.py"), "torchrun"],
-                              env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL) for r in range(n)]
-    outs = []
-    try:
-        for p in procs:
-            outs.append(p.communicate(timeout=180))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    procs = _torchrun_processes(2, "torch_backend_ops.py", tmp_path, "torchrun", env={"AXON_TIMEOUT": "60"})
+    outs = _communicate(procs, 180)
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, out[-3000:] + err[-5000:]
         assert "torch backend ops OK" in out
@@ -96,6 +82,39 @@ def test_every_op_matches_its_reference_under_mpirun(tmp_path):
                          capture_output=True, text=True, env=env, timeout=180, stdin=subprocess.DEVNULL)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert res.stdout.count("torch backend ops OK") == 2, res.stdout
+
+
+def _torchrun_processes(n, script, tmp_path, *args, env=None):
+    """n processes of `script` started as torchrun starts them: no AXON_* variable but `env`'s."""
+    port = _two_free_ports()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AXON_")}
+    base.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
+                TORCHELASTIC_RUN_ID=f"axon-test-{port}", XDG_RUNTIME_DIR=str(tmp_path), **(env or {}))
+    return [subprocess.Popen([sys.executable, str(SCRIPTS / script), *args],
+                             env=dict(base, RANK=str(r), LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL) for r in range(n)]
+
+
+def _communicate(procs, timeout):
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=timeout))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return outs
+
+
+def test_group_timeout_bounds_a_call_a_rank_never_makes(tmp_path):
+    procs = _torchrun_processes(2, "torch_timeout.py", tmp_path)
+    outs = _communicate(procs, 120)
+    out, err = outs[0]
+    assert "DistBackendError after" in out, out[-3000:] + err[-5000:]
+    seconds = float(out.split("DistBackendError after ")[1].split(" s")[0])
+    assert 2.5 < seconds < 9, out  # the group's 3 s, not axon's default 300 s
+    assert "AXON_TIMEOUT" in out or "timed out" in out or "waited" in out, out
 
 
 def test_ddp_training_matches_gloo():
