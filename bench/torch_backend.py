@@ -137,9 +137,10 @@ def ddp_steps_per_second(group, dev, local, steps: int, rank: int) -> tuple[floa
     for _ in range(steps):
         step()
     torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
     del ddp, model, opt
     torch.cuda.empty_cache()
-    return steps / (time.perf_counter() - t0), params
+    return steps / elapsed, params
 
 
 def main() -> None:

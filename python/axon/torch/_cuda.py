@@ -34,6 +34,12 @@ def current_handle(device: int) -> int:
     return torch._C._cuda_getCurrentRawStream(device)
 
 
+def capturing() -> bool:
+    """Whether torch's current stream is capturing a CUDA graph (torch.cuda's own check adds a
+    microsecond of Python around this one)."""
+    return torch._C._cuda_isCurrentStreamCapturing()
+
+
 def dtype_code(name: str) -> int:
     return DTYPES.index(name)
 
@@ -54,6 +60,9 @@ class StreamOrder:
     def __init__(self):
         self._stream: Optional[torch.cuda.Stream] = None
         self._device: Optional[int] = None
+        # A call was captured into a CUDA graph: its replays run on whatever stream replays it,
+        # unseen here, so the host's waits for the team then wait for the whole device.
+        self._captured = False
         # torch.cuda.current_stream() costs microseconds a call; the raw handle of the current
         # stream costs a fraction of one, so streams are looked up by handle (one object each).
         self._streams: dict[int, torch.cuda.Stream] = {}
@@ -74,29 +83,43 @@ class StreamOrder:
         waiting there for work outside it, and torch synchronizes before a capture starts)."""
         s = self._streams.get(current_handle(device))
         if s is None:
+            if len(self._streams) >= 64:  # streams made and dropped by the caller, one a step
+                self._streams.clear()
             s = torch.cuda.current_stream(device)
             self._streams[s.cuda_stream] = s
-        if self._stream is not None and self._stream is not s and not torch.cuda.is_current_stream_capturing():
+        if self._stream is not None and self._stream is not s and not capturing():
             s.wait_stream(self._stream)
         return s
 
     def end(self, stream: torch.cuda.Stream) -> None:
         """Notes the collective just enqueued on `stream` (a captured one belongs to its graph)."""
-        if stream is not self._stream and not torch.cuda.is_current_stream_capturing():
+        if capturing():
+            self._captured = True
+        elif stream is not self._stream:
             self._stream = stream
 
     def drain(self) -> None:
         """The host waits for the team's last stream collective (before a blocking call on the
         team: one call at a time per team, in order)."""
-        if self._stream is not None and not torch.cuda.is_current_stream_capturing():
+        if (self._stream is None and not self._captured) or capturing():
+            return  # nothing on the GPU yet (no CUDA call needed), or inside a capture
+        if self._captured:
+            torch.cuda.synchronize(self._device)
+        elif self._stream is not None:
             self._stream.synchronize()
-            self._stream = None
+        self._stream = None
 
 
 def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, stream: torch.cuda.Stream, *,
             dtype: Optional[str] = None, op: Optional[str] = None, root: int = 0) -> None:
     """Enqueues axon's `kind` collective of the contiguous CUDA tensors on `stream`. `dtype` is
     axon's name of the element type for reductions; copies move bytes."""
+    device = stream.device_index
+    if src.get_device() != device or dst.get_device() != device:
+        # A host or other GPU's pointer would reach the kernel: an illegal address, which breaks
+        # the CUDA context, instead of this error.
+        raise InvalidArgumentError(f"axon.torch: {kind}: the input ({describe(src)}) and the output "
+                                   f"({describe(dst)}) must both be on cuda:{device}")
     h = stream.cuda_stream
     s, d = src.data_ptr(), dst.data_ptr()
     if kind == "allreduce":

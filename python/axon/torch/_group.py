@@ -43,6 +43,11 @@ def _op(name: str):
     def wrap(method):
         @functools.wraps(method)
         def run(self, *args, **kwargs):
+            if self._team is None:
+                # Shut down (destroy_process_group): its team is gone, and axon's calls would take
+                # team=None for the world team.
+                raise axon.NotInitializedError(f"axon.torch: {name} on group {self._group_name!r}, which was "
+                                               f"destroyed (destroy_process_group)")
             try:
                 return method(self, *args, **kwargs)
             except (axon.PeerDeadError, axon.TimeoutError, axon.BootstrapError, axon.CollectiveMismatchError) as e:
@@ -402,6 +407,7 @@ class AxonProcessGroup(dist.ProcessGroup):
     @_op("send")
     def send(self, tensors, dst, tag=0):
         t = _one(tensors, "send")
+        self._calls.order.drain()  # the team's stream calls first, whatever stream they went on
         c = Contiguous(t, out=False)
         req = axon.isend(byte_view(c.tensor), dest=self._peer(dst, "send"), tag=self._tag(tag, "send"),
                          team=self._team)
@@ -417,6 +423,7 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     def _recv(self, tensors, src, tag, api):
         t = _one(tensors, api)
+        self._calls.order.drain()
         c = Contiguous(t, out=True)
         buf = byte_view(c.tensor)
         req = axon.irecv(buf, source=src, tag=self._tag(tag, api), team=self._team)

@@ -122,6 +122,10 @@ for dtype in DTYPES:
     out = torch.empty(n * 4, dtype=dtype)
     dist.all_gather_into_tensor(out, value(rank, (4,), dtype))
     check(out, torch.cat([value(r, (4,), dtype) for r in range(n)]), f"all_gather_into_tensor {dtype}")
+    out = torch.zeros(n * 4, dtype=dtype)
+    out[4 * rank:4 * rank + 4] = value(rank, (4,), dtype)
+    dist.all_gather_into_tensor(out, out[4 * rank:4 * rank + 4])  # in place: the input is this rank's block
+    check(out, torch.cat([value(r, (4,), dtype) for r in range(n)]), f"all_gather_into_tensor in place {dtype}")
 
 # reduce_scatter, reduce_scatter_tensor
 for dtype in (torch.float32, torch.bfloat16, torch.int64):
@@ -258,6 +262,16 @@ if last is not None and rank >= n - 2:
         w.wait()
     check(out, torch.tensor([peer]), "isend/irecv in a subgroup by global ranks")
 dist.barrier()
+# A destroyed group refuses a call that still reaches it (a DeviceMesh's reference, say) rather
+# than run it on axon's world team.
+gone = dist.new_group(list(range(n)), backend="axon")
+gone_pg = gone
+dist.destroy_process_group(gone)
+try:
+    gone_pg.allreduce([torch.ones(2)])
+    raise AssertionError("a destroyed group ran an all_reduce")
+except axon.NotInitializedError as e:
+    assert "destroyed" in str(e), e
 
 # functional collectives (what torch.compile, DeviceMesh and DTensor use): torch's dispatcher
 # reaches the group's registered backend; a compiled function through them (aot_eager: traced

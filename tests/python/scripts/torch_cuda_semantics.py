@@ -64,7 +64,7 @@ def against_nccl():
             dist.all_gather_into_tensor(b, x, group=nccl)
             equal(a, b, f"all_gather_into_tensor {what}")
             inplace = small_ints(n * count, dtype, salt=1)
-            dist.all_gather_into_tensor(inplace, inplace[rank * count:(rank + 1) * count].clone())
+            dist.all_gather_into_tensor(inplace, inplace[rank * count:(rank + 1) * count])  # in place
             equal(inplace, _gathered(count, dtype), f"all_gather_into_tensor in place {what}")
             y = small_ints(n * count, dtype, salt=2)
             a, b = torch.empty(count, dtype=dtype, device=dev), torch.empty(count, dtype=dtype, device=dev)
