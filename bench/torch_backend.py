@@ -18,6 +18,7 @@ Rank 0 prints the tables; --json writes them. Set NCCL_NVLS_ENABLE=0 where multi
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import time
@@ -26,20 +27,10 @@ import torch
 import torch.distributed as dist
 
 import axon.torch  # noqa: F401  (registers "axon")
+from axon.tools.bench.sizes import parse_size, size_label
+from axon.tools.cli_parser import UsageError
 
 COLLS = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "all_to_all_single")
-
-
-def parse_size(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
-
-
-def human(n: int) -> str:
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            return f"{n // div} {unit}"
-    return f"{n} B"
 
 
 class Sweep:
@@ -137,10 +128,7 @@ def ddp_steps_per_second(group, dev, local, steps: int, rank: int) -> tuple[floa
     for _ in range(steps):
         step()
     torch.cuda.synchronize()
-    elapsed = time.perf_counter() - t0
-    del ddp, model, opt
-    torch.cuda.empty_cache()
-    return steps / elapsed, params
+    return steps / (time.perf_counter() - t0), params
 
 
 def main() -> None:
@@ -157,6 +145,17 @@ def main() -> None:
     unknown = sorted(set(colls) - set(COLLS))
     if unknown:
         ap.error(f"unknown collectives {unknown}; choose from {', '.join(COLLS)}")
+    try:
+        s, largest = parse_size(args.min, "--min"), parse_size(args.max, "--max")
+    except UsageError as e:
+        ap.error(str(e))
+    if args.factor < 2 or args.reps < 1 or args.ddp_steps < 0:
+        ap.error(f"--factor must be at least 2 ({args.factor}), --reps at least 1 ({args.reps}), --ddp-steps not "
+                 f"negative ({args.ddp_steps})")
+    sizes = []
+    while s <= largest:
+        sizes.append(s)
+        s *= args.factor
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
@@ -166,17 +165,12 @@ def main() -> None:
     nccl = dist.new_group(backend="nccl")
     sweep = Sweep(nccl, n, dev)
     rows = []
-    sizes = []
-    s = parse_size(args.min)
-    while s <= parse_size(args.max):
-        sizes.append(s)
-        s *= args.factor
     for coll in colls:
         for nbytes in sizes:
             r = sweep.row(coll, nbytes, args.reps)
             rows.append(r)
             if rank == 0:
-                print(f"{coll:24s} {human(nbytes):>8s}  axon {r['axon_us']:10.1f} us  nccl {r['nccl_us']:10.1f} us  "
+                print(f"{coll:24s} {size_label(nbytes):>8s}  axon {r['axon_us']:10.1f} us  nccl {r['nccl_us']:10.1f} us  "
                       f"ratio {r['ratio']:5.2f}", flush=True)
     ddp = {}
     if args.ddp_steps:
@@ -186,6 +180,8 @@ def main() -> None:
         for _ in range(args.reps):
             for name, group in (("axon", None), ("nccl", nccl)):
                 sps, params = ddp_steps_per_second(group, dev, local, args.ddp_steps, rank)
+                gc.collect()  # the round's model, DDP and optimizer, before the next round allocates its own
+                torch.cuda.empty_cache()
                 ddp[name] = max(ddp[name], sps)
         ddp["ratio"] = ddp["axon"] / ddp["nccl"]
         ddp["params"] = params

@@ -33,7 +33,7 @@ class GroupCalls:
         steps (two-sided messages, barriers) whatever the device."""
         if t.is_cuda and stream_path and self.streams_usable:
             try:
-                dev = self.order.device_of(t, api)
+                dev = self.order.device()
             except axon.UnsupportedError:
                 self.streams_usable = False  # the host backend: axon's blocking calls
             else:
@@ -54,7 +54,8 @@ class Call:
         place). Reductions take `dtype` (axon's name) and `op`; copies move bytes."""
         if self.stream is not None:
             try:
-                _cuda.enqueue(kind, self._group.team, src, dst, self.stream, dtype=dtype, op=op, root=root)
+                _cuda.enqueue(kind, self._group.team, src, dst, self.stream, self._api, dtype=dtype, op=op,
+                              root=root)
                 return
             except axon.UnsupportedError:
                 # No stream path on this team (checked before anything is enqueued): the blocking
@@ -72,23 +73,13 @@ class Call:
 
 
 def _blocking(kind, team, src, dst, api, *, dtype, op, root) -> None:
+    """axon's blocking call of that name (axon.allreduce, ...): reductions on typed views, copies on
+    bytes."""
+    call = getattr(axon, kind)
+    rooted = {"root": root} if kind in ("reduce", "broadcast") else {}
     if kind in ("allreduce", "reduce", "reduce_scatter"):
         s, name = typed_view(src, api)
-        d = s if dst is src else typed_view(dst, api)[0]
-        if kind == "allreduce":
-            axon.allreduce(s, d, op, team=team, dtype=name)
-        elif kind == "reduce":
-            axon.reduce(s, d, op, root=root, team=team, dtype=name)
-        else:
-            axon.reduce_scatter(s, d, op, team=team, dtype=name)
-        return
-    s = byte_view(src)
-    d = s if dst is src else byte_view(dst)
-    if kind == "broadcast":
-        axon.broadcast(s, d, root=root, team=team)
-    elif kind == "allgather":
-        axon.allgather(s, d, team=team)
-    elif kind == "alltoall":
-        axon.alltoall(s, d, team=team)
+        call(s, s if dst is src else typed_view(dst, api)[0], op, team=team, dtype=name, **rooted)
     else:
-        raise AssertionError(kind)
+        s = byte_view(src)
+        call(s, s if dst is src else byte_view(dst), team=team, **rooted)

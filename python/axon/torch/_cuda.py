@@ -25,8 +25,10 @@ from ..collectives import DTYPES, ReduceOp
 from ..errors import InvalidArgumentError
 from ._tensors import describe
 
-_OPS = {"sum": int(ReduceOp.SUM), "prod": int(ReduceOp.PROD), "min": int(ReduceOp.MIN), "max": int(ReduceOp.MAX)}
-_BYTES = DTYPES.index("uint8")
+# axon's codes of its dtype and op names ("float32", "sum", ...), looked up once per call.
+_DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
+_OP_CODES = {op.name.lower(): int(op) for op in ReduceOp}
+_BYTES = _DTYPE_CODES["uint8"]
 
 
 def current_handle(device: int) -> int:
@@ -38,14 +40,6 @@ def capturing() -> bool:
     """Whether torch's current stream is capturing a CUDA graph (torch.cuda's own check adds a
     microsecond of Python around this one)."""
     return torch._C._cuda_isCurrentStreamCapturing()
-
-
-def dtype_code(name: str) -> int:
-    return DTYPES.index(name)
-
-
-def op_code(name: str) -> int:
-    return _OPS[name]
 
 
 class StreamOrder:
@@ -67,14 +61,11 @@ class StreamOrder:
         # stream costs a fraction of one, so streams are looked up by handle (one object each).
         self._streams: dict[int, torch.cuda.Stream] = {}
 
-    def device_of(self, t: torch.Tensor, api: str) -> int:
-        """The tensor's GPU, which must be this PE's axon GPU (kernels run in axon's context)."""
+    def device(self) -> int:
+        """This PE's axon GPU, where the kernels run (enqueue checks the tensors are there);
+        axon.UnsupportedError on the host backend."""
         if self._device is None:
             self._device = axon.gpu_device()
-        if t.get_device() != self._device:
-            raise InvalidArgumentError(
-                f"axon.torch: {api}: the {describe(t)} is not on this rank's GPU, cuda:{self._device} "
-                f"(AXON_DEVICE, else the local rank; call torch.cuda.set_device(LOCAL_RANK) before init)")
         return self._device
 
     def begin(self, device: int) -> torch.cuda.Stream:
@@ -110,24 +101,26 @@ class StreamOrder:
         self._stream = None
 
 
-def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, stream: torch.cuda.Stream, *,
+def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, stream: torch.cuda.Stream, api: str, *,
             dtype: Optional[str] = None, op: Optional[str] = None, root: int = 0) -> None:
-    """Enqueues axon's `kind` collective of the contiguous CUDA tensors on `stream`. `dtype` is
-    axon's name of the element type for reductions; copies move bytes."""
+    """Enqueues axon's `kind` collective of the contiguous CUDA tensors on `stream` for torch's
+    call `api`. `dtype` is axon's name of the element type for reductions; copies move bytes."""
     device = stream.device_index
     if src.get_device() != device or dst.get_device() != device:
         # A host or other GPU's pointer would reach the kernel: an illegal address, which breaks
         # the CUDA context, instead of this error.
-        raise InvalidArgumentError(f"axon.torch: {kind}: the input ({describe(src)}) and the output "
-                                   f"({describe(dst)}) must both be on cuda:{device}")
+        raise InvalidArgumentError(
+            f"axon.torch: {api}: the input ({describe(src)}) and the output ({describe(dst)}) must both be on "
+            f"this rank's GPU, cuda:{device} (AXON_DEVICE, else the local rank; call "
+            f"torch.cuda.set_device(LOCAL_RANK) before init)")
     h = stream.cuda_stream
     s, d = src.data_ptr(), dst.data_ptr()
     if kind == "allreduce":
-        _axon.allreduce_on_stream(team, s, d, src.numel(), dtype_code(dtype), op_code(op), h)
+        _axon.allreduce_on_stream(team, s, d, src.numel(), _DTYPE_CODES[dtype], _OP_CODES[op], h)
     elif kind == "reduce":
-        _axon.reduce_on_stream(team, s, d, src.numel(), dtype_code(dtype), op_code(op), root, h)
+        _axon.reduce_on_stream(team, s, d, src.numel(), _DTYPE_CODES[dtype], _OP_CODES[op], root, h)
     elif kind == "reduce_scatter":
-        _axon.reduce_scatter_on_stream(team, s, d, dst.numel(), dtype_code(dtype), op_code(op), h)
+        _axon.reduce_scatter_on_stream(team, s, d, dst.numel(), _DTYPE_CODES[dtype], _OP_CODES[op], h)
     elif kind == "broadcast":
         _axon.broadcast_on_stream(team, s, d, _nbytes(src), _BYTES, root, h)
     elif kind == "allgather":

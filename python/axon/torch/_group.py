@@ -95,7 +95,6 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     def __init__(self, team: axon.Team, rank: int, size: int, group_name: str, timeout: timedelta):
         super().__init__(rank, size)
-        self._team = team
         self._rank = rank
         self._size = size
         self._group_name = group_name
@@ -136,13 +135,14 @@ class AxonProcessGroup(dist.ProcessGroup):
         """At shutdown: drops the team, which torch's objects (a DeviceMesh, FSDP's state) may
         keep this group alive past, up to the interpreter's exit, where the extension would
         report the team's object as leaked."""
-        self._team = None
         self._calls.team = None
 
     @property
-    def team(self) -> axon.Team:
-        """The axon team the group runs on (its ranks are the group's)."""
-        return self._team
+    def team(self) -> Optional[axon.Team]:
+        """The axon team the group runs on (its ranks are the group's); None once destroyed."""
+        return self._calls.team
+
+    _team = team
 
     def __repr__(self) -> str:
         return f"AxonProcessGroup(rank {self._rank} of {self._size}, group {self._group_name!r})"
