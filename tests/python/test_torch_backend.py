@@ -42,9 +42,10 @@ def _two_free_ports():
     pytest.fail("no two consecutive free ports on 127.0.0.1")
 
 
-@pytest.mark.parametrize("n, how", [(2, ""), (4, ""), (2, "no-backend")])
+@pytest.mark.parametrize("n, how", [(2, "compile"), (4, ""), (2, "no-backend")])
 def test_every_op_matches_its_reference_under_axon_run(n, how):
-    # "no-backend": groups register no c10d Backend, as on a torch without Python ones (2.11).
+    # "no-backend": groups register no c10d Backend, as on a torch without Python ones (2.11);
+    # "compile": a torch.compile'd functional collective too (once: it costs seconds a process).
     res = axon_run(n, sys.executable, str(SCRIPTS / "torch_backend_ops.py"), "axon", *([how] if how else []))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
     assert res.stdout.count("torch backend ops OK") == n, res.stdout

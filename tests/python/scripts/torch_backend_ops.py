@@ -291,7 +291,8 @@ check(funcol.reduce_scatter_tensor(x, "sum", 0, dist.group.WORLD),
       sum(value(r, (4 * n,), torch.float32) for r in range(n))[4 * rank:4 * rank + 4], "funcol.reduce_scatter_tensor")
 mesh = init_device_mesh(DEVICE, (n,))
 assert mesh.get_group().group_name == dist.group.WORLD.group_name, mesh
-compiled = torch.compile(lambda v: funcol.all_reduce(v * 2, "sum", dist.group.WORLD) + 1, backend="aot_eager")
-check(compiled(x), 2 * sum(value(r, (4 * n,), torch.float32) for r in range(n)) + 1, "compiled funcol.all_reduce")
+if "compile" in sys.argv:  # seconds of tracing a process: one variant of the test runs it
+    compiled = torch.compile(lambda v: funcol.all_reduce(v * 2, "sum", dist.group.WORLD) + 1, backend="aot_eager")
+    check(compiled(x), 2 * sum(value(r, (4 * n,), torch.float32) for r in range(n)) + 1, "compiled funcol.all_reduce")
 dist.destroy_process_group()
 print("torch backend ops OK", flush=True)
