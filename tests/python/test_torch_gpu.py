@@ -1,6 +1,7 @@
 """The torch.distributed backend "axon" on CUDA tensors, one rank per GPU (2 to 4): every operation
 against its reference, and beside ProcessGroupNCCL in the same processes (results, stream
-semantics, CUDA graph capture, DDP and FSDP2 weights, functional collectives). Marked `gpu`;
+semantics, CUDA graph capture, DDP and FSDP2 weights, a 2-D DeviceMesh with HSDP over
+it, functional collectives). Marked `gpu`;
 skipped without torch's CUDA, or with fewer than 2 GPUs (NCCL takes one GPU per rank)."""
 
 import os

@@ -21,7 +21,7 @@ import torch.distributed as dist
 import axon
 
 from . import _launch
-from ._group import PYTHON_BACKENDS, AxonBackend, AxonProcessGroup
+from ._group import PYTHON_BACKENDS, AxonBackend, AxonProcessGroup, SubGroup
 from ._work import AxonWork
 
 __all__ = ["AxonBackend", "AxonProcessGroup", "AxonWork", "BACKEND", "PYTHON_BACKENDS", "create_process_group"]
@@ -45,14 +45,6 @@ class _WorldGroup(AxonProcessGroup):
             axon.finalize()
 
 
-class _SubGroup(AxonProcessGroup):
-    def shutdown(self) -> None:
-        # Collective over the group's ranks, as destroy_process_group is.
-        if self._team is not None and self._team.valid:
-            self._team.destroy()
-        self._forget_team()
-
-
 def create_process_group(opts, backend_options=None) -> AxonProcessGroup:
     """torch's creator (extended API): the default group on axon's world, a subgroup on a team of
     its global ranks (made by those ranks alone, as torch calls only them)."""
@@ -62,12 +54,12 @@ def create_process_group(opts, backend_options=None) -> AxonProcessGroup:
     if not ranks:
         started = not axon.is_initialized()
         _launch.ensure_axon(opts.store, rank, size, timeout)
-        return _WorldGroup(axon.team_world(), rank, size, opts.group_id, timeout, started_axon=started)
+        return _WorldGroup(axon.team_world(), rank, size, opts.group_id, timeout, opts.store, started_axon=started)
     if default:
         raise axon.NotInitializedError("axon.torch: a subgroup before the default group: call "
                                        "dist.init_process_group('axon') first")
     team = axon.Team.of_world_pes(ranks)
-    return _SubGroup(team, rank, size, opts.group_id, timeout)
+    return SubGroup(team, rank, size, opts.group_id, timeout, opts.store)
 
 
 def _register() -> None:

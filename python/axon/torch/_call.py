@@ -15,6 +15,7 @@ import torch
 import axon
 
 from . import _cuda
+from ._reduce_ops import Reduction
 from ._tensors import byte_view, typed_view
 from ._work import AxonCudaWork, AxonWork, done
 
@@ -33,53 +34,57 @@ class GroupCalls:
         steps (two-sided messages, barriers) whatever the device."""
         if t.is_cuda and stream_path and self.streams_usable:
             try:
-                dev = self.order.device()
+                cur, capture = self.order.begin()
             except axon.UnsupportedError:
                 self.streams_usable = False  # the host backend: axon's blocking calls
             else:
-                return Call(self, api, self.order.begin(dev))
+                return Call(self, api, cur, capture)
         self.order.drain()
-        return Call(self, api, None)
+        return Call(self, api, None, False)
 
 
 class Call:
-    def __init__(self, group: GroupCalls, api: str, stream: Optional[torch.cuda.Stream]):
+    """One call's path: on the stream `stream` (None: axon's blocking calls)."""
+
+    __slots__ = ("_group", "_api", "stream", "_capture")
+
+    def __init__(self, group: GroupCalls, api: str, stream: Optional[_cuda.CurrentStream], capture: bool):
         self._group = group
         self._api = api
         self.stream = stream
+        self._capture = capture
 
-    def run(self, kind: str, src: torch.Tensor, dst: torch.Tensor, *, dtype: Optional[str] = None,
-            op: Optional[str] = None, root: int = 0) -> None:
+    def run(self, kind: str, src: torch.Tensor, dst: torch.Tensor, red: Optional[Reduction] = None,
+            root: int = 0) -> None:
         """axon's `kind` collective of the contiguous tensors src and dst (the same tensor: in
-        place). Reductions take `dtype` (axon's name) and `op`; copies move bytes."""
+        place). Reductions take `red`; copies move bytes."""
         if self.stream is not None:
             try:
-                _cuda.enqueue(kind, self._group.team, src, dst, self.stream, self._api, dtype=dtype, op=op,
-                              root=root)
+                _cuda.enqueue(kind, self._group.team, src, dst, self.stream, self._api, red=red, root=root)
                 return
             except axon.UnsupportedError:
                 # No stream path on this team (checked before anything is enqueued): the blocking
                 # calls from now on, which synchronize the stream first.
                 self._group.streams_usable = False
                 self.stream = None
-        _blocking(kind, self._group.team, src, dst, self._api, dtype=dtype, op=op, root=root)
+        _blocking(kind, self._group.team, src, dst, self._api, red=red, root=root)
 
     def work(self, tensors: list) -> AxonWork:
         """The call's Work, once everything of it is enqueued (or done)."""
         if self.stream is None:
             return done(tensors)
-        self._group.order.end(self.stream)
+        self._group.order.end(self.stream, self._capture)
         return AxonCudaWork(tensors, self.stream)
 
 
-def _blocking(kind, team, src, dst, api, *, dtype, op, root) -> None:
+def _blocking(kind, team, src, dst, api, *, red, root) -> None:
     """axon's blocking call of that name (axon.allreduce, ...): reductions on typed views, copies on
     bytes."""
     call = getattr(axon, kind)
     rooted = {"root": root} if kind in ("reduce", "broadcast") else {}
-    if kind in ("allreduce", "reduce", "reduce_scatter"):
+    if red is not None:
         s, name = typed_view(src, api)
-        call(s, s if dst is src else typed_view(dst, api)[0], op, team=team, dtype=name, **rooted)
+        call(s, s if dst is src else typed_view(dst, api)[0], red.axon_op, team=team, dtype=name, **rooted)
     else:
         s = byte_view(src)
         call(s, s if dst is src else byte_view(dst), team=team, **rooted)

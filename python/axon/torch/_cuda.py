@@ -21,19 +21,24 @@ import torch
 
 import axon
 from .. import _axon
-from ..collectives import DTYPES, ReduceOp
+from ..collectives import DTYPES
 from ..errors import InvalidArgumentError
+from ._reduce_ops import Reduction
 from ._tensors import describe
 
-# axon's codes of its dtype and op names ("float32", "sum", ...), looked up once per call.
-_DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
-_OP_CODES = {op.name.lower(): int(op) for op in ReduceOp}
-_BYTES = _DTYPE_CODES["uint8"]
+_BYTES = DTYPES.index("uint8")
 
 
-def current_handle(device: int) -> int:
-    """The CUstream handle of torch's current stream on `device`."""
-    return torch._C._cuda_getCurrentRawStream(device)
+class CurrentStream:
+    """torch's current stream as the calls use it: the Stream object, its raw handle and its
+    device, read once when the stream is first seen (each read costs a call)."""
+
+    __slots__ = ("stream", "handle", "device")
+
+    def __init__(self, stream: torch.cuda.Stream):
+        self.stream = stream
+        self.handle = stream.cuda_stream
+        self.device = stream.device_index
 
 
 def capturing() -> bool:
@@ -52,14 +57,14 @@ class StreamOrder:
     queued before)."""
 
     def __init__(self):
-        self._stream: Optional[torch.cuda.Stream] = None
+        self._last: Optional[CurrentStream] = None
         self._device: Optional[int] = None
         # A call was captured into a CUDA graph: its replays run on whatever stream replays it,
         # unseen here, so the host's waits for the team then wait for the whole device.
         self._captured = False
         # torch.cuda.current_stream() costs microseconds a call; the raw handle of the current
         # stream costs a fraction of one, so streams are looked up by handle (one object each).
-        self._streams: dict[int, torch.cuda.Stream] = {}
+        self._streams: dict[int, CurrentStream] = {}
 
     def device(self) -> int:
         """This PE's axon GPU, where the kernels run (enqueue checks the tensors are there);
@@ -68,59 +73,63 @@ class StreamOrder:
             self._device = axon.gpu_device()
         return self._device
 
-    def begin(self, device: int) -> torch.cuda.Stream:
-        """The stream the next collective goes on: torch's current one, ordered after the team's
-        last collective when that ran on another stream (not inside a capture: CUDA forbids
-        waiting there for work outside it, and torch synchronizes before a capture starts)."""
-        s = self._streams.get(current_handle(device))
-        if s is None:
+    def begin(self) -> tuple[CurrentStream, bool]:
+        """(the stream the next collective goes on, whether it is capturing a CUDA graph): torch's
+        current stream, ordered after the team's last collective when that ran on another stream
+        (not inside a capture: CUDA forbids waiting there for work outside it, and torch
+        synchronizes before a capture starts). axon.UnsupportedError on the host backend."""
+        device = self._device if self._device is not None else self.device()
+        cur = self._streams.get(torch._C._cuda_getCurrentRawStream(device))
+        if cur is None:
             if len(self._streams) >= 64:  # streams made and dropped by the caller, one a step
                 self._streams.clear()
-            s = torch.cuda.current_stream(device)
-            self._streams[s.cuda_stream] = s
-        if self._stream is not None and self._stream is not s and not capturing():
-            s.wait_stream(self._stream)
-        return s
+            cur = CurrentStream(torch.cuda.current_stream(device))
+            self._streams[cur.handle] = cur
+        capture = capturing()
+        if self._last is not None and self._last is not cur and not capture:
+            cur.stream.wait_stream(self._last.stream)
+        return cur, capture
 
-    def end(self, stream: torch.cuda.Stream) -> None:
-        """Notes the collective just enqueued on `stream` (a captured one belongs to its graph)."""
-        if capturing():
+    def end(self, cur: CurrentStream, capture: bool) -> None:
+        """Notes the collective just enqueued on `cur` (a captured one belongs to its graph)."""
+        if capture:
             self._captured = True
-        elif stream is not self._stream:
-            self._stream = stream
+        else:
+            self._last = cur
 
     def drain(self) -> None:
         """The host waits for the team's last stream collective (before a blocking call on the
         team: one call at a time per team, in order)."""
-        if (self._stream is None and not self._captured) or capturing():
+        if (self._last is None and not self._captured) or capturing():
             return  # nothing on the GPU yet (no CUDA call needed), or inside a capture
         if self._captured:
             torch.cuda.synchronize(self._device)
-        elif self._stream is not None:
-            self._stream.synchronize()
-        self._stream = None
+        elif self._last is not None:
+            self._last.stream.synchronize()
+        self._last = None
 
 
-def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, stream: torch.cuda.Stream, api: str, *,
-            dtype: Optional[str] = None, op: Optional[str] = None, root: int = 0) -> None:
-    """Enqueues axon's `kind` collective of the contiguous CUDA tensors on `stream` for torch's
-    call `api`. `dtype` is axon's name of the element type for reductions; copies move bytes."""
-    device = stream.device_index
-    if src.get_device() != device or dst.get_device() != device:
+def enqueue(kind: str, team, src: torch.Tensor, dst: torch.Tensor, cur: CurrentStream, api: str, *,
+            red: Optional[Reduction] = None, root: int = 0) -> None:
+    """Enqueues axon's `kind` collective of the contiguous CUDA tensors on the stream `cur` for
+    torch's call `api`. Reductions take `red`; copies move bytes. Runs on every CUDA call: kept to
+    a few lookups."""
+    device = cur.device
+    if src.get_device() != device or (dst is not src and dst.get_device() != device):
         # A host or other GPU's pointer would reach the kernel: an illegal address, which breaks
         # the CUDA context, instead of this error.
         raise InvalidArgumentError(
             f"axon.torch: {api}: the input ({describe(src)}) and the output ({describe(dst)}) must both be on "
             f"this rank's GPU, cuda:{device} (AXON_DEVICE, else the local rank; call "
             f"torch.cuda.set_device(LOCAL_RANK) before init)")
-    h = stream.cuda_stream
+    h = cur.handle
     s, d = src.data_ptr(), dst.data_ptr()
     if kind == "allreduce":
-        _axon.allreduce_on_stream(team, s, d, src.numel(), _DTYPE_CODES[dtype], _OP_CODES[op], h)
+        _axon.allreduce_on_stream(team, s, d, src.numel(), *red.codes, h)
     elif kind == "reduce":
-        _axon.reduce_on_stream(team, s, d, src.numel(), _DTYPE_CODES[dtype], _OP_CODES[op], root, h)
+        _axon.reduce_on_stream(team, s, d, src.numel(), *red.codes, root, h)
     elif kind == "reduce_scatter":
-        _axon.reduce_scatter_on_stream(team, s, d, dst.numel(), _DTYPE_CODES[dtype], _OP_CODES[op], h)
+        _axon.reduce_scatter_on_stream(team, s, d, dst.numel(), *red.codes, h)
     elif kind == "broadcast":
         _axon.broadcast_on_stream(team, s, d, _nbytes(src), _BYTES, root, h)
     elif kind == "allgather":

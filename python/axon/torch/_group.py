@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+import zlib
 from datetime import timedelta
 from typing import Optional
 
@@ -28,8 +29,10 @@ from ..errors import InvalidArgumentError
 from . import _alltoallv
 from ._call import GroupCalls
 from ._reduce_ops import reduction
-from ._tensors import Contiguous, byte_view, describe, reduced_dtype
+from ._tensors import byte_view, describe
 from ._work import AxonWork, done
+
+_SUM = dist.ReduceOp.SUM
 
 # The tag torch never passes (axon.MAX_TAG): the messages of all_to_all with uneven splits use it,
 # so that they never match a user's send or receive on the same team.
@@ -43,7 +46,7 @@ def _op(name: str):
     def wrap(method):
         @functools.wraps(method)
         def run(self, *args, **kwargs):
-            if self._team is None:
+            if self._calls.team is None:
                 # Shut down (destroy_process_group): its team is gone, and axon's calls would take
                 # team=None for the world team.
                 raise axon.NotInitializedError(f"axon.torch: {name} on group {self._group_name!r}, which was "
@@ -93,12 +96,14 @@ def _one(tensors: list, api: str):
 class AxonProcessGroup(dist.ProcessGroup):
     """A torch process group whose collectives and messages run on an axon team."""
 
-    def __init__(self, team: axon.Team, rank: int, size: int, group_name: str, timeout: timedelta):
+    def __init__(self, team: axon.Team, rank: int, size: int, group_name: str, timeout: timedelta,
+                 store: Optional[dist.Store] = None):
         super().__init__(rank, size)
         self._rank = rank
         self._size = size
         self._group_name = group_name
         self._timeout = timeout
+        self._store = store
         self._calls = GroupCalls(team)
         # torch names the ProcessGroups it makes and registers their backends; a group a backend
         # creator returns is used as is, so this one registers its Backend itself and names
@@ -144,6 +149,10 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     _team = team
 
+    def get_group_store(self) -> Optional[dist.Store]:
+        """torch's store of the group (torch's split_group registers a split's)."""
+        return self._store
+
     def __repr__(self) -> str:
         return f"AxonProcessGroup(rank {self._rank} of {self._size}, group {self._group_name!r})"
 
@@ -165,14 +174,16 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     @_op("all_reduce")
     def allreduce(self, tensors, opts=None):
-        opts = opts if opts is not None else dist.AllreduceOptions()
-        t = _one(tensors, "all_reduce")
-        red = reduction(opts.reduceOp, t, "all_reduce")
-        name = reduced_dtype(t, "all_reduce")
+        # The path of every small all_reduce (DDP's, a training loop's): few calls.
+        t = tensors[0] if len(tensors) == 1 else _one(tensors, "all_reduce")
+        red = reduction(opts.reduceOp if opts is not None else _SUM, t, "all_reduce")
         call = self._calls.start(t, "all_reduce")
-        with Contiguous(t, out=True) as c:
-            call.run("allreduce", red.scaled(c.tensor), c.tensor, dtype=name, op=red.axon_op)
-            red.finish(c.tensor, self._size)
+        c = t.contiguous()  # t itself when contiguous
+        call.run("allreduce", c if red.factor is None else red.scaled(c), c, red)
+        if red.divide:
+            c.div_(self._size)
+        if c is not t:
+            t.copy_(c)
         return call.work(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
@@ -189,13 +200,14 @@ class AxonProcessGroup(dist.ProcessGroup):
         opts = opts if opts is not None else dist.ReduceOptions()
         t = _one(tensors, "reduce")
         red = reduction(opts.reduceOp, t, "reduce")
-        name = reduced_dtype(t, "reduce")
         root = opts.rootRank
         call = self._calls.start(t, "reduce")
-        with Contiguous(t, out=True) as c:
-            call.run("reduce", red.scaled(c.tensor), c.tensor, dtype=name, op=red.axon_op, root=root)
-            if self._rank == root:
-                red.finish(c.tensor, self._size)
+        c = t.contiguous()
+        call.run("reduce", red.scaled(c), c, red, root=root)
+        if red.divide and self._rank == root:
+            c.div_(self._size)
+        if c is not t:
+            t.copy_(c)
         return call.work(tensors)
 
     @_op("broadcast")
@@ -203,8 +215,10 @@ class AxonProcessGroup(dist.ProcessGroup):
         opts = opts if opts is not None else dist.BroadcastOptions()
         t = _one(tensors, "broadcast")
         call = self._calls.start(t, "broadcast")
-        with Contiguous(t, out=True) as c:
-            call.run("broadcast", c.tensor, c.tensor, root=opts.rootRank)
+        c = t.contiguous()
+        call.run("broadcast", c, c, root=opts.rootRank)
+        if c is not t:
+            t.copy_(c)
         return call.work(tensors)
 
     @_op("all_gather")
@@ -214,8 +228,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         self._check_blocks(outs, inp, "all_gather", "output tensors", "every output tensor must match the input")
         flat = torch.empty((self._size,) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
         call = self._calls.start(inp, "all_gather")
-        with Contiguous(inp, out=False) as c:
-            call.run("allgather", c.tensor, flat)
+        call.run("allgather", inp.contiguous(), flat)
         for i, o in enumerate(outs):
             o.copy_(flat[i].view_as(o))
         return call.work(output_tensors)
@@ -227,8 +240,10 @@ class AxonProcessGroup(dist.ProcessGroup):
                 f"axon.torch: all_gather_into_tensor: the output ({describe(output)}) must hold {self._size} x "
                 f"the input ({describe(input)})")
         call = self._calls.start(input, "all_gather_into_tensor")
-        with Contiguous(input, out=False) as i, Contiguous(output, out=True) as o:
-            call.run("allgather", i.tensor, o.tensor)
+        o = output.contiguous()
+        call.run("allgather", input.contiguous(), o)
+        if o is not output:
+            output.copy_(o)
         return call.work([output])
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
@@ -263,12 +278,13 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     def _reduce_scatter_flat(self, out, flat, op, api, result):
         red = reduction(op, out, api)
-        name = reduced_dtype(out, api)
         call = self._calls.start(out, api)
-        src = red.scaled(flat.contiguous())
-        with Contiguous(out, out=True) as o:
-            call.run("reduce_scatter", src, o.tensor, dtype=name, op=red.axon_op)
-            red.finish(o.tensor, self._size)
+        o = out.contiguous()
+        call.run("reduce_scatter", red.scaled(flat.contiguous()), o, red)
+        if red.divide:
+            o.div_(self._size)
+        if o is not out:
+            out.copy_(o)
         return call.work(result)
 
     @_op("all_to_all_single")
@@ -285,12 +301,14 @@ class AxonProcessGroup(dist.ProcessGroup):
         row = row_in or row_out
         even = len(set(in_rows)) == 1 and len(set(out_rows)) == 1 and in_rows[0] == out_rows[0]
         call = self._calls.start(input, "all_to_all_single", stream_path=even)
-        with Contiguous(input, out=False) as i, Contiguous(output, out=True) as o:
-            if even:
-                call.run("alltoall", i.tensor, o.tensor)
-            else:
-                _alltoallv.exchange(byte_view(i.tensor), [r * row for r in in_rows], byte_view(o.tensor),
-                                    [r * row for r in out_rows], self._team, INTERNAL_TAG)
+        i, o = input.contiguous(), output.contiguous()
+        if even:
+            call.run("alltoall", i, o)
+        else:
+            _alltoallv.exchange(byte_view(i), [r * row for r in in_rows], byte_view(o), [r * row for r in out_rows],
+                                self._team, INTERNAL_TAG)
+        if o is not output:
+            output.copy_(o)
         return call.work([output])
 
     @_op("all_to_all")
@@ -343,8 +361,7 @@ class AxonProcessGroup(dist.ProcessGroup):
             self._check_blocks(outs, inp, "gather", "tensors on the root", "every tensor of the root's list must match")
         flat = torch.empty((self._size if self._rank == root else 0,) + tuple(inp.shape), dtype=inp.dtype,
                            device=inp.device)
-        with Contiguous(inp, out=False) as c:
-            self._gather_bytes(c.tensor, flat, root, "gather")
+        self._gather_bytes(inp.contiguous(), flat, root, "gather")
         for i, o in enumerate(outs):
             o.copy_(flat[i].view_as(o))
         return done(output_tensors)
@@ -356,8 +373,10 @@ class AxonProcessGroup(dist.ProcessGroup):
         if self._rank == root and (output.numel() != self._size * input.numel() or output.dtype != input.dtype):
             raise InvalidArgumentError(f"axon.torch: gather: the root's output ({describe(output)}) must hold "
                                        f"{self._size} x the input ({describe(input)})")
-        with Contiguous(input, out=False) as i, Contiguous(output, out=self._rank == root) as o:
-            self._gather_bytes(i.tensor, o.tensor, root, "gather")
+        o = output.contiguous()
+        self._gather_bytes(input.contiguous(), o, root, "gather")
+        if o is not output and self._rank == root:
+            output.copy_(o)
         return done([output])
 
     @_op("scatter")
@@ -366,22 +385,23 @@ class AxonProcessGroup(dist.ProcessGroup):
         root = self._peer(opts.rootRank, "scatter")
         out = _one(output_tensors, "scatter")
         self._calls.start(out, "scatter", stream_path=False)
-        with Contiguous(out, out=True) as c:
-            dst = byte_view(c.tensor)
-            if self._rank == root:
-                ins = _one(input_tensors, "scatter")
-                self._check_blocks(ins, out, "scatter", "tensors on the root",
-                                   "every tensor of the root's list must match")
-                blocks = [t.contiguous() for t in ins]  # alive until every send is done
-                sends = [axon.isend(byte_view(blocks[j]), dest=j, tag=INTERNAL_TAG, team=self._team)
-                         for j in range(self._size) if j != root]
-                _bytes(c.tensor).copy_(_bytes(blocks[root]))  # the root's block may be on another device
-                axon.wait_all(sends)
-            else:
-                st = axon.recv(dst, source=root, tag=INTERNAL_TAG, team=self._team)
-                if st.nbytes != len(dst):
-                    raise InvalidArgumentError(f"axon.torch: scatter: the root sent {st.nbytes} bytes for a "
-                                               f"{describe(out)} ({len(dst)} bytes)")
+        c = out.contiguous()
+        dst = byte_view(c)
+        if self._rank == root:
+            ins = _one(input_tensors, "scatter")
+            self._check_blocks(ins, out, "scatter", "tensors on the root", "every tensor of the root's list must match")
+            blocks = [t.contiguous() for t in ins]  # alive until every send is done
+            sends = [axon.isend(byte_view(blocks[j]), dest=j, tag=INTERNAL_TAG, team=self._team)
+                     for j in range(self._size) if j != root]
+            _bytes(c).copy_(_bytes(blocks[root]))  # the root's block may be on another device
+            axon.wait_all(sends)
+        else:
+            st = axon.recv(dst, source=root, tag=INTERNAL_TAG, team=self._team)
+            if st.nbytes != len(dst):
+                raise InvalidArgumentError(f"axon.torch: scatter: the root sent {st.nbytes} bytes for a "
+                                           f"{describe(out)} ({len(dst)} bytes)")
+        if c is not out:
+            out.copy_(c)
         return done(output_tensors)
 
     @_op("barrier")
@@ -391,6 +411,41 @@ class AxonProcessGroup(dist.ProcessGroup):
         self._calls.order.drain()
         axon.barrier(self._team)
         return done([])
+
+    # -- groups ------------------------------------------------------------------------------------
+
+    @_op("split_group")
+    def split_group(self, new_ranks, timeout=None, opts=None, group_name=None, group_desc=None, device_types=None):
+        """torch.distributed.split_group's call on its parent, collective over this group: the ranks
+        `new_ranks` (this group's ranks, in the new group's order) form a group on a team split
+        from this group's; a rank not listed gets None. Ranks that pass different lists get an
+        error on every rank concerned, not a group."""
+        ranks = [int(r) for r in new_ranks]
+        if not ranks or len(set(ranks)) != len(ranks) or not all(0 <= r < self._size for r in ranks):
+            raise InvalidArgumentError(f"axon.torch: split_group: ranks {ranks} must be distinct ranks of this "
+                                       f"group, in [0, {self._size})")
+        self._calls.order.drain()
+        parent = self._calls.team
+        member = self._rank in ranks
+        # The colour names the list itself: ranks that pass different lists land in different
+        # teams, whose size or order then differs from what each of them asked for.
+        colour = zlib.crc32(repr(ranks).encode()) & 0x7FFFFFFF if member else -1
+        team = parent.split(colour, ranks.index(self._rank) if member else 0)
+        if team is None:
+            return None
+        got = [team.translate(i, parent) for i in range(team.n_pes())]
+        if got != ranks:
+            team.destroy()  # every member of this team sees the same mismatch
+            raise InvalidArgumentError(
+                f"axon.torch: split_group: this rank asked for the group of ranks {ranks}, but the ranks that "
+                f"asked for the same list are {got}; every rank of the group must pass the same split")
+        name = group_name or f"{self._group_name}:split:{colour}"
+        store = dist.PrefixStore(f"axon/split/{name}/", self._store) if self._store is not None else None
+        return SubGroup(team, team.my_pe(), team.n_pes(), name, timeout or self._timeout, store)
+
+    def eager_connect_single_device(self, device) -> None:
+        """init_process_group(device_id=...) connects a backend that splits at once: axon's team
+        is connected when the group is made."""
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -408,8 +463,7 @@ class AxonProcessGroup(dist.ProcessGroup):
     def send(self, tensors, dst, tag=0):
         t = _one(tensors, "send")
         self._calls.order.drain()  # the team's stream calls first, whatever stream they went on
-        c = Contiguous(t, out=False)
-        req = axon.isend(byte_view(c.tensor), dest=self._peer(dst, "send"), tag=self._tag(tag, "send"),
+        req = axon.isend(byte_view(t.contiguous()), dest=self._peer(dst, "send"), tag=self._tag(tag, "send"),
                          team=self._team)
         return AxonWork(tensors, finish=self._checked(req.wait, "send", t), test=req.test)
 
@@ -424,17 +478,17 @@ class AxonProcessGroup(dist.ProcessGroup):
     def _recv(self, tensors, src, tag, api):
         t = _one(tensors, api)
         self._calls.order.drain()
-        c = Contiguous(t, out=True)
-        buf = byte_view(c.tensor)
-        req = axon.irecv(buf, source=src, tag=self._tag(tag, api), team=self._team)
-        want = c.tensor.numel() * c.tensor.element_size()
+        c = t.contiguous()
+        req = axon.irecv(byte_view(c), source=src, tag=self._tag(tag, api), team=self._team)
+        want = c.numel() * c.element_size()
 
         def finish():
             st = req.wait()
             if st.nbytes != want:
                 raise InvalidArgumentError(f"axon.torch: recv: rank {st.source} sent {st.nbytes} bytes for a "
                                            f"{describe(t)} ({want} bytes)")
-            c.__exit__(None, None, None)
+            if c is not t:
+                t.copy_(c)
 
         return AxonWork(tensors, finish=self._checked(finish, api, t), test=req.test,
                         source=lambda: req.status.source if req.status is not None else -1)
@@ -463,7 +517,17 @@ class AxonProcessGroup(dist.ProcessGroup):
         return self
 
     supports_coalescing = False
-    supports_splitting = False
+    supports_splitting = True  # split_group, above
+
+
+class SubGroup(AxonProcessGroup):
+    """A group on a team of its own (new_group, split_group): its shutdown destroys the team."""
+
+    def shutdown(self) -> None:
+        # Collective over the group's ranks, as destroy_process_group is.
+        if self._team is not None and self._team.valid:
+            self._team.destroy()
+        self._forget_team()
 
 
 # What torch's dispatcher calls on a group's Backend; each is the group's method of that name.

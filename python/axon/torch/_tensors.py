@@ -1,4 +1,4 @@
-"""Tensors as axon buffers: which dtypes axon reduces, byte views for copies, contiguity.
+"""Tensors as axon buffers: which dtypes axon reduces, and byte views for copies.
 
 Copies (broadcast, all_gather, all_to_all, send, recv) move bytes, so every dtype travels, float8
 and complex included. Reductions need a dtype axon computes in: the table below; bool reduces as
@@ -72,19 +72,3 @@ def typed_view(t: torch.Tensor, op: str):
     a = f.numpy()
     return (a.view(np.uint16) if t.dtype == torch.bfloat16 else a), name
 
-
-class Contiguous:
-    """`with Contiguous(t, out=...) as c:` works on c.tensor, contiguous; for an output, copies
-    the result back into a non-contiguous `t` at the end (nothing to do for a contiguous one)."""
-
-    def __init__(self, t: torch.Tensor, out: bool):
-        self.original = t
-        self.tensor = t if t.is_contiguous() else t.contiguous()
-        self.out = out
-
-    def __enter__(self) -> "Contiguous":
-        return self
-
-    def __exit__(self, kind, value, tb) -> None:
-        if kind is None and self.out and self.tensor is not self.original:
-            self.original.copy_(self.tensor)

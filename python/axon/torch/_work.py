@@ -97,34 +97,34 @@ class AxonWork(dist.Work):
 
 
 class AxonCudaWork(dist.Work):
-    """A collective enqueued on `stream`.
+    """A collective enqueued on a stream.
 
     Its event is recorded when first needed (a wait from another stream, is_completed,
     get_future), so that a call waited for on its own stream, which torch does for every
     synchronous call, costs none. Recorded later than the collective, it may also cover work
     queued after it on that stream: a wait is then longer, never wrong."""
 
-    def __init__(self, tensors: list[torch.Tensor], stream: "torch.cuda.Stream"):
+    _event: Optional[torch.cuda.Event] = None
+    _future: Optional[torch.futures.Future] = None
+
+    def __init__(self, tensors: list[torch.Tensor], cur):
         super().__init__()
         self._tensors = tensors
-        self._stream = stream
-        self._handle = stream.cuda_stream
-        self._device = stream.device_index
-        self._event: Optional[torch.cuda.Event] = None
-        self._future: Optional[torch.futures.Future] = None
+        self._cur = cur  # _cuda.CurrentStream: the stream, its handle and device
 
     def _done_event(self) -> "torch.cuda.Event":
         if self._event is None:
             self._event = torch.cuda.Event()
-            self._event.record(self._stream)
+            self._event.record(self._cur.stream)
         return self._event
 
     def wait(self, timeout: timedelta = timedelta(0)) -> bool:
         # The caller's current stream waits for the collective (nothing to do when it ran there);
         # the host does not. A kernel that meets a timeout or a mismatch stops the team, and the
         # group's next call raises it (axon's stream forms report so).
-        if torch._C._cuda_getCurrentRawStream(self._device) != self._handle:
-            torch.cuda.current_stream(self._device).wait_event(self._done_event())
+        cur = self._cur
+        if torch._C._cuda_getCurrentRawStream(cur.device) != cur.handle:
+            torch.cuda.current_stream(cur.device).wait_event(self._done_event())
         return True
 
     def synchronize(self) -> None:
@@ -147,8 +147,9 @@ class AxonCudaWork(dist.Work):
         the collective's stream, so waiting on it, or a callback's work, is ordered after the
         collective on the device."""
         if self._future is None:
-            fut = torch.futures.Future(devices=[self._stream.device])
-            with torch.cuda.stream(self._stream):
+            stream = self._cur.stream
+            fut = torch.futures.Future(devices=[stream.device])
+            with torch.cuda.stream(stream):
                 fut.set_result(self._tensors)
             self._future = fut
         return self._future

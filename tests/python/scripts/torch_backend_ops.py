@@ -24,6 +24,8 @@ if sys.argv[1:2] == ["mpirun"]:
     dist.init_process_group("axon", init_method=os.environ["TEST_INIT_METHOD"],
                             rank=int(os.environ["OMPI_COMM_WORLD_RANK"]),
                             world_size=int(os.environ["OMPI_COMM_WORLD_SIZE"]))
+elif DEVICE == "cuda":  # with the GPU named, as NCCL users write it
+    dist.init_process_group("axon", device_id=torch.device("cuda", int(os.environ["LOCAL_RANK"])))
 else:
     dist.init_process_group("axon")
 rank, n = dist.get_rank(), dist.get_world_size()
@@ -230,6 +232,47 @@ if n > 1:
     else:
         dist.gather(torch.full((2,), float(rank)), dst=0)
 
+# Non-contiguous tensors (a column of a matrix): inputs are read and outputs written back through
+# the view, and the matrix's other column is left alone.
+def column(k, dtype=torch.float32, fill=None):
+    m = torch.full((k, 2), -1, dtype=dtype)
+    if fill is not None:
+        m[:, 0] = fill
+    return m, m[:, 0]
+
+
+def check_column(m, want, what):
+    check(m[:, 0], want, what)
+    check(m[:, 1], torch.full_like(m[:, 1], -1), what + " (the other column)")
+
+
+m, v = column(6, fill=value(rank, (6,), torch.float32))
+dist.broadcast(v, src=n - 1)
+check_column(m, value(n - 1, (6,), torch.float32), "broadcast into a column")
+m, v = column(6, fill=value(rank, (6,), torch.float32))
+dist.reduce(v, dst=0)
+check_column(m, sum(value(r, (6,), torch.float32) for r in range(n)) if rank == 0 else value(rank, (6,), torch.float32),
+             "reduce of a column")
+m, v = column(4 * n)
+dist.all_gather_into_tensor(v, column(4, fill=value(rank, (4,), torch.float32))[1])
+check_column(m, torch.cat([value(r, (4,), torch.float32) for r in range(n)]), "all_gather_into_tensor into a column")
+m, v = column(3)
+dist.reduce_scatter_tensor(v, column(3 * n, fill=value(rank, (3 * n,), torch.float32))[1])
+check_column(m, sum(value(r, (3 * n,), torch.float32) for r in range(n))[3 * rank:3 * rank + 3],
+             "reduce_scatter_tensor into a column")
+m, v = column(2 * n)
+dist.all_to_all_single(v, column(2 * n, fill=torch.arange(2 * n, dtype=torch.float32) + 100 * rank)[1])
+check_column(m, torch.cat([torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + 100 * r for r in range(n)]),
+             "all_to_all_single into a column")
+m, v = column(5)
+reqs = [dist.irecv(v, src=prv), dist.isend(column(5, fill=value(rank, (5,), torch.float32))[1], dst=nxt)]
+for w in reqs:
+    w.wait()
+check_column(m, value(prv, (5,), torch.float32), "irecv into a column")
+m, v = column(5)
+dist.scatter(v, scatter_list=[value(r, (5,), torch.float32) for r in range(n)] if rank == 0 else None, src=0)
+check_column(m, value(rank, (5,), torch.float32), "scatter into a column")
+
 # objects, barrier
 objs = [None] * n
 dist.all_gather_object(objs, {"rank": rank, "name": f"r{rank}"})
@@ -261,6 +304,45 @@ if last is not None and rank >= n - 2:
     for w in reqs:
         w.wait()
     check(out, torch.tensor([peer]), "isend/irecv in a subgroup by global ranks")
+dist.barrier()
+# split_group: two halves of the world, the second in reverse order (older torch sorts each list:
+# torch's own rank mapping of the group says which order it kept), and a split that leaves the
+# last rank out.
+# (torch 2.11 splits only a group it bound to a GPU itself, which a backend's own group is not.)
+if hasattr(dist, "split_group") and n >= 2 and axon.torch._group.PYTHON_BACKENDS:
+    half = n // 2
+    halves = [list(range(half)), list(range(n - 1, half - 1, -1))]
+    sg = dist.split_group(split_ranks=halves)
+    mine = halves[0] if rank < half else halves[1]
+    order = dist.get_process_group_ranks(sg)
+    assert sorted(order) == sorted(mine) and sg.size() == len(mine), (order, mine)
+    assert dist.get_group_rank(sg, rank) == order.index(rank) == sg.rank(), (order, sg.rank())
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, group=sg)
+    check(t, torch.tensor([float(sum(mine))]), "all_reduce on a split")
+    t = torch.tensor([rank])
+    dist.broadcast(t, src=order[0], group=sg)
+    check(t, torch.tensor([order[0]]), "broadcast from a split's group rank 0")
+    outs = [torch.empty(1, dtype=torch.int64) for _ in order]
+    dist.all_gather(outs, torch.tensor([rank]), group=sg)
+    check(torch.cat(outs), torch.tensor(order), "all_gather on a split, in its rank order")
+    dist.destroy_process_group(sg)
+    partial = dist.split_group(split_ranks=[list(range(n - 1))])
+    assert (partial is None or partial == dist.GroupMember.NON_GROUP_MEMBER) == (rank == n - 1), partial
+    if partial not in (None, dist.GroupMember.NON_GROUP_MEMBER):
+        t = torch.ones(1)
+        dist.all_reduce(t, group=partial)
+        check(t, torch.tensor([float(n - 1)]), "all_reduce on a split without the last rank")
+        dist.destroy_process_group(partial)
+    # Ranks 0 and 1 ask for the same pair in different orders (the others each for themselves):
+    # both are told, none gets a group of the wrong order or hangs.
+    ask = [0, 1] if rank == 0 else [1, 0] if rank == 1 else [rank]
+    try:
+        alone = dist.group.WORLD.split_group(ask)
+        assert rank > 1, f"rank {rank} got a group from a mismatched split"
+        alone.shutdown()
+    except ValueError as e:
+        assert rank <= 1 and "same split" in str(e), e
 dist.barrier()
 # A destroyed group refuses a call that still reaches it (a DeviceMesh's reference, say) rather
 # than run it on axon's world team.

@@ -2,7 +2,8 @@
 collective's result equal to NCCL's (small integers, exact in every dtype whatever the order of
 the sums), ProcessGroupNCCL's stream semantics (the call returns before the stream's earlier work
 is done; wait() orders the current stream, not the host), capture in a CUDA graph, DDP and FSDP2
-training whose weights match the same training through NCCL, and functional collectives.
+training whose weights match the same training through NCCL, a 2-D DeviceMesh with HSDP over it,
+and functional collectives.
 
 Run under `axon run -n N` on N GPUs; each part prints "OK <part>", failures print "FAILED <part>:
 <why>", and the last line is "torch cuda semantics OK" when every part passed."""
@@ -20,7 +21,7 @@ import axon.torch  # registers "axon"
 local = int(os.environ["LOCAL_RANK"])
 torch.cuda.set_device(local)
 dev = torch.device("cuda", local)
-dist.init_process_group("axon")
+dist.init_process_group("axon", device_id=dev)  # the GPU named, as NCCL users write it
 rank, n = dist.get_rank(), dist.get_world_size()
 nccl = dist.new_group(backend="nccl")
 
@@ -189,13 +190,13 @@ def ddp():
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), f"DDP weights differ from NCCL's by {(a - b).abs().max()}"
 
 
-def _train_fsdp2(group, steps=10):
+def _train_fsdp2(group, steps=10, mesh=None):
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import fully_shard
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.GELU())
                                   for _ in range(4)]).to(dev)
-    mesh = DeviceMesh.from_group(group, "cuda")
+    mesh = mesh if mesh is not None else DeviceMesh.from_group(group, "cuda")
     for layer in model:
         fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
@@ -213,6 +214,28 @@ def fsdp2():
     mine, ref = _train_fsdp2(dist.group.WORLD), _train_fsdp2(nccl)
     for a, b in zip(mine, ref):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), f"FSDP2 weights differ from NCCL's by {(a - b).abs().max()}"
+
+
+def mesh_2d():
+    """A 2-D DeviceMesh: each dimension's group reduces over its ranks, and HSDP over the mesh
+    trains to FSDP2's weights over the world."""
+    if n < 4 or n % 2:
+        print(f"rank {rank}: mesh_2d needs an even number of ranks >= 4, not {n}", flush=True)
+        return
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cuda", (2, n // 2), mesh_dim_names=("replicate", "shard"))
+    for dim in ("replicate", "shard"):
+        g = mesh.get_group(dim)
+        ranks = dist.get_process_group_ranks(g)
+        assert rank in ranks and len(ranks) == mesh.size(mesh.mesh_dim_names.index(dim)), (dim, ranks)
+        t = torch.tensor([float(rank)], device=dev)
+        dist.all_reduce(t, group=g)
+        equal(t, torch.tensor([float(sum(ranks))], device=dev), f"all_reduce on the mesh's {dim} group")
+        if rank == 0:
+            print(f"mesh_2d: the {dim} group is a {type(g).__name__} of ranks {ranks}", flush=True)
+    mine, ref = _train_fsdp2(None, mesh=mesh), _train_fsdp2(dist.group.WORLD)
+    for a, b in zip(mine, ref):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), f"HSDP weights differ from FSDP2's by {(a - b).abs().max()}"
 
 
 def functional():
@@ -234,7 +257,7 @@ def functional():
 
 
 failed = []
-for part in (against_nccl, stream_semantics, graph_capture, ddp, fsdp2, functional):
+for part in (against_nccl, stream_semantics, graph_capture, ddp, fsdp2, mesh_2d, functional):
     try:
         part()
         torch.cuda.synchronize()
