@@ -13,6 +13,7 @@ Backend forwards to the group, so both share one state (the team, its place on t
 
 from __future__ import annotations
 
+import atexit
 import functools
 import weakref
 import zlib
@@ -105,6 +106,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         self._timeout = timeout
         self._store = store
         self._calls = GroupCalls(team)
+        _LIVE.add(self)
         # torch names the ProcessGroups it makes and registers their backends; a group a backend
         # creator returns is used as is, so this one registers its Backend itself and names
         # itself (the name lives in the registered backends).
@@ -567,6 +569,18 @@ def _forward(name: str):
 
 for _name in _FORWARDED:
     setattr(AxonBackend, _name, _forward(_name))
+
+
+# Every group not yet collected: at the interpreter's exit a script that never called
+# destroy_process_group still has them, and their teams would be reported by the extension as
+# leaked objects (a page of nanobind's warnings after the script's own output).
+_LIVE: "weakref.WeakSet[AxonProcessGroup]" = weakref.WeakSet()
+
+
+@atexit.register
+def _drop_teams() -> None:
+    for group in list(_LIVE):
+        group._forget_team()
 
 
 def _python_backends() -> bool:

@@ -1,5 +1,6 @@
 """The group's timeout bounds a collective that a rank never joins: started with torchrun's
-variables and no AXON_TIMEOUT, init_process_group(timeout=3 s) makes it axon's bound; rank 0's
+variables or by `axon run`, with no AXON_TIMEOUT, init_process_group(timeout=3 s) makes it axon's
+bound; rank 0's
 all_reduce then raises torch's DistBackendError naming the op, the rank, the tensor and the wait,
 while rank 1 stays alive but never calls. Prints "DistBackendError after S s: ..." on rank 0."""
 
