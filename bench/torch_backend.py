@@ -74,7 +74,7 @@ class Sweep:
         return float(t)
 
     def row(self, coll: str, nbytes: int, reps: int) -> dict:
-        iters = max(5, min(2000, int(2e9 // max(nbytes, 1)) // 50))  # 2000 calls (tens of ms) up to 1 MiB
+        iters = max(5, min(2000, int(2e9 // max(nbytes, 1)) // 50))  # 2000 calls to 20 KB, then 40 MB a round
         fns = {name: self.call(coll, nbytes, g) for name, g in self.groups.items()}
         best = {name: float("inf") for name in fns}
         for _ in range(reps):
