@@ -81,13 +81,6 @@ def _bytes(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1).view(torch.uint8)
 
 
-def _last(work: AxonWork, tensors: list) -> AxonWork:
-    """The Work of a coalesced call: its last collective's, which completes after the others (one
-    stream, one team, in order), with the whole list as its result."""
-    work._tensors = tensors
-    return work
-
-
 def _one(tensors: list, api: str):
     if len(tensors) != 1:
         raise InvalidArgumentError(f"axon.torch: {api} takes one tensor per call, got {len(tensors)}")
@@ -195,7 +188,28 @@ class AxonProcessGroup(dist.ProcessGroup):
             if opts is not None:
                 opts1.reduceOp = opts.reduceOp
             work = self.allreduce([t], opts1)
-        return _last(work, tensors)
+        return self._coalesced(work, tensors)
+
+    # -- coalesced calls ----------------------------------------------------------------------------
+    # torch's _coalescing_manager hands the calls made inside it to one *_coalesced call, which
+    # runs them in order; given a device, it brackets that call with _start/_end_coalescing and
+    # takes the Work from the end.
+
+    _coalesced_work: Optional[AxonWork] = None
+
+    def _coalesced(self, work, tensors: list):
+        """The Work of a coalesced call: its last collective's, which completes after the others
+        (one stream, one team, in order), with the whole list as its result."""
+        work._tensors = tensors
+        self._coalesced_work = work
+        return work
+
+    def _start_coalescing(self, device) -> None:
+        self._coalesced_work = None
+
+    def _end_coalescing(self, device):
+        work, self._coalesced_work = self._coalesced_work, None
+        return work if work is not None else done([])
 
     @_op("reduce")
     def reduce(self, tensors, opts=None):
@@ -252,7 +266,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         work = done(outputs)
         for o, i in zip(outputs, inputs):
             work = self._allgather_base(o, i, opts)
-        return _last(work, outputs)
+        return self._coalesced(work, outputs)
 
     @_op("reduce_scatter")
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
@@ -276,7 +290,7 @@ class AxonProcessGroup(dist.ProcessGroup):
         work = done(outputs)
         for o, i in zip(outputs, inputs):
             work = self._reduce_scatter_base(o, i, opts)
-        return _last(work, outputs)
+        return self._coalesced(work, outputs)
 
     def _reduce_scatter_flat(self, out, flat, op, api, result):
         red = reduction(op, out, api)

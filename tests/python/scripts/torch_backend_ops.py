@@ -140,6 +140,31 @@ for dtype in (torch.float32, torch.bfloat16, torch.int64):
     want = torch.stack([value(r, (2 * n,), torch.float64) for r in range(n)]).max(0).values[2 * rank:2 * rank + 2]
     check(out, want.to(dtype), f"reduce_scatter_tensor MAX {dtype}")
 
+# torch's coalescing manager, without and with a device (then torch brackets the calls with
+# _start/_end_coalescing): the calls inside run as one coalesced call, in order.
+for device in (None, torch.device(DEVICE)):
+    a, b = value(rank, (3,), torch.float32), value(rank, (5,), torch.float32, salt=1)
+    with dist._coalescing_manager(device=device, async_ops=True) as cm:
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    cm.wait()
+    check(a, sum(value(r, (3,), torch.float32) for r in range(n)), f"coalesced all_reduce (device {device})")
+    check(b, sum(value(r, (5,), torch.float32, salt=1) for r in range(n)), f"coalesced all_reduce 2 (device {device})")
+    outs = [torch.empty(2 * n), torch.empty(3 * n)]
+    with dist._coalescing_manager(device=device):
+        dist.all_gather_into_tensor(outs[0], value(rank, (2,), torch.float32))
+        dist.all_gather_into_tensor(outs[1], value(rank, (3,), torch.float32, salt=2))
+    check(outs[0], torch.cat([value(r, (2,), torch.float32) for r in range(n)]), f"coalesced all_gather ({device})")
+    check(outs[1], torch.cat([value(r, (3,), torch.float32, salt=2) for r in range(n)]), f"coalesced all_gather 2 ({device})")
+    outs = [torch.empty(2), torch.empty(1)]
+    with dist._coalescing_manager(device=device):
+        dist.reduce_scatter_tensor(outs[0], value(rank, (2 * n,), torch.float32))
+        dist.reduce_scatter_tensor(outs[1], value(rank, (n,), torch.float32, salt=3))
+    check(outs[0], sum(value(r, (2 * n,), torch.float32) for r in range(n))[2 * rank:2 * rank + 2],
+          f"coalesced reduce_scatter ({device})")
+    check(outs[1], sum(value(r, (n,), torch.float32, salt=3) for r in range(n))[rank:rank + 1],
+          f"coalesced reduce_scatter 2 ({device})")
+
 # all_to_all_single: even, and uneven splits (rank r sends r + j + 1 rows to rank j)
 t = torch.arange(n * 2, dtype=torch.float32) + 100 * rank
 out = torch.empty(n * 2)
