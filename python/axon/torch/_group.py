@@ -195,20 +195,22 @@ class AxonProcessGroup(dist.ProcessGroup):
     # runs them in order; given a device, it brackets that call with _start/_end_coalescing and
     # takes the Work from the end.
 
+    _coalescing = False
     _coalesced_work: Optional[AxonWork] = None
 
     def _coalesced(self, work, tensors: list):
         """The Work of a coalesced call: its last collective's, which completes after the others
         (one stream, one team, in order), with the whole list as its result."""
         work._tensors = tensors
-        self._coalesced_work = work
+        if self._coalescing:  # kept for _end_coalescing only: it holds the tensors
+            self._coalesced_work = work
         return work
 
     def _start_coalescing(self, device) -> None:
-        self._coalesced_work = None
+        self._coalescing, self._coalesced_work = True, None
 
     def _end_coalescing(self, device):
-        work, self._coalesced_work = self._coalesced_work, None
+        work, self._coalescing, self._coalesced_work = self._coalesced_work, False, None
         return work if work is not None else done([])
 
     @_op("reduce")
@@ -437,21 +439,26 @@ class AxonProcessGroup(dist.ProcessGroup):
         from this group's; a rank not listed gets None. Ranks that pass different lists get an
         error on every rank concerned, not a group."""
         ranks = [int(r) for r in new_ranks]
-        if not ranks or len(set(ranks)) != len(ranks) or not all(0 <= r < self._size for r in ranks):
-            raise InvalidArgumentError(f"axon.torch: split_group: ranks {ranks} must be distinct ranks of this "
-                                       f"group, in [0, {self._size})")
         self._calls.order.drain()
         parent = self._calls.team
+        if not ranks or len(set(ranks)) != len(ranks) or not all(0 <= r < self._size for r in ranks):
+            # The split is collective over the parent: this rank still takes part (in no new
+            # team), so that ranks given a valid list get their group instead of waiting for it.
+            parent.split(-1, 0)
+            raise InvalidArgumentError(f"axon.torch: split_group: ranks {ranks} must be distinct ranks of this "
+                                       f"group, in [0, {self._size})")
         member = self._rank in ranks
         # The colour names the list itself: ranks that pass different lists land in different
-        # teams, whose size or order then differs from what each of them asked for.
+        # teams, whose size or order then differs from what each of them asked for. (Two lists
+        # of one colour, a crc32 collision, make one team larger than either list: its members
+        # all see a mismatch too.)
         colour = zlib.crc32(repr(ranks).encode()) & 0x7FFFFFFF if member else -1
         team = parent.split(colour, ranks.index(self._rank) if member else 0)
         if team is None:
             return None
         got = [team.translate(i, parent) for i in range(team.n_pes())]
         if got != ranks:
-            team.destroy()  # every member of this team sees the same mismatch
+            team.destroy()  # every member of this team sees a mismatch (above)
             raise InvalidArgumentError(
                 f"axon.torch: split_group: this rank asked for the group of ranks {ranks}, but the ranks that "
                 f"asked for the same list are {got}; every rank of the group must pass the same split")
@@ -461,7 +468,24 @@ class AxonProcessGroup(dist.ProcessGroup):
 
     def eager_connect_single_device(self, device) -> None:
         """init_process_group(device_id=...) connects a backend that splits at once: axon's team
-        is connected when the group is made."""
+        is connected when the group is made. The device must be axon's GPU, else every CUDA call
+        would be refused later."""
+        if device is None or torch.device(device).type != "cuda":
+            return
+        try:
+            gpu = axon.gpu_device()
+        except axon.UnsupportedError:
+            return  # the host backend: CUDA tensors take the blocking calls, from any GPU
+        index = torch.device(device).index
+        if index is not None and index != gpu:
+            raise InvalidArgumentError(
+                f"axon.torch: init_process_group(device_id={device}) but axon runs this rank on cuda:{gpu} "
+                f"(AXON_DEVICE, else the local rank); pass device_id=torch.device('cuda', {gpu})")
+
+    def perform_nocolor_split(self, device) -> None:
+        """torch's new_group on a group it bound to a device asks the ranks left out to take part
+        in the split: an axon subgroup is made by its own ranks alone, so they have nothing to do.
+        (axon's groups are not bound today; see docs/pytorch.md.)"""
 
     # -- messages ----------------------------------------------------------------------------------
 

@@ -359,6 +359,17 @@ if hasattr(dist, "split_group") and n >= 2 and axon.torch._group.PYTHON_BACKENDS
         dist.all_reduce(t, group=partial)
         check(t, torch.tensor([float(n - 1)]), "all_reduce on a split without the last rank")
         dist.destroy_process_group(partial)
+    # A list naming a rank the group does not have fails on the ranks that hold it, at once; the
+    # others get their group (they do not wait for the failing ranks' part of the split).
+    try:
+        bad = dist.split_group(split_ranks=[list(range(n - 1)), [n - 1, n]])
+        assert rank < n - 1, f"rank {rank} got a group from a list naming rank {n}"
+        t = torch.ones(1)
+        dist.all_reduce(t, group=bad)
+        check(t, torch.tensor([float(n - 1)]), "all_reduce on the valid part of a bad split")
+        dist.destroy_process_group(bad)
+    except ValueError as e:
+        assert rank == n - 1 and f"[{n - 1}, {n}]" in str(e), e
     # Ranks 0 and 1 ask for the same pair in different orders (the others each for themselves):
     # both are told, none gets a group of the wrong order or hangs.
     ask = [0, 1] if rank == 0 else [1, 0] if rank == 1 else [rank]
@@ -369,6 +380,19 @@ if hasattr(dist, "split_group") and n >= 2 and axon.torch._group.PYTHON_BACKENDS
     except ValueError as e:
         assert rank <= 1 and "same split" in str(e), e
 dist.barrier()
+# init_process_group(device_id=...) naming another GPU than axon's is refused (torch calls this
+# at init where it has Python Backends; axon's GPU faked here, as the CPU tests have none).
+real_gpu = axon.gpu_device
+axon.gpu_device = lambda: 0
+try:
+    dist.group.WORLD.eager_connect_single_device(torch.device("cuda", 0))
+    try:
+        dist.group.WORLD.eager_connect_single_device(torch.device("cuda", 1))
+        raise AssertionError("device_id cuda:1 was taken for axon's cuda:0")
+    except ValueError as e:
+        assert "cuda:0" in str(e) and "device_id" in str(e), e
+finally:
+    axon.gpu_device = real_gpu
 # A destroyed group refuses a call that still reaches it (a DeviceMesh's reference, say) rather
 # than run it on axon's world team.
 gone = dist.new_group(list(range(n)), backend="axon")
