@@ -105,6 +105,10 @@ axon_status_t axon_team_split_strided(axon_team_t parent, int start, int stride,
 /* Collective over `parent`: PEs passing the same colour form a team, ordered by key (ties keep the
  * parent's order); a negative colour joins none (*out is AXON_TEAM_INVALID). */
 axon_status_t axon_team_split(axon_team_t parent, int colour, int key, axon_team_t* out);
+/* This PE's bound, in seconds, on the team's waits (collectives, barriers, two-sided messages);
+ * 0 restores AXON_TIMEOUT (Team::setTimeout). axon_team_timeout gives the bound in force. */
+axon_status_t axon_team_set_timeout(axon_team_t team, double seconds);
+axon_status_t axon_team_timeout(axon_team_t team, double* seconds);
 axon_status_t axon_team_barrier(axon_team_t team);
 axon_status_t axon_team_sync(axon_team_t team);
 axon_status_t axon_team_destroy(axon_team_t team);

@@ -43,6 +43,15 @@ class Team {
   // world or listed twice, or a list without this PE; CollectiveMismatch when members' lists differ.
   static Team ofWorldPes(const std::vector<int>& pes);
 
+  // This PE's bound, in seconds, on every wait of the team's collectives (host and stream forms),
+  // barriers and two-sided messages; 0 (the default) restores AXON_TIMEOUT. Local: each member
+  // sets its own, and it applies from the next call. A wait past it throws Timeout naming "the
+  // team's timeout". At most 1e8 s (longer is cut to it, as AXON_TIMEOUT is). Throws InvalidArgument
+  // for a negative or non-finite value.
+  void setTimeout(double seconds) const;
+  // The bound in force on this PE: the team's own, else AXON_TIMEOUT.
+  double timeout() const;
+
   // Completes this PE's outstanding puts (quiet), then synchronizes the team.
   void barrier() const;
   // Synchronization only: no completion of outstanding puts.

@@ -61,6 +61,11 @@ void bindTeams(nb::module_& m) {
           "the list's order. Every listed PE calls it with the same list; this PE must be listed. "
           "Raises InvalidArgumentError for an empty list, a PE outside the world or listed twice, or "
           "a list without this PE.")
+      .def("set_timeout", &Team::setTimeout, nb::arg("seconds"),
+           "This PE's bound, in seconds, on every wait of the team's collectives (host and stream "
+           "forms), barriers and two-sided messages; 0 restores AXON_TIMEOUT. Local to this PE; "
+           "applies from the next call. A wait past it raises TimeoutError naming the team's timeout.")
+      .def_prop_ro("timeout", &Team::timeout, "The bound in force on this PE, in seconds: the team's own, else AXON_TIMEOUT.")
       .def("barrier", &Team::barrier, release,
            "Complete this PE's outstanding puts (quiet), then synchronize the team.")
       .def("sync", &Team::sync, release, "Synchronize the team, without completing outstanding puts.")

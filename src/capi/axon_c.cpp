@@ -205,6 +205,15 @@ axon_status_t axon_team_split(axon_team_t parent, int colour, int key, axon_team
     publishTeam(teamOf(parent).split(colour, key), out);
   });
 }
+axon_status_t axon_team_set_timeout(axon_team_t t, double seconds) {
+  return guarded([&] { teamOf(t).setTimeout(seconds); });
+}
+axon_status_t axon_team_timeout(axon_team_t t, double* seconds) {
+  return guarded([&] {
+    requireOut(seconds, "seconds");
+    *seconds = teamOf(t).timeout();
+  });
+}
 namespace {
 axon::DataType typeOf(axon_datatype_t t) { return static_cast<axon::DataType>(t); }
 axon::ReduceOp opOf(axon_reduce_op_t op) { return static_cast<axon::ReduceOp>(op); }

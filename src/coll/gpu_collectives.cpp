@@ -78,6 +78,7 @@ class GpuCollectives final : public TeamCollectives {
 
   device::CollHandle deviceHandle(const Team&) override {
     throwIfGpuFailed(rt_, team_, *ws_, "device_coll_handle");
+    ws_->setTimeoutNs(timeoutNsOf(rt_, team_));
     return ws_->handle();
   }
 

@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "core/pe_context.hpp"
 #include "core/team_state.hpp"
+#include "core/wait.hpp"
 #include "gpu/gpu_backend.hpp"
 
 namespace axon::coll {
@@ -123,6 +124,10 @@ std::string describeGpuMismatch(const device::CollError& e) {
          std::to_string(e.seen) + ")";
 }
 
+unsigned long long timeoutNsOf(PeContext& rt, const detail::TeamState& team) {
+  return static_cast<unsigned long long>(waitBound(rt, team.timeoutSec) * 1e9);
+}
+
 void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api) {
   const device::CollError* e = ws.error();
   if (!e) return;
@@ -132,8 +137,9 @@ void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTea
   ErrorCode code = ErrorCode::CollectiveMismatch;
   if (e->code == static_cast<int>(device::CollErrorCode::Timeout)) {
     code = ErrorCode::Timeout;
-    what = "PE " + std::to_string(e->pe) + "'s " + describeGpuCall(e->mine) + " waited past AXON_TIMEOUT (" +
-           secondsText(rt.env().timeoutSec) + ") for PE " + std::to_string(e->peer) + " on channel " +
+    what = "PE " + std::to_string(e->pe) + "'s " + describeGpuCall(e->mine) + " waited past " +
+           (team.timeoutSec > 0 ? "the team's timeout" : "AXON_TIMEOUT") + " (" +
+           secondsText(waitBound(rt, team.timeoutSec)) + ") for PE " + std::to_string(e->peer) + " on channel " +
            std::to_string(e->channel) + ": " +
            (e->mine.proto == static_cast<unsigned>(device::CollProto::LL)
                 ? "LL flag at " + hex(e->address) + " expected " + std::to_string(e->expected)
@@ -159,6 +165,7 @@ void runOnGpu(PeContext& rt, const detail::TeamState& team, GpuTeamWorkspace& ws
               const char* api, unsigned syncKind) {
   GpuBackend& gpu = *rt.gpu();
   throwIfGpuFailed(rt, team, ws, api);
+  ws.setTimeoutNs(timeoutNsOf(rt, team));
   const int n = static_cast<int>(team.members.size());
   const std::size_t elem = dataTypeSize(q.type);
   const auto bytes = extents(q, n, elem, team.myIndex);

@@ -42,6 +42,9 @@ std::string describeGpuCall(const device::CollRecord& r);
 // "mismatched collective calls: PE 0 called ... but PE 2 called ..." for a mismatch report.
 std::string describeGpuMismatch(const device::CollError& e);
 
+// The bound of the team's kernels' waits, in ns: the team's timeout, else AXON_TIMEOUT.
+unsigned long long timeoutNsOf(PeContext& rt, const detail::TeamState& team);
+
 // Throws CollectiveMismatch / Timeout when a collective of the team's GPU workspace failed earlier.
 void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api);
 

@@ -217,6 +217,7 @@ std::shared_ptr<Hierarchy> Hierarchy::create(PeContext& rt, NetworkTransport& ne
   h->all_.members = team.members;
   h->all_.myIndex = team.myIndex;
   h->all_.name = team.name + "/direct";
+  h->team_ = &team;  // owns this hierarchy (through its collectives): outlives it
   std::vector<char> remote(team.members.size());
   for (std::size_t i = 0; i < remote.size(); ++i) remote[i] = l.nodeOf[i] != h->myNode_;
   h->directWs_ = NetWorkspace::create(rt, net, h->all_, netHalfBytes(halfBytes), 0, &remote);
@@ -246,6 +247,8 @@ void Hierarchy::sync(PeContext& rt, const char* what) {
 
 void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& record, const char* api) {
   std::lock_guard one(callMutex_);
+  // The team's own bound (Team::setTimeout), which may change between calls, on every level.
+  local_.timeoutSec = leaders_.timeoutSec = all_.timeoutSec = team_->timeoutSec;
   std::optional<ShmCall> local;
   std::optional<NetCall> net, direct;
   try {

@@ -57,6 +57,7 @@ class Hierarchy {
   std::unique_ptr<Workspace> localWs_;    // when this node's part has more than one member
   std::unique_ptr<NetWorkspace> netWs_;   // on leaders
   detail::TeamState all_;                 // every member, for the direct level
+  const detail::TeamState* team_ = nullptr;  // the team itself (its timeout bounds every level's waits)
   std::unique_ptr<NetWorkspace> directWs_;  // every member's, written by the members of other nodes
   // One call at a time: a stream's host worker runs the team's stream-ordered calls beside the
   // program's own threads.

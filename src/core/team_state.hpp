@@ -25,6 +25,8 @@ struct TeamState {
   mutable std::uint64_t barriers = 0;  // barriers completed; the next one waits for counters > this
   std::string name;          // "world", "node", "split3"; used in messages and store keys
   mutable int splits = 0;    // teams split from this one so far, for unique names
+  // This PE's bound on the team's waits, in seconds (Team::setTimeout); 0: AXON_TIMEOUT.
+  mutable double timeoutSec = 0;
 
   // How the team's collectives run (coll/team_collectives.hpp): chosen when the team is made,
   // collectively, by coll::makeTeamCollectives; released by Team::destroy.

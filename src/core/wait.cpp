@@ -87,8 +87,8 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
   const auto busySpin = shared ? std::chrono::duration_cast<Clock::duration>(kBusySpinShared)
                                : std::chrono::duration_cast<Clock::duration>(kBusySpinOwnCore);
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(rt.env().timeoutSec));
+  const double bound = waitBound(rt, site.timeoutSec);
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bound));
   auto nextCheck = start + kCheckEvery;
   // The yield phase lasts kYieldPhase past the last message this PE's polls handled, so a PE that
   // serves its peers' gets and atomics (which over TCP need its CPU) answers them at once.
@@ -134,12 +134,16 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
       }
       throw Error(ErrorCode::Timeout,
                   "PE " + std::to_string(rt.myPe()) + ": " + what + on + " timed out after " +
-                      secondsText(rt.env().timeoutSec) + " (AXON_TIMEOUT) waiting " + where + across);
+                      secondsText(bound) + " " + waitBoundName(site.timeoutSec) + " waiting " + where + across);
     }
   }
 }
 
 }  // namespace
+
+double waitBound(PeContext& rt, double teamSec) { return teamSec > 0 ? teamSec : rt.env().timeoutSec; }
+
+const char* waitBoundName(double teamSec) { return teamSec > 0 ? "(the team's timeout)" : "(AXON_TIMEOUT)"; }
 
 std::uint64_t waitUntil(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site) {

@@ -37,7 +37,15 @@ struct WaitSite {
   // Run at every liveness check (every 50 ms once the wait backs off): may throw to end the
   // wait early, e.g. when a peer reported a collective mismatch.
   const std::function<void()>* onCheck = nullptr;
+  // The team's own bound in seconds (Team::setTimeout) for a wait on a team's behalf; 0:
+  // AXON_TIMEOUT.
+  double timeoutSec = 0;
 };
+
+// The bound of a wait: `teamSec` when a team set its own (> 0), else AXON_TIMEOUT.
+double waitBound(PeContext& rt, double teamSec);
+// How an error names that bound: "(AXON_TIMEOUT)" or "(the team's timeout)".
+const char* waitBoundName(double teamSec);
 
 // Returns the value that satisfied the comparison. Throws Timeout or PeerDead with the PE, the
 // address, the expected and the seen value.

@@ -43,6 +43,8 @@ class GpuTeamWorkspace {
   virtual void enqueue(const kernels::CollLaunch& launch, void* stream) = 0;
   // Runs a collective on the workspace's own stream and waits for it.
   virtual void run(const kernels::CollLaunch& launch) = 0;
+  // The bound of the kernels' waits from the next launch on (the team's timeout, in ns).
+  virtual void setTimeoutNs(unsigned long long ns) = 0;
   // Device memory for blocking calls on host buffers: buffer `which` (0 or 1), grown on demand.
   virtual void* scratch(int which, std::size_t bytes) = 0;
   // Copies between host and device memory on the workspace's stream; returns when done.

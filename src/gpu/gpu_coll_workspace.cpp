@@ -25,6 +25,7 @@ class CollWorkspace final : public GpuTeamWorkspace {
   ~CollWorkspace() override { release(); }
 
   const device::CollHandle& handle() const override { return handle_; }
+  void setTimeoutNs(unsigned long long ns) override { handle_.timeoutNs = ns; }
 
   void enqueue(const kernels::CollLaunch& launch, void* stream) override {
     makeCurrent();

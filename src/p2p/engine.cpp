@@ -88,6 +88,7 @@ std::shared_ptr<Operation> Engine::isend(const detail::TeamState& team, const vo
   op->context = team.slot + (streamOrdered ? kTeamSlots : 0);
   op->streamOrdered = streamOrdered;
   op->teamName = team.name;
+  op->timeoutSec = team.timeoutSec;
   op->status = Status{dest, tag, bytes};
   std::lock_guard lock(mutex_);
   context(team, streamOrdered);
@@ -123,6 +124,7 @@ std::shared_ptr<Operation> Engine::irecv(const detail::TeamState& team, void* bu
   op->context = team.slot + (streamOrdered ? kTeamSlots : 0);
   op->streamOrdered = streamOrdered;
   op->teamName = team.name;
+  op->timeoutSec = team.timeoutSec;
   std::lock_guard lock(mutex_);
   Context& c = context(team, streamOrdered);
   op->id = nextId_++;
@@ -350,7 +352,7 @@ int Engine::armForSleep() {
 Status Engine::wait(Operation& op) {
   if (!op.done()) {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(rt_.env().timeoutSec));
+                                             std::chrono::duration<double>(waitBound(rt_, op.timeoutSec)));
     const std::function<void()> check = [&] {
       if (op.done()) return;
       const int dead = rt_.findDeadPe();
@@ -380,8 +382,9 @@ std::size_t Engine::waitAny(const std::vector<Operation*>& ops) {
     return ops.size();
   };
   if (const std::size_t i = ended(); i < ops.size()) return i;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(rt_.env().timeoutSec));
+  double bound = 0;  // the longest of the requests' bounds: none of them would have ended sooner
+  for (const Operation* op : ops) bound = op ? std::max(bound, waitBound(rt_, op->timeoutSec)) : bound;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bound));
   const std::function<void()> check = [&] {
     if (ended() < ops.size()) return;
     const int dead = rt_.findDeadPe();
@@ -405,7 +408,7 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
   if (auto s = iprobe(team, source, tag, api)) return *s;
   std::optional<Status> found;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(rt_.env().timeoutSec));
+                                           std::chrono::duration<double>(waitBound(rt_, team.timeoutSec)));
   const std::function<void()> check = [&] {
     const int dead = rt_.findDeadPe();
     if (dead >= 0) throw Error(ErrorCode::PeerDead, me(rt_) + api + " on team " + team.name + " gave up: " + rt_.deathOf(dead));
@@ -419,8 +422,8 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
                                         (source == kAnySource ? std::string("ANY") : std::to_string(source)) +
                                         ", tag " + (tag == kAnyTag ? std::string("ANY") : std::to_string(tag)) +
                                         " on team " + team.name + " timed out after " +
-                                        secondsText(rt_.env().timeoutSec) +
-                                        " (AXON_TIMEOUT); messages waiting unmatched: " + waiting);
+                                        secondsText(waitBound(rt_, team.timeoutSec)) + " " +
+                                        waitBoundName(team.timeoutSec) + "; messages waiting unmatched: " + waiting);
   };
   WaitSite site{api};
   site.waitingOn = source == kAnySource ? -1 : team.members[source];
@@ -435,7 +438,8 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
 }
 
 std::string Engine::timeoutMessage(const Operation& op) {
-  std::string text = me(rt_) + op.describe() + " timed out after " + secondsText(rt_.env().timeoutSec) + " (AXON_TIMEOUT)";
+  std::string text = me(rt_) + op.describe() + " timed out after " + secondsText(waitBound(rt_, op.timeoutSec)) + " " +
+                     waitBoundName(op.timeoutSec);
   std::lock_guard lock(mutex_);
   // Stream-ordered calls pair by call number: a peer that never makes its matching call, or
   // makes it behind work on its stream that waits for this PE, leaves both waiting.

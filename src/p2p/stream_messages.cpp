@@ -3,6 +3,7 @@
 // with the peer's call, p2p/engine.hpp), then handed to the GPU backend's stream-ordered host
 // worker: when the stream gets there the worker posts the sends and receives and polls them,
 // serving other streams meanwhile, and the stream goes on once all have ended.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "axon/p2p.hpp"
 #include "core/pe_context.hpp"
 #include "core/team_state.hpp"
+#include "core/wait.hpp"
 #include "p2p/engine.hpp"
 #include "transport/message_operation.hpp"
 #include "core/env.hpp"
@@ -53,7 +55,8 @@ std::string describe(const std::vector<StreamCall>& calls) {
 
 // Enqueues `calls` on `stream` as one step: posted together, ended together.
 void enqueue(PeContext& rt, std::vector<StreamCall> calls, Stream stream) {
-  const double timeoutSec = rt.env().timeoutSec;
+  double timeoutSec = 0;  // the longest of the calls' teams' bounds
+  for (const StreamCall& c : calls) timeoutSec = std::max(timeoutSec, waitBound(rt, c.team.valid() ? c.team.state()->timeoutSec : 0));
   const std::string what = describe(calls);
   auto start = [calls = std::move(calls), timeoutSec]() -> GpuBackend::HostCompletion {
     p2p::Engine& e = peContext("stream-ordered message").messages();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "p2p/engine.hpp"
 #include "core/control_block.hpp"
 #include "core/team_state.hpp"
+#include "core/wait.hpp"
 #include "onesided/team_barrier.hpp"
 
 namespace axon {
@@ -254,6 +256,20 @@ Team Team::ofWorldPes(const std::vector<int>& pes) {
     }
   }
   return joinSplit(rt, freeSlot(calls, api), pes, name);
+}
+
+void Team::setTimeout(double seconds) const {
+  const auto& s = detail::requireValidTeam(*this, "team_set_timeout");
+  if (!std::isfinite(seconds) || seconds < 0) {
+    throw Error(ErrorCode::InvalidArgument, "axon: team_set_timeout on team " + s.name + ": " + std::to_string(seconds) +
+                                                " s is not a bound; pass seconds > 0, or 0 for AXON_TIMEOUT");
+  }
+  s.timeoutSec = std::min(seconds, 1e8);  // as AXON_TIMEOUT: a later deadline would overflow the clock
+}
+
+double Team::timeout() const {
+  const auto& s = detail::requireValidTeam(*this, "team_timeout");
+  return waitBound(runtime("team_timeout"), s.timeoutSec);
 }
 
 void Team::barrier() const {

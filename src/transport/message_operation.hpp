@@ -30,6 +30,7 @@ struct Operation {
   int context = 0;       // the matching context: the team's slot (stream-ordered: + Engine::kTeamSlots)
   bool streamOrdered = false;  // send_on_stream / recv_on_stream (the tag is the call's number)
   std::string teamName;  // for messages
+  double timeoutSec = 0;  // the team's own bound on waits for it (Team::setTimeout); 0: AXON_TIMEOUT
   std::uint64_t id = 0;  // unique on this PE
 
   // Receive: what arrived (set before completion). Send: {dest, tag, bytes}.

@@ -1013,4 +1013,38 @@ TEST(GpuCollTimeout, AMissingPeIsNamed) {
   team.destroy();
 }
 
+// A team's own timeout bounds its kernels' waits (AXON_TIMEOUT stays long): PE 0 calls, the
+// others do not; PE 0's kernel gives up after the team's 1 s and the error names that bound.
+TEST(GpuCollTimeout, TheTeamsOwnTimeoutBoundsItsKernels) {
+  const char* t = std::getenv("AXON_TIMEOUT");
+  if (t && std::atof(t) <= 5) GTEST_SKIP() << "the short-AXON_TIMEOUT entry runs the test above";
+  const auto world = axon::Team::world();
+  axon::Team team = world.splitStrided(0, 1, np());
+  team.setTimeout(1.0);
+  float x = 1, y = 0;
+  if (me() == 0) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      axon::allreduce(team, &x, &y, 1, DataType::Float32, ReduceOp::Sum);
+      FAIL() << "an allreduce without its peers completed";
+    } catch (const axon::Error& e) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << e.what();
+      EXPECT_NE(std::string(e.what()).find("waited past the team's timeout (1 s)"), std::string::npos) << e.what();
+      EXPECT_LT(seconds, 10.0) << "ended after " << seconds << " s, not the team's 1 s";
+    }
+  }
+  if (me() != 0) usleep(3000000);  // past PE 0's bound
+  axon::Team::world().barrier();
+  if (me() != 0) {
+    try {
+      axon::barrier(team);
+      FAIL() << "a stopped team ran a collective";
+    } catch (const axon::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("stopped by PE 0"), std::string::npos) << e.what();
+    }
+  }
+  team.destroy();
+}
+
 }  // namespace

@@ -68,6 +68,17 @@ int main(void) {
     CHECK(axon_recv(in, 8, AXON_ANY_SOURCE, AXON_ANY_TAG, 999, &st) == AXON_ERR_INVALID_ARGUMENT);
     CHECK(strcmp(axon_status_name(AXON_ERR_TRUNCATED), "Truncated") == 0);
   }
+  {
+    /* A team's own bound on its waits: set, read back, refused when not a bound, restored. */
+    double was = 0, now = 0;
+    CHECK(axon_team_timeout(AXON_TEAM_WORLD, &was) == AXON_SUCCESS && was > 0);
+    CHECK(axon_team_set_timeout(AXON_TEAM_WORLD, 7.5) == AXON_SUCCESS);
+    CHECK(axon_team_timeout(AXON_TEAM_WORLD, &now) == AXON_SUCCESS && now == 7.5);
+    CHECK(axon_team_set_timeout(AXON_TEAM_WORLD, -1) == AXON_ERR_INVALID_ARGUMENT);
+    CHECK(axon_team_timeout(AXON_TEAM_WORLD, NULL) == AXON_ERR_INVALID_ARGUMENT);
+    CHECK(axon_team_set_timeout(AXON_TEAM_WORLD, 0) == AXON_SUCCESS);
+    CHECK(axon_team_timeout(AXON_TEAM_WORLD, &now) == AXON_SUCCESS && now == was);
+  }
 
   /* Bad input: a clear status and message, never a crash. */
   CHECK(axon_put(buf, src, sizeof src, n) == AXON_ERR_INVALID_PE);

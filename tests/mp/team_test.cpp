@@ -4,7 +4,12 @@
 
 #include <axon/axon.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -227,6 +232,56 @@ TEST(Teams, BadSplitsFailOnEveryPe) {
   EXPECT_THROW(invalid.barrier(), axon::Error);
   EXPECT_THROW(world.translate(np(), world), axon::Error);
   EXPECT_THROW(world.destroy(), axon::Error);
+  world.barrier();
+}
+
+// A team's own timeout bounds its waits (AXON_TIMEOUT is 30 s in these tests): a collective, a
+// barrier and a receive that PE 0 never joins end on the others after the team's 0.5 s, naming
+// it. PE 0 goes on at once; the world barrier at the end brings every PE together again.
+TEST(Teams, OwnTimeoutBoundsTheTeamsWaits) {
+  axon::Team world = axon::Team::world();
+  axon::Team team = world.splitStrided(0, 1, np());
+  axon::Team other = world.splitStrided(0, 1, np());  // for the barrier: a failed call stops a team
+  const double axonTimeout = team.timeout();
+  EXPECT_GT(axonTimeout, 5.0);
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    try {
+      team.setTimeout(bad);
+      FAIL() << bad << " s was taken as a timeout";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::InvalidArgument) << e.what();
+    }
+  }
+  team.setTimeout(0.5);
+  other.setTimeout(0.5);
+  EXPECT_DOUBLE_EQ(team.timeout(), 0.5);
+  auto expectTimeout = [&](const char* what, const std::function<void()>& call) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      call();
+      ADD_FAILURE() << what << " returned although PE 0 never took part";
+    } catch (const axon::Error& e) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("the team's timeout"), std::string::npos) << what << ": " << e.what();
+      EXPECT_GE(seconds, 0.45) << what;
+      EXPECT_LT(seconds, 10.0) << what << ": ended after " << seconds << " s, not the team's 0.5 s";
+    }
+  };
+  if (np() > 1 && me() != 0) {
+    std::vector<float> a(4, 1.0f), b(4);
+    expectTimeout("allreduce", [&] {
+      axon::allreduce(team, a.data(), b.data(), a.size(), axon::DataType::Float32, axon::ReduceOp::Sum);
+    });
+    expectTimeout("sync", [&] { other.sync(); });
+    std::vector<char> buf(8);
+    expectTimeout("recv", [&] { axon::recv(buf.data(), buf.size(), 0, 77, team); });
+  }
+  world.barrier();
+  team.setTimeout(0);
+  EXPECT_DOUBLE_EQ(team.timeout(), axonTimeout);
+  // A team's bound is its own: the world's is still AXON_TIMEOUT.
+  EXPECT_DOUBLE_EQ(world.timeout(), axonTimeout);
   world.barrier();
 }
 

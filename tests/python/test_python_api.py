@@ -65,6 +65,20 @@ def test_world_of_one_basics(world_of_one):
     assert axon.heap_stats()["allocations"] == stats["allocations"] - 1
 
 
+def test_team_timeout(world_of_one):
+    world = axon.team_world()
+    default = world.timeout  # AXON_TIMEOUT
+    team = world.split_strided(0, 1, 1)
+    team.set_timeout(2.5)
+    assert team.timeout == 2.5 and world.timeout == default
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(axon.InvalidArgumentError, match="not a bound"):
+            team.set_timeout(bad)
+    team.set_timeout(0)
+    assert team.timeout == default
+    team.destroy()
+
+
 def test_init_twice_raises(world_of_one):
     with pytest.raises(axon.AlreadyInitializedError, match="twice"):
         axon.init()

@@ -118,10 +118,16 @@ def test_group_timeout_bounds_a_call_a_rank_never_makes(tmp_path, launcher):
                               str(SCRIPTS / "torch_timeout.py")], capture_output=True, text=True, env=env,
                              timeout=120, stdin=subprocess.DEVNULL)
         out, err = res.stdout, res.stderr
-    assert "DistBackendError after" in out, out[-3000:] + err[-5000:]
-    seconds = float(out.split("DistBackendError after ")[1].split(" s")[0])
-    assert 2.5 < seconds < 9, out  # the group's 3 s, not axon's default 300 s
-    assert "AXON_TIMEOUT" in out or "timed out" in out or "waited" in out, out
+    assert "subgroup DistBackendError after" in out, out[-3000:] + err[-5000:]
+    sub = out.split("subgroup DistBackendError after ")[1]
+    seconds = float(sub.split(" s")[0])
+    assert 1.2 < seconds < 2.9, out  # the subgroup's own 1.5 s (its team's timeout)
+    assert "the team's timeout" in sub.splitlines()[0], out
+    world = [line for line in out.splitlines() if "DistBackendError after " in line and "subgroup" not in line]
+    assert world, out[-3000:] + err[-5000:]
+    seconds = float(world[0].split("DistBackendError after ")[1].split(" s")[0])
+    assert 2.5 < seconds < 9, out  # the default group's 3 s, not axon's default 300 s
+    assert "AXON_TIMEOUT" in world[0], out
 
 
 def test_a_script_that_never_destroys_its_groups_exits_quietly():

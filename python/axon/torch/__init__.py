@@ -21,7 +21,7 @@ import torch.distributed as dist
 import axon
 
 from . import _launch
-from ._group import PYTHON_BACKENDS, AxonBackend, AxonProcessGroup, SubGroup
+from ._group import PYTHON_BACKENDS, AxonBackend, AxonProcessGroup, SubGroup, bound_by_timeout
 from ._work import AxonWork
 
 __all__ = ["AxonBackend", "AxonProcessGroup", "AxonWork", "BACKEND", "PYTHON_BACKENDS", "create_process_group"]
@@ -59,6 +59,7 @@ def create_process_group(opts, backend_options=None) -> AxonProcessGroup:
         raise axon.NotInitializedError("axon.torch: a subgroup before the default group: call "
                                        "dist.init_process_group('axon') first")
     team = axon.Team.of_world_pes(ranks)
+    bound_by_timeout(team, timeout)
     return SubGroup(team, rank, size, opts.group_id, timeout, opts.store)
 
 

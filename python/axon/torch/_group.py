@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import weakref
 import zlib
 from datetime import timedelta
@@ -462,6 +463,7 @@ class AxonProcessGroup(dist.ProcessGroup):
             raise InvalidArgumentError(
                 f"axon.torch: split_group: this rank asked for the group of ranks {ranks}, but the ranks that "
                 f"asked for the same list are {got}; every rank of the group must pass the same split")
+        bound_by_timeout(team, timeout)
         name = group_name or f"{self._group_name}:split:{colour}"
         store = dist.PrefixStore(f"axon/split/{name}/", self._store) if self._store is not None else None
         return SubGroup(team, team.my_pe(), team.n_pes(), name, timeout or self._timeout, store)
@@ -607,6 +609,14 @@ def _forward(name: str):
 
 for _name in _FORWARDED:
     setattr(AxonBackend, _name, _forward(_name))
+
+
+def bound_by_timeout(team: axon.Team, timeout: Optional[timedelta]) -> None:
+    """A subgroup's timeout (new_group's, split_group's) becomes its team's bound on every wait,
+    as the default group's becomes AXON_TIMEOUT when the backend starts axon; AXON_TIMEOUT, when
+    the user set it, bounds every wait instead."""
+    if timeout is not None and "AXON_TIMEOUT" not in os.environ:
+        team.set_timeout(max(timeout.total_seconds(), 0.001))
 
 
 # Every group not yet collected: at the interpreter's exit a script that never called
