@@ -93,7 +93,8 @@ void alltoallOnStream(const Team& team, const void* src, void* dst, std::size_t 
                       Stream stream);
 
 // What kernels need to call the device-callable collectives (axon/device/collectives.hpp) on the
-// team. Throws Unsupported where the team has no GPU workspace. Valid until the team is destroyed.
+// team. Throws Unsupported where the team has no GPU workspace. Valid until the team is destroyed;
+// its kernels' bound is the team's timeout when the handle is taken (Team::setTimeout).
 device::CollHandle deviceCollHandle(const Team& team);
 
 // Typed conveniences.

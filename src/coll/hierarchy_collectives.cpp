@@ -62,7 +62,7 @@ class HierarchyCollectives final : public TeamCollectives {
       h.myIndex = team_.myIndex;
       h.myPe = rt_.myPe();
       h.channels = 1;
-      h.timeoutNs = gpu->deviceContext().timeoutNs;
+      h.timeoutNs = timeoutNsOf(rt_, team_);  // the team's bound when it set one (Team::setTimeout)
       if (gpu->serveTeamCollectives(team, team_.slot, h)) return h;
     }
     noDeviceHandle(rt_, team_);
