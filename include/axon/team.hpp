@@ -45,7 +45,8 @@ class Team {
 
   // This PE's bound, in seconds, on every wait of the team's collectives (host and stream forms),
   // barriers and two-sided messages; 0 (the default) restores AXON_TIMEOUT. Local: each member
-  // sets its own, and it applies from the next call. A wait past it throws Timeout naming "the
+  // sets its own. It bounds the waits that start after it (a stream-ordered call queued before it
+  // runs under the bound in force when it runs). A wait past it throws Timeout naming "the
   // team's timeout". At most 1e8 s (longer is cut to it, as AXON_TIMEOUT is). Throws InvalidArgument
   // for a negative or non-finite value.
   void setTimeout(double seconds) const;

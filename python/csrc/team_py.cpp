@@ -64,7 +64,8 @@ void bindTeams(nb::module_& m) {
       .def("set_timeout", &Team::setTimeout, nb::arg("seconds"),
            "This PE's bound, in seconds, on every wait of the team's collectives (host and stream "
            "forms), barriers and two-sided messages; 0 restores AXON_TIMEOUT. Local to this PE; "
-           "applies from the next call. A wait past it raises TimeoutError naming the team's timeout.")
+           "bounds the waits that start after it. A wait past it raises TimeoutError naming the "
+           "team's timeout.")
       .def_prop_ro("timeout", &Team::timeout, "The bound in force on this PE, in seconds: the team's own, else AXON_TIMEOUT.")
       .def("barrier", &Team::barrier, release,
            "Complete this PE's outstanding puts (quiet), then synchronize the team.")

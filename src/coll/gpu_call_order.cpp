@@ -135,7 +135,7 @@ void enterGpuTeamBarrier(PeContext& rt, const detail::TeamState& team, GpuTeamWo
       if (!check) check = late;
       late();
       waitUntil(rt, &log->barrierTarget[parity], Cmp::Ge, target,
-                WaitSite{what, team.name.c_str(), -1, pe, "the GPU call log of the member", &check, team.timeoutSec});
+                WaitSite{what, team.name.c_str(), -1, pe, "the GPU call log of the member", &check, team.ownTimeout()});
     }
     const std::uint64_t theirs = Word(log->barrierIssued[parity]).load(std::memory_order_relaxed);
     if (theirs != issued) fail(rt, team, ws, what, mismatchWith(rt, what, pe, issued, theirs, barrierRecord(what)));

@@ -1,5 +1,6 @@
 #include "coll/gpu_path.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "axon/error.hpp"
@@ -125,7 +126,8 @@ std::string describeGpuMismatch(const device::CollError& e) {
 }
 
 unsigned long long timeoutNsOf(PeContext& rt, const detail::TeamState& team) {
-  return static_cast<unsigned long long>(waitBound(rt, team.timeoutSec) * 1e9);
+  // At least 1 ns: 0 would tell the kernels to wait forever.
+  return std::max(1ull, static_cast<unsigned long long>(waitBound(rt, team.ownTimeout()) * 1e9));
 }
 
 void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTeamWorkspace& ws, const char* api) {
@@ -138,8 +140,8 @@ void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTea
   if (e->code == static_cast<int>(device::CollErrorCode::Timeout)) {
     code = ErrorCode::Timeout;
     what = "PE " + std::to_string(e->pe) + "'s " + describeGpuCall(e->mine) + " waited past " +
-           (team.timeoutSec > 0 ? "the team's timeout" : "AXON_TIMEOUT") + " (" +
-           secondsText(waitBound(rt, team.timeoutSec)) + ") for PE " + std::to_string(e->peer) + " on channel " +
+           (team.ownTimeout() > 0 ? "the team's timeout" : "AXON_TIMEOUT") + " (" +
+           secondsText(waitBound(rt, team.ownTimeout())) + ") for PE " + std::to_string(e->peer) + " on channel " +
            std::to_string(e->channel) + ": " +
            (e->mine.proto == static_cast<unsigned>(device::CollProto::LL)
                 ? "LL flag at " + hex(e->address) + " expected " + std::to_string(e->expected)

@@ -248,7 +248,10 @@ void Hierarchy::sync(PeContext& rt, const char* what) {
 void Hierarchy::runCall(PeContext& rt, const Request* q, const CallRecord& record, const char* api) {
   std::lock_guard one(callMutex_);
   // The team's own bound (Team::setTimeout), which may change between calls, on every level.
-  local_.timeoutSec = leaders_.timeoutSec = all_.timeoutSec = team_->timeoutSec;
+  const double bound = team_->ownTimeout();
+  local_.setOwnTimeout(bound);
+  leaders_.setOwnTimeout(bound);
+  all_.setOwnTimeout(bound);
   std::optional<ShmCall> local;
   std::optional<NetCall> net, direct;
   try {

@@ -137,7 +137,7 @@ std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int membe
   if (const std::uint64_t seen = loadAcquire(*word); seen >= value) return seen;
   sendRecords();
   WaitSite site{api_, team_.name.c_str(), static_cast<int>(value), team_.members[member], name.c_str(), &onCheck_,
-                team_.timeoutSec};
+                team_.ownTimeout()};
   try {
     return waitUntil(rt_, word, Cmp::Ge, value, site);
   } catch (const Error& e) {

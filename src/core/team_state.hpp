@@ -1,6 +1,8 @@
 // What a Team handle points to.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,8 +27,13 @@ struct TeamState {
   mutable std::uint64_t barriers = 0;  // barriers completed; the next one waits for counters > this
   std::string name;          // "world", "node", "split3"; used in messages and store keys
   mutable int splits = 0;    // teams split from this one so far, for unique names
-  // This PE's bound on the team's waits, in seconds (Team::setTimeout); 0: AXON_TIMEOUT.
-  mutable double timeoutSec = 0;
+  // This PE's bound on the team's waits, in seconds (Team::setTimeout); 0: AXON_TIMEOUT. Read by
+  // waits on any thread (a stream's host worker, the device proxy): relaxed atomic accesses.
+  double ownTimeout() const { return std::atomic_ref<double>(timeoutSec_).load(std::memory_order_relaxed); }
+  void setOwnTimeout(double seconds) const {
+    std::atomic_ref<double>(timeoutSec_).store(seconds, std::memory_order_relaxed);
+  }
+  alignas(std::atomic_ref<double>::required_alignment) mutable double timeoutSec_ = 0;
 
   // How the team's collectives run (coll/team_collectives.hpp): chosen when the team is made,
   // collectively, by coll::makeTeamCollectives; released by Team::destroy.

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -144,6 +145,18 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
 double waitBound(PeContext& rt, double teamSec) { return teamSec > 0 ? teamSec : rt.env().timeoutSec; }
 
 const char* waitBoundName(double teamSec) { return teamSec > 0 ? "(the team's timeout)" : "(AXON_TIMEOUT)"; }
+
+namespace {
+std::atomic<double> g_longestTeamBound{0};
+}  // namespace
+
+void noteTeamBound(double seconds) {
+  double seen = g_longestTeamBound.load(std::memory_order_relaxed);
+  while (seconds > seen && !g_longestTeamBound.compare_exchange_weak(seen, seconds, std::memory_order_relaxed)) {
+  }
+}
+
+double longestTeamBound() { return g_longestTeamBound.load(std::memory_order_relaxed); }
 
 std::uint64_t waitUntil(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::uint64_t value,
                         const WaitSite& site) {

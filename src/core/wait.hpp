@@ -46,6 +46,10 @@ struct WaitSite {
 double waitBound(PeContext& rt, double teamSec);
 // How an error names that bound: "(AXON_TIMEOUT)" or "(the team's timeout)".
 const char* waitBoundName(double teamSec);
+// The longest bound any team of this process was given (Team::setTimeout), 0 when none: the
+// last-resort bound of kernels that wait for host work (gpu/stream_host_work.hpp) outlasts it.
+void noteTeamBound(double seconds);
+double longestTeamBound();
 
 // Returns the value that satisfied the comparison. Throws Timeout or PeerDead with the PE, the
 // address, the expected and the seen value.

@@ -6,11 +6,13 @@
 #include <cerrno>
 #include <thread>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 
 #include "core/log.hpp"
+#include "core/wait.hpp"
 #include "kernels/kernels.hpp"
 
 namespace axon::gpu {
@@ -122,7 +124,10 @@ void StreamHostWork::enqueueAsync(CUstream stream, std::function<Completion()> s
     // The kernel gives up well after the host work's own bounded waits would have: the host's
     // error, which names the operation, releases the stream first; the kernel's trap is the last
     // resort for a worker that stopped.
-    const unsigned long long kernelTimeoutNs = timeoutNs_ ? 2 * timeoutNs_ + 10'000'000'000ull : 0;
+    // A team may bound its host work longer than AXON_TIMEOUT (Team::setTimeout): the longest such.
+    const unsigned long long hostNs =
+        std::max(timeoutNs_, static_cast<unsigned long long>(longestTeamBound() * 1e9));
+    const unsigned long long kernelTimeoutNs = timeoutNs_ ? 2 * hostNs + 10'000'000'000ull : 0;
     kernels::stagedStreamOp(stream, ring_, reinterpret_cast<std::uint64_t*>(tickets_), number, kernelTimeoutNs, myPe_);
   } catch (...) {
     // Not launched (the launch's own status): nothing will post it.

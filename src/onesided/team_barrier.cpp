@@ -34,7 +34,7 @@ void teamBarrier(PeContext& rt, const detail::TeamState& team, const char* what)
     const RemoteRef counter = rt.controlRef(to, &rt.control(rt.myPe()).barrier[team.slot][r]);
     rt.transportFor(counter, nullptr, what).signal(counter, 1, SignalOp::Add);
     waitUntil(rt, &rt.control(rt.myPe()).barrier[team.slot][r], Cmp::Ge, target,
-              WaitSite{what, team.name.c_str(), r, from, nullptr, nullptr, team.timeoutSec});
+              WaitSite{what, team.name.c_str(), r, from, nullptr, nullptr, team.ownTimeout()});
   }
   team.barriers = target;
 }

@@ -88,7 +88,7 @@ std::shared_ptr<Operation> Engine::isend(const detail::TeamState& team, const vo
   op->context = team.slot + (streamOrdered ? kTeamSlots : 0);
   op->streamOrdered = streamOrdered;
   op->teamName = team.name;
-  op->timeoutSec = team.timeoutSec;
+  op->timeoutSec = team.ownTimeout();
   op->status = Status{dest, tag, bytes};
   std::lock_guard lock(mutex_);
   context(team, streamOrdered);
@@ -124,7 +124,7 @@ std::shared_ptr<Operation> Engine::irecv(const detail::TeamState& team, void* bu
   op->context = team.slot + (streamOrdered ? kTeamSlots : 0);
   op->streamOrdered = streamOrdered;
   op->teamName = team.name;
-  op->timeoutSec = team.timeoutSec;
+  op->timeoutSec = team.ownTimeout();
   std::lock_guard lock(mutex_);
   Context& c = context(team, streamOrdered);
   op->id = nextId_++;
@@ -362,6 +362,7 @@ Status Engine::wait(Operation& op) {
       if (Clock::now() >= deadline) throw Error(ErrorCode::Timeout, timeoutMessage(op));
     };
     WaitSite site{op.kind == Operation::Kind::Send ? "send" : "recv"};
+    site.timeoutSec = op.timeoutSec;
     site.waitingOn = op.peerPe;
     site.word = "the operation's state";
     site.onCheck = &check;
@@ -395,6 +396,7 @@ std::size_t Engine::waitAny(const std::vector<Operation*>& ops) {
     }
   };
   WaitSite site{"wait_any"};
+  site.timeoutSec = bound;  // the check above ends the wait at the same deadline, naming it
   site.word = "the requests' states";
   site.onCheck = &check;
   const std::uint64_t none = 0;
@@ -408,7 +410,7 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
   if (auto s = iprobe(team, source, tag, api)) return *s;
   std::optional<Status> found;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(waitBound(rt_, team.timeoutSec)));
+                                           std::chrono::duration<double>(waitBound(rt_, team.ownTimeout())));
   const std::function<void()> check = [&] {
     const int dead = rt_.findDeadPe();
     if (dead >= 0) throw Error(ErrorCode::PeerDead, me(rt_) + api + " on team " + team.name + " gave up: " + rt_.deathOf(dead));
@@ -422,10 +424,11 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
                                         (source == kAnySource ? std::string("ANY") : std::to_string(source)) +
                                         ", tag " + (tag == kAnyTag ? std::string("ANY") : std::to_string(tag)) +
                                         " on team " + team.name + " timed out after " +
-                                        secondsText(waitBound(rt_, team.timeoutSec)) + " " +
-                                        waitBoundName(team.timeoutSec) + "; messages waiting unmatched: " + waiting);
+                                        secondsText(waitBound(rt_, team.ownTimeout())) + " " +
+                                        waitBoundName(team.ownTimeout()) + "; messages waiting unmatched: " + waiting);
   };
   WaitSite site{api};
+  site.timeoutSec = team.ownTimeout();
   site.waitingOn = source == kAnySource ? -1 : team.members[source];
   site.word = "a matching message";
   site.onCheck = &check;

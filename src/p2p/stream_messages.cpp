@@ -56,7 +56,7 @@ std::string describe(const std::vector<StreamCall>& calls) {
 // Enqueues `calls` on `stream` as one step: posted together, ended together.
 void enqueue(PeContext& rt, std::vector<StreamCall> calls, Stream stream) {
   double timeoutSec = 0;  // the longest of the calls' teams' bounds
-  for (const StreamCall& c : calls) timeoutSec = std::max(timeoutSec, waitBound(rt, c.team.valid() ? c.team.state()->timeoutSec : 0));
+  for (const StreamCall& c : calls) timeoutSec = std::max(timeoutSec, waitBound(rt, c.team.valid() ? c.team.state()->ownTimeout() : 0));
   const std::string what = describe(calls);
   auto start = [calls = std::move(calls), timeoutSec]() -> GpuBackend::HostCompletion {
     p2p::Engine& e = peContext("stream-ordered message").messages();

@@ -264,12 +264,14 @@ void Team::setTimeout(double seconds) const {
     throw Error(ErrorCode::InvalidArgument, "axon: team_set_timeout on team " + s.name + ": " + std::to_string(seconds) +
                                                 " s is not a bound; pass seconds > 0, or 0 for AXON_TIMEOUT");
   }
-  s.timeoutSec = std::min(seconds, 1e8);  // as AXON_TIMEOUT: a later deadline would overflow the clock
+  const double bound = std::min(seconds, 1e8);  // as AXON_TIMEOUT: a later deadline would overflow the clock
+  s.setOwnTimeout(bound);
+  noteTeamBound(bound);
 }
 
 double Team::timeout() const {
   const auto& s = detail::requireValidTeam(*this, "team_timeout");
-  return waitBound(runtime("team_timeout"), s.timeoutSec);
+  return waitBound(runtime("team_timeout"), s.ownTimeout());
 }
 
 void Team::barrier() const {
