@@ -14,7 +14,7 @@ SCRIPTS = Path(__file__).parent / "scripts"
 def axon_run(n, *argv, env=None, timeout=300):
     import os
 
-    full = dict(os.environ, AXON_TIMEOUT="30", **(env or {}))
+    full = {**os.environ, "AXON_TIMEOUT": "30", **(env or {})}
     return subprocess.run([sys.executable, "-m", "axon", "run", "-n", str(n), *argv], capture_output=True,
                           text=True, env=full, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -101,3 +101,30 @@ def test_dead_peer_is_named_not_waited_for():
     # The launcher reports PE 1's exit status; the survivors must each have named it.
     assert res.stdout.count("PeerDead after") == 2, res.stdout[-3000:] + res.stderr[-3000:]
     assert "PE 1 exited with status 3" in res.stderr
+
+
+def test_a_teams_own_timeout_may_outlast_axon_timeout():
+    # AXON_TIMEOUT is 1 s; the team's own 6 s lets a receive and an allreduce wait 2 s for PE 0,
+    # which would fail under AXON_TIMEOUT alone (the world team keeps 1 s).
+    code = (
+        "import time, numpy as np, axon\n"
+        "axon.init()\n"
+        "team = axon.team_world().split_strided(0, 1, axon.n_pes())\n"
+        "team.set_timeout(6)\n"
+        "if axon.my_pe() == 0:\n"
+        "    time.sleep(2)\n"
+        "    axon.send(np.arange(4, dtype=np.uint8), dest=1, tag=5, team=team)\n"
+        "    time.sleep(2)\n"
+        "else:\n"
+        "    got = np.empty(4, np.uint8)\n"
+        "    axon.recv(got, source=0, tag=5, team=team)\n"
+        "    assert got.tolist() == [0, 1, 2, 3], got\n"
+        "out = np.empty(2)\n"
+        "axon.allreduce(np.ones(2), out, team=team)\n"
+        "assert out.tolist() == [2.0, 2.0], out\n"
+        "print('waited past AXON_TIMEOUT within the team bound', team.timeout, flush=True)\n"
+        "team.destroy()\n"
+        "axon.finalize()\n")
+    res = axon_run(2, sys.executable, "-c", code, env={"AXON_TIMEOUT": "1"}, timeout=120)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count("waited past AXON_TIMEOUT within the team bound 6.0") == 2, res.stdout
