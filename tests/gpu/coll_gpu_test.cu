@@ -973,6 +973,21 @@ TEST(GpuColl, TeamBarrierAfterTheSameCollectivesPasses) {
 
 namespace {
 
+// After PE 0's collective on `team` timed out alone: the others wait past PE 0's bound (3 s), meet
+// it at the world's barrier, and find the team stopped by PE 0.
+void expectStoppedByPe0(const axon::Team& team) {
+  if (me() != 0) usleep(3000000);
+  axon::Team::world().barrier();
+  if (me() == 0) return;
+  try {
+    axon::barrier(team);
+    FAIL() << "a stopped team ran a collective";
+  } catch (const axon::Error& e) {
+    EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stopped by PE 0"), std::string::npos) << e.what();
+  }
+}
+
 // Runs only with a short AXON_TIMEOUT (its own ctest entry): PE 0 calls, PE 1 does not.
 TEST(GpuCollTimeout, AMissingPeIsNamed) {
   const char* t = std::getenv("AXON_TIMEOUT");
@@ -999,17 +1014,7 @@ TEST(GpuCollTimeout, AMissingPeIsNamed) {
   }
   // PE 0 gives up after AXON_TIMEOUT; the others wait longer than that before the barrier, which
   // AXON_TIMEOUT bounds too, and then find the team stopped.
-  if (me() != 0) usleep(3000000);
-  axon::Team::world().barrier();
-  if (me() != 0) {
-    try {
-      axon::barrier(team);
-      FAIL() << "a stopped team ran a collective";
-    } catch (const axon::Error& e) {
-      EXPECT_EQ(e.code(), axon::ErrorCode::Timeout) << e.what();
-      EXPECT_NE(std::string(e.what()).find("stopped by PE 0"), std::string::npos) << e.what();
-    }
-  }
+  expectStoppedByPe0(team);
   team.destroy();
 }
 
@@ -1035,16 +1040,7 @@ TEST(GpuCollTimeout, TheTeamsOwnTimeoutBoundsItsKernels) {
       EXPECT_LT(seconds, 10.0) << "ended after " << seconds << " s, not the team's 1 s";
     }
   }
-  if (me() != 0) usleep(3000000);  // past PE 0's bound
-  axon::Team::world().barrier();
-  if (me() != 0) {
-    try {
-      axon::barrier(team);
-      FAIL() << "a stopped team ran a collective";
-    } catch (const axon::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("stopped by PE 0"), std::string::npos) << e.what();
-    }
-  }
+  expectStoppedByPe0(team);
   team.destroy();
 }
 
