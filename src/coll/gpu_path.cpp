@@ -140,7 +140,7 @@ void throwIfGpuFailed(PeContext& rt, const detail::TeamState& team, const GpuTea
   if (e->code == static_cast<int>(device::CollErrorCode::Timeout)) {
     code = ErrorCode::Timeout;
     what = "PE " + std::to_string(e->pe) + "'s " + describeGpuCall(e->mine) + " waited past " +
-           (team.ownTimeout() > 0 ? "the team's timeout" : "AXON_TIMEOUT") + " (" +
+           waitBoundName(team.ownTimeout()) + " (" +
            secondsText(waitBound(rt, team.ownTimeout())) + ") for PE " + std::to_string(e->peer) + " on channel " +
            std::to_string(e->channel) + ": " +
            (e->mine.proto == static_cast<unsigned>(device::CollProto::LL)

@@ -135,7 +135,7 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
       }
       throw Error(ErrorCode::Timeout,
                   "PE " + std::to_string(rt.myPe()) + ": " + what + on + " timed out after " +
-                      secondsText(bound) + " " + waitBoundName(site.timeoutSec) + " waiting " + where + across);
+                      secondsText(bound) + " (" + waitBoundName(site.timeoutSec) + ") waiting " + where + across);
     }
   }
 }
@@ -144,7 +144,7 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
 
 double waitBound(PeContext& rt, double teamSec) { return teamSec > 0 ? teamSec : rt.env().timeoutSec; }
 
-const char* waitBoundName(double teamSec) { return teamSec > 0 ? "(the team's timeout)" : "(AXON_TIMEOUT)"; }
+const char* waitBoundName(double teamSec) { return teamSec > 0 ? "the team's timeout" : "AXON_TIMEOUT"; }
 
 namespace {
 std::atomic<double> g_longestTeamBound{0};

@@ -44,7 +44,7 @@ struct WaitSite {
 
 // The bound of a wait: `teamSec` when a team set its own (> 0), else AXON_TIMEOUT.
 double waitBound(PeContext& rt, double teamSec);
-// How an error names that bound: "(AXON_TIMEOUT)" or "(the team's timeout)".
+// How an error names that bound: "AXON_TIMEOUT" or "the team's timeout".
 const char* waitBoundName(double teamSec);
 // The longest bound any team of this process was given (Team::setTimeout), 0 when none: the
 // last-resort bound of kernels that wait for host work (gpu/stream_host_work.hpp) outlasts it.

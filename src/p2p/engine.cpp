@@ -424,8 +424,8 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
                                         (source == kAnySource ? std::string("ANY") : std::to_string(source)) +
                                         ", tag " + (tag == kAnyTag ? std::string("ANY") : std::to_string(tag)) +
                                         " on team " + team.name + " timed out after " +
-                                        secondsText(waitBound(rt_, team.ownTimeout())) + " " +
-                                        waitBoundName(team.ownTimeout()) + "; messages waiting unmatched: " + waiting);
+                                        secondsText(waitBound(rt_, team.ownTimeout())) + " (" +
+                                        waitBoundName(team.ownTimeout()) + "); messages waiting unmatched: " + waiting);
   };
   WaitSite site{api};
   site.timeoutSec = team.ownTimeout();
@@ -441,8 +441,8 @@ Status Engine::probe(const detail::TeamState& team, int source, int tag, const c
 }
 
 std::string Engine::timeoutMessage(const Operation& op) {
-  std::string text = me(rt_) + op.describe() + " timed out after " + secondsText(waitBound(rt_, op.timeoutSec)) + " " +
-                     waitBoundName(op.timeoutSec);
+  std::string text = me(rt_) + op.describe() + " timed out after " + secondsText(waitBound(rt_, op.timeoutSec)) + " (" +
+                     waitBoundName(op.timeoutSec) + ")";
   std::lock_guard lock(mutex_);
   // Stream-ordered calls pair by call number: a peer that never makes its matching call, or
   // makes it behind work on its stream that waits for this PE, leaves both waiting.

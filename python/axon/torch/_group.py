@@ -484,11 +484,6 @@ class AxonProcessGroup(dist.ProcessGroup):
                 f"axon.torch: init_process_group(device_id={device}) but axon runs this rank on cuda:{gpu} "
                 f"(AXON_DEVICE, else the local rank); pass device_id=torch.device('cuda', {gpu})")
 
-    def perform_nocolor_split(self, device) -> None:
-        """torch's new_group on a group it bound to a device asks the ranks left out to take part
-        in the split: an axon subgroup is made by its own ranks alone, so they have nothing to do.
-        (axon's groups are not bound today; see docs/pytorch.md.)"""
-
     # -- messages ----------------------------------------------------------------------------------
 
     def _tag(self, tag: int, api: str) -> int:
