@@ -67,10 +67,15 @@ py-test: build $(VENV)/.test-ready
 
 # torch for the tests of the torch.distributed backend (axon.torch; tests/python/test_torch_backend.py,
 # CPU tensors). PyPI's torch is a CUDA build that imports only beside its nvidia-* wheels: about
-# 4 GB to download and unpack, once per environment. Only the tests need it; axon does not.
+# 3 GB of wheels that unpack to 5 GB, once per environment. Only the tests need it; axon does not.
+# No pip cache: the wheels would stay behind as 3 GB more. A failure says what it needs, since the
+# usual cause is a full disk (pip's own message names neither the package nor the size).
 TEST_DEPS := "torch>=2.5"
 $(VENV)/.test-ready: $(VENV)/.ready
-	$(VPY) -m pip install --quiet $(TEST_DEPS)
+	$(VPY) -m pip install --quiet --no-cache-dir $(TEST_DEPS) || { \
+	  echo "make: installing $(TEST_DEPS) for the tests failed. It needs about 9 GB free while it" \
+	       "installs (5 GB after) on the disks of $(abspath $(VENV)) and of pip's temporary" \
+	       "directory ($${TMPDIR:-/tmp}); free now:"; df -h $(abspath $(VENV)) $${TMPDIR:-/tmp}; exit 1; }
 	touch $@
 
 test: build $(VENV)/.test-ready
