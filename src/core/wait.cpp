@@ -28,15 +28,21 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kSpinIterations = 4096;                       // ~10-50 us of pure spinning
 constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yield the core
-// With more PEs on the node than cores to run them, a waiting PE gives its core away soon: the PE
-// it waits for may need it. The first spin is bounded in time and a wait yields this soon after the
-// last message. 200 us kept PEs that get a message every few tens of microseconds (the rounds of a
-// collective across nodes) spinning without end, each poll of the network an epoll_wait: 4 PEs on 2
-// cores (2 emulated nodes) ran an alltoall of 1 MiB in 2.2-2.7 ms with 200 us and a 50 us first
-// spin, 1.4-1.5 ms with 20 us, 0.85-0.99 ms with 5 us and a 10 us first spin; an allreduce of 8
-// bytes on 4 PEs of one node took 306-328 us with 200 us, 83-127 us with 20 us, 21-22 us with 5 us.
-constexpr auto kSpinTimeShared = std::chrono::microseconds(10);
-constexpr auto kBusySpinShared = std::chrono::microseconds(5);
+// With more PEs on the node than cores to run them, a waiting PE gives its core away at once: the
+// PE it waits for may need it. So no pure spin past the first few polls, and a yield after every
+// 64 polls, however recent the last message. Each step down measured faster: 200 us of spinning
+// after a message kept PEs that get one every few tens of microseconds (the rounds of a collective
+// across nodes) spinning without end, each poll of the network an epoll_wait. 4 PEs on 2 cores
+// (2 emulated nodes) ran an alltoall of 1 MiB in 2.2-2.7 ms with 200 us and a 50 us first spin,
+// 1.4-1.5 ms with 20 us, 0.85-0.99 ms with 5 us and a 10 us first spin; an allreduce of 8 bytes on
+// 4 PEs of one node took 306-328 us with 200 us, 83-127 us with 20 us, 21-22 us with 5 us. Then,
+// 5 alternating runs each (2026-11-28, the same VM), 5 us and a 10 us first spin against none:
+// that allreduce 25-43 against 10-16 us, an alltoall of 1 MiB on those 4 PEs 162-237 against
+// 117-234 us, on 2 nodes of 2 PEs 908-1171 against 847-1135 us; on 2 nodes of 2 PEs an allreduce
+// of 8 bytes 72-183 against 60-96 us, a broadcast of 8 bytes 99-199 against 84-141 us, an
+// allreduce of 4 MiB alike (6.9-8.5 ms).
+constexpr auto kSpinTimeShared = std::chrono::microseconds(0);
+constexpr auto kBusySpinShared = std::chrono::microseconds(0);
 // With a core for each PE spinning costs nobody, and a yield is a system call (microseconds in a
 // sandbox) on the latency path: no time bound on the first spin, no yield within 200 us of a message.
 constexpr auto kBusySpinOwnCore = std::chrono::microseconds(200);

@@ -459,6 +459,40 @@ TEST_P(OneSided, FenceKeepsPutsInOrderToOnePe) {
   axon::free(data);
 }
 
+TEST_P(OneSided, SignalsOrderEarlierPutsToTheirPeWithoutAFence) {
+  // PE 0 issues nonblocking puts to every PE, then per PE a put_signal of other data and a signal,
+  // with no fence or quiet of its own: whoever sees a signal sees the data put to it before.
+  // (Across nodes the puts are UCX RMA, which the signals' own fence must flush first.)
+  constexpr std::size_t kBig = 256 * 1024, kSmall = 64;
+  auto* big = alloc<int>(kBig);
+  auto* small = alloc<int>(kSmall);
+  auto* flags = alloc<std::uint64_t>(2);
+  if (me() == 0) {
+    auto v = buffer<int>(kBig);
+    auto w = buffer<int>(kSmall);
+    std::vector<int> values(kBig);
+    for (std::size_t i = 0; i < kBig; ++i) values[i] = static_cast<int>(i * 7 + 1);
+    v.set(values);
+    w.set(std::vector<int>(kSmall, -5));
+    for (int pe = 0; pe < np(); ++pe) axon::putNbi(big, v.data(), kBig * sizeof(int), pe);
+    for (int pe = 0; pe < np(); ++pe) {
+      axon::putSignal(small, w.data(), kSmall * sizeof(int), &flags[0], 1, axon::SignalOp::Set, pe);
+      axon::signalOp(&flags[1], 1, axon::SignalOp::Set, pe);
+    }
+    axon::quiet();  // the local buffers live until here
+  }
+  axon::signalWaitUntil(&flags[0], axon::Cmp::Eq, 1);
+  axon::signalWaitUntil(&flags[1], axon::Cmp::Eq, 1);
+  auto got = read(big, kBig);
+  for (std::size_t i = 0; i < kBig; ++i) ASSERT_EQ(got[i], static_cast<int>(i * 7 + 1)) << "element " << i;
+  auto gotSmall = read(small, kSmall);
+  for (std::size_t i = 0; i < kSmall; ++i) ASSERT_EQ(gotSmall[i], -5) << "element " << i;
+  axon::barrierAll();
+  axon::free(flags);
+  axon::free(small);
+  axon::free(big);
+}
+
 // Load and store through axon::ptr: the host heap, from the host (a GPU heap's pointer is for
 // kernels; tests/gpu covers it).
 TEST_P(OneSided, LoadStoreThroughPtr) {

@@ -72,6 +72,7 @@ void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes)
     return;
   }
   const UcxApi& api = worker_.api();
+  unordered(dst.pe);  // done here means sent, not landed
   rma(dst, bytes, src, "put", true, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at, std::uint64_t n,
                                        const ucp_request_param_t& p) {
     return api.ucp_put_nbx(ep, static_cast<const char*>(src) + at, n, remote, k, &p);
@@ -84,6 +85,7 @@ void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t byt
     return;
   }
   const UcxApi& api = worker_.api();
+  unordered(dst.pe);
   rma(dst, bytes, src, "put_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
     return api.ucp_put_nbx(ep, static_cast<const char*>(src) + at, n, remote, k, &p);
@@ -109,6 +111,7 @@ void UcxTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes) {
     return;
   }
   const UcxApi& api = worker_.api();
+  unordered(src.pe);
   rma(src, bytes, dst, "get_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
     return api.ucp_get_nbx(ep, static_cast<char*>(dst) + at, n, remote, k, &p);
@@ -124,19 +127,20 @@ void UcxTransport::putSignal(const RemoteRef& dst, const void* src, std::size_t 
   // Both registered there? (The target checks again, but cannot tell the sender.)
   if (bytes > 0) registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put_signal");
   registry_.checkRegistered(sig.pe, sig.heap, sig.region, sig.offset, 8, "put_signal");
-  fence();  // puts issued before this one land first
+  fenceTo(sig.pe);  // puts issued before this one land first
   am_.putSignal(dst, src, bytes, sig, value, op);
 }
 
 void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
   const UcxApi& api = worker_.api();
   ucp_ep_h ep = worker_.endpoint(sig.pe, "signal");
-  fence();  // everything issued before (the data) lands before the signal does
+  fenceTo(sig.pe);  // everything issued before (the data) lands before the signal does
   if (am_.handles(sig)) {
     registry_.checkRegistered(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal");
     am_.signal(sig, value, op);
     return;
   }
+  unordered(sig.pe);  // an RMA atomic nobody waits for
   auto text = [&] { return describeOp("signal", sig, 8); };
   registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
@@ -180,6 +184,7 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
     std::memcpy(&value, operand, width);
   }
   const bool fetching = op != AtomicOp::Add;
+  if (!fetching) unordered(dst.pe);  // a fetching one is done when its answer is here
   auto text = [&] { return describeOp("atomic", dst, width); };
   registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
@@ -197,11 +202,18 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
   if (result && fetching && op != AtomicOp::Set) std::memcpy(result, &reply, width);
 }
 
-void UcxTransport::fence() {
-  ucxCheck(worker_.api().ucp_worker_fence(worker_.worker()), "PE " + std::to_string(worker_.setup().myPe) + ": fence");
+void UcxTransport::fence() { fenceTo(-1); }
+
+void UcxTransport::fenceTo(int pe) {
+  const int first = pe < 0 ? 0 : pe, last = pe < 0 ? worker_.setup().nPes - 1 : pe;
+  for (int p = first; p <= last; ++p) {
+    if (unfenced_[p].exchange(false, std::memory_order_acq_rel)) worker_.flushTo(p, "fence");
+  }
 }
 
 void UcxTransport::quiet() {
+  // Cleared first: an operation another thread issues meanwhile is either in this flush or noted.
+  for (int p = 0; p < worker_.setup().nPes; ++p) unfenced_[p].store(false, std::memory_order_relaxed);
   worker_.flush("quiet");
   am_.quiet();  // and what went by active message is applied, not only sent
 }

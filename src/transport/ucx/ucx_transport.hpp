@@ -1,8 +1,20 @@
 // The UCX transport: one-sided operations on the heaps of PEs on other nodes. Every operation
 // names the memory type of its local buffer (UCX would otherwise detect it, at 250-500 ns a call),
-// signals are ordered after the data by a worker fence, and quiet is a worker flush. Atomics and
-// signals go by active message where the NIC has no atomics (ucx_am_atomics.hpp).
+// signals are ordered after the data by a fence, and quiet is a worker flush. Atomics and signals
+// go by active message where the NIC has no atomics (ucx_am_atomics.hpp).
+//
+// The fence is ours, not ucp_worker_fence: that one waits inside UCX (over TCP a flush of every
+// endpoint) with no bound of ours, so a peer that stops answering held the caller forever. Only
+// RMA operations (puts, nonblocking gets, atomics and signals through UCX's RMA) can be overtaken
+// by what follows them to a PE; eager active messages to one PE arrive in the order sent, and the
+// rest (GPU data, fetching atomics) are complete when their call returns. So each PE's RMA since
+// its last fence is noted, and a fence flushes those PEs' endpoints alone, bounded by
+// AXON_TIMEOUT and naming the PE; with only active messages in flight (the collectives over TCP)
+// it costs nothing.
 #pragma once
+
+#include <atomic>
+#include <memory>
 
 #include "transport/network_transport.hpp"
 #include "transport/ucx/ucx_am_atomics.hpp"
@@ -17,7 +29,8 @@ class UcxTransport final : public NetworkTransport {
  public:
   UcxTransport(const UcxApi& api, const NetworkSetup& setup)
       : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics),
-        messages_(worker_, setup.messageEagerMax) {}
+        messages_(worker_, setup.messageEagerMax),
+        unfenced_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(setup.nPes))) {}
 
   const char* name() const noexcept override { return routeName(Route::Network); }
   bool reaches(int pe) const noexcept override;
@@ -71,11 +84,16 @@ class UcxTransport final : public NetworkTransport {
   template <class Op>
   void rma(const RemoteRef& ref, std::size_t bytes, const void* local, const char* what, bool wait, Op&& op);
   std::string describeOp(const char* what, const RemoteRef& ref, std::size_t bytes) const;
+  // An RMA operation to `pe` that a later one could overtake: the next fence flushes `pe`.
+  void unordered(int pe) { unfenced_[pe].store(true, std::memory_order_relaxed); }
+  // What is unordered to `pe` (every PE, when -1) lands before anything issued after this.
+  void fenceTo(int pe);
 
   UcxWorker worker_;
   UcxRegistry registry_;
   UcxAmAtomics am_;
   UcxMessages messages_;
+  std::unique_ptr<std::atomic<bool>[]> unfenced_;  // [pe]: RMA issued since its last fence
 };
 
 }  // namespace axon::ucx

@@ -228,6 +228,12 @@ void UcxWorker::flush(const char* what) {
   if (failedPeer(&why) >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(setup_.myPe) + ": " + what + ": " + why);
 }
 
+void UcxWorker::flushTo(int pe, const char* what) {
+  ucp_request_param_t param{};
+  wait(api_.ucp_ep_flush_nbx(endpoint(pe, what), &param), pe,
+       [&] { return std::string(what) + " (flushing UCX's operations to " + describePe(pe) + ")"; });
+}
+
 bool UcxWorker::progress() { return api_.ucp_worker_progress(worker_) != 0; }
 
 int UcxWorker::armForSleep() {

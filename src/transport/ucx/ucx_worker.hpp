@@ -61,6 +61,8 @@ class UcxWorker final : public ProgressClient {
   void release(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what);
   // Every operation issued so far is complete (remotely, for puts), bounded as wait() is.
   void flush(const char* what);
+  // The same for the operations to `pe` alone (its endpoint).
+  void flushTo(int pe, const char* what);
 
   bool progress() override;
   int armForSleep() override;
