@@ -76,9 +76,11 @@ def test_pe_killed_on_the_other_node_is_named_within_5_s():
         assert float(line.split(" s")[0]) < 5.0, line
 
 
-def test_link_down_fails_waits_naming_the_node():
-    # AXON_TIMEOUT 3 s: every PE's get across the cut link must end within it (and a little).
-    res = run_on_nodes(4, 2, "--grace", "10", sys.executable, str(SCRIPTS / "link_down.py"),
+@pytest.mark.parametrize("op", ["get", "fence"])
+def test_link_down_fails_waits_naming_the_node(op):
+    # AXON_TIMEOUT 3 s: every PE's get across the cut link, or fence after a put across it, must
+    # end within it (and a little).
+    res = run_on_nodes(4, 2, "--grace", "10", sys.executable, str(SCRIPTS / "link_down.py"), op,
                        env={"AXON_TIMEOUT": "3"}, timeout=120)
     out = res.stdout + res.stderr
     assert "PE 2: took ax" in res.stdout, out
@@ -87,6 +89,8 @@ def test_link_down_fails_waits_naming_the_node():
         assert line.startswith("TimeoutError"), out
         other_node = 1 - pe // 2
         assert f"(node axon-node{other_node})" in line, line
+        if op == "fence":
+            assert "fence (flushing UCX's operations to PE" in line, line
         # The limit, plus at most 0.5 s for each of the endpoint's close and the request's cancel.
         assert float(line.split(" after ")[1].split(" s")[0]) < 3.0 + 1.5, line
 
