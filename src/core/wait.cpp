@@ -71,10 +71,10 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
   // Over UCX's TCP and shared-memory transports data lands only when this PE polls its worker:
   // every check polls (a no-op on one node), and the engine's own thread stands aside meanwhile.
   ProgressEngine::Waiting waiting(rt.progressEngine());
-  // With more PEs than cores, bounded in time too: where each poll is a network progress call
-  // (about a microsecond), 4096 of them held a core for milliseconds, and the PE waited for could
-  // not run meanwhile (an alltoall of 1 KiB on 2 emulated nodes of 2 PEs: 5 ms, 2 ms with a 50 us
-  // bound).
+  // With more PEs than cores, 32 polls at most (kSpinTimeShared): where each poll is a network
+  // progress call (about a microsecond), 4096 of them held a core for milliseconds, and the PE
+  // waited for could not run meanwhile (an alltoall of 1 KiB on 2 emulated nodes of 2 PEs: 5 ms,
+  // 2 ms with a 50 us bound).
   // Asked only once a wait is not over at once: the fast path stays a few loads.
   int shared = -1;
   Clock::time_point spinUntil{};

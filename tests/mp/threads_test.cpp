@@ -91,4 +91,72 @@ TEST(Threads, OneSidedCallsFromFourThreadsAtOnce) {
   axon::free(data);
 }
 
+// Two threads of each PE pass data to the right PE, each a put_nbi and then a signal (which must
+// order the put before it), while two more fence and quiet in a loop: a fence or quiet on another
+// thread must never let a signal overtake its own thread's put (across nodes, the UCX transport's
+// fence ledger). The receiving thread checks each round through the API, then acks.
+TEST(Threads, SignalsKeepTheirPutsFirstWhileOtherThreadsFence) {
+  constexpr int kSenders = 2, kRounds = 200;
+  const int me = axon::myPe(), n = axon::nPes();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  auto* data = static_cast<std::uint64_t*>(axon::calloc(kSenders * kSlice, sizeof(std::uint64_t)));
+  auto* ready = static_cast<std::uint64_t*>(axon::calloc(kSenders, sizeof(std::uint64_t)));
+  auto* acked = static_cast<std::uint64_t*>(axon::calloc(kSenders, sizeof(std::uint64_t)));
+  axon::barrierAll();
+  std::atomic<long> wrong{0};
+  std::atomic<int> sendersLeft{2 * kSenders};
+  std::vector<std::string> errors(2 * kSenders + 2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kSenders; ++t) {
+    threads.emplace_back([&, t] {  // sends to the right PE
+      try {
+        std::vector<std::uint64_t> out(kSlice);
+        for (int r = 1; r <= kRounds; ++r) {
+          for (std::size_t i = 0; i < kSlice; ++i) out[i] = pattern(me, t, r, i);
+          axon::putNbi(data + t * kSlice, out.data(), kSlice * sizeof(std::uint64_t), right);
+          axon::signalOp(ready + t, static_cast<std::uint64_t>(r), axon::SignalOp::Set, right);
+          axon::signalWaitUntil(acked + t, axon::Cmp::Ge, static_cast<std::uint64_t>(r));  // `out` reusable
+        }
+      } catch (const axon::Error& e) {
+        errors[t] = e.what();
+      }
+      --sendersLeft;
+    });
+    threads.emplace_back([&, t] {  // receives from the left PE
+      try {
+        std::vector<std::uint64_t> in(kSlice);
+        for (int r = 1; r <= kRounds; ++r) {
+          axon::signalWaitUntil(ready + t, axon::Cmp::Ge, static_cast<std::uint64_t>(r));
+          axon::get(in.data(), data + t * kSlice, kSlice * sizeof(std::uint64_t), me);
+          for (std::size_t i = 0; i < kSlice; ++i) wrong += in[i] != pattern(left, t, r, i);
+          axon::signalOp(acked + t, static_cast<std::uint64_t>(r), axon::SignalOp::Set, left);
+        }
+      } catch (const axon::Error& e) {
+        errors[kSenders + t] = e.what();
+      }
+      --sendersLeft;
+    });
+  }
+  for (int f = 0; f < 2; ++f) {
+    threads.emplace_back([&, f] {  // fences and quiets meanwhile
+      try {
+        while (sendersLeft.load() > 0) {
+          if (f == 0) axon::fence();
+          else axon::quiet();
+          std::this_thread::yield();
+        }
+      } catch (const axon::Error& e) {
+        errors[2 * kSenders + f] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (std::size_t i = 0; i < errors.size(); ++i) EXPECT_EQ(errors[i], "") << "thread " << i;
+  EXPECT_EQ(wrong.load(), 0);
+  axon::barrierAll();
+  axon::free(acked);
+  axon::free(ready);
+  axon::free(data);
+}
+
 }  // namespace

@@ -4,9 +4,10 @@
 // round trip whose reply the sender must take in; here a set or an add is one message, and only a
 // fetching atomic waits for a reply (docs/performance.md has the put_signal latency both ways).
 //
-// Order: a signal after puts to the same PE follows a worker fence, which orders every operation
-// on an endpoint, active messages included; the target applies a message when its worker is
-// polled (its waits and its progress engine), in the order they arrived.
+// Order: a signal after puts to the same PE follows the transport's fence of that PE
+// (ucx_fence_ledger.hpp); eager messages to a PE take one lane and arrive in the order sent, and
+// the target applies a message when its worker is polled (its waits and its progress engine), in
+// the order they arrived.
 //
 // Puts into and gets from a peer's GPU heap over the same endpoints go by active message too
 // (gpuPut, gpuGet): there UCX reaches device memory only through its RMA emulation, one
@@ -57,9 +58,9 @@ class UcxAmAtomics {
   const char* pathName(int pe) const;
 
   // Data and signal in one message, which the target applies in that order: for data in host
-  // memory up to kPutSignalMax bytes. A put, a worker fence and a signal cost 2 to 4 times more
-  // for small data (measured over TCP: docs/performance.md), and where UCX's fence is strong (TCP)
-  // the fence is a flush that spins inside UCX until every peer has acknowledged: on 3 emulated
+  // memory up to kPutSignalMax bytes. A put, a fence and a signal cost 2 to 4 times more for small
+  // data (measured over TCP: docs/performance.md), and UCX's own fence, used then, is strong over
+  // TCP: a flush that spun inside UCX until every peer had acknowledged: on 3 emulated
   // nodes sharing 2 cores an allgather of 256 KiB took 22-26 ms that way (the leaders' rounds were
   // over the old 64 KiB bound), 0.42 ms as one message each; between 2 nodes the two ways measured
   // alike from 128 KiB to 8 MiB (latency and bandwidth). The bound keeps what the target's UCX

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace axon::ucx {
 namespace {
@@ -72,11 +74,11 @@ void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes)
     return;
   }
   const UcxApi& api = worker_.api();
-  unordered(dst.pe);  // done here means sent, not landed
   rma(dst, bytes, src, "put", true, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at, std::uint64_t n,
                                        const ucp_request_param_t& p) {
     return api.ucp_put_nbx(ep, static_cast<const char*>(src) + at, n, remote, k, &p);
   });
+  fences_.issued(dst.pe, UcxFenceLedger::Kind::Rma);  // done here means sent, not landed
 }
 
 void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) {
@@ -85,11 +87,11 @@ void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t byt
     return;
   }
   const UcxApi& api = worker_.api();
-  unordered(dst.pe);
   rma(dst, bytes, src, "put_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
     return api.ucp_put_nbx(ep, static_cast<const char*>(src) + at, n, remote, k, &p);
   });
+  fences_.issued(dst.pe, UcxFenceLedger::Kind::Rma);
 }
 
 void UcxTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
@@ -111,36 +113,43 @@ void UcxTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes) {
     return;
   }
   const UcxApi& api = worker_.api();
-  unordered(src.pe);
   rma(src, bytes, dst, "get_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
     return api.ucp_get_nbx(ep, static_cast<char*>(dst) + at, n, remote, k, &p);
   });
+  fences_.issued(src.pe, UcxFenceLedger::Kind::Rma);
 }
 
 void UcxTransport::putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig,
                              std::uint64_t value, SignalOp op, bool nbi) {
   if (onDevice(src) || !am_.carriesPutSignal(dst, bytes, sig)) {
-    Transport::putSignal(dst, src, bytes, sig, value, op, nbi);  // signal() fences after the data
+    if (bytes > 0) {
+      if (nbi) putNbi(dst, src, bytes);
+      else put(dst, src, bytes);
+    }
+    signal(sig, value, op);  // fences the signal's PE (Transport::fence would fence every PE)
     return;
   }
   // Both registered there? (The target checks again, but cannot tell the sender.)
   if (bytes > 0) registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, bytes, "put_signal");
   registry_.checkRegistered(sig.pe, sig.heap, sig.region, sig.offset, 8, "put_signal");
-  fenceTo(sig.pe);  // puts issued before this one land first
+  fenceTo(sig.pe, false);  // puts issued before this one land first
   am_.putSignal(dst, src, bytes, sig, value, op);
+  fences_.issued(sig.pe, UcxFenceLedger::Kind::ActiveMessage);
 }
 
 void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op) {
   const UcxApi& api = worker_.api();
   ucp_ep_h ep = worker_.endpoint(sig.pe, "signal");
-  fenceTo(sig.pe);  // everything issued before (the data) lands before the signal does
+  // Everything issued before (the data) lands before the signal does.
   if (am_.handles(sig)) {
+    fenceTo(sig.pe, false);
     registry_.checkRegistered(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal");
     am_.signal(sig, value, op);
+    fences_.issued(sig.pe, UcxFenceLedger::Kind::ActiveMessage);
     return;
   }
-  unordered(sig.pe);  // an RMA atomic nobody waits for
+  fenceTo(sig.pe, true);
   auto text = [&] { return describeOp("signal", sig, 8); };
   registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
@@ -162,6 +171,7 @@ void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op
     delete box;
     worker_.release(req, sig.pe, text);  // completed at once, or failed (throws)
   });
+  fences_.issued(sig.pe, UcxFenceLedger::Kind::Rma);  // an RMA atomic nobody waits for
 }
 
 void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
@@ -170,6 +180,8 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
   if (am_.handles(dst)) {
     registry_.checkRegistered(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic");
     am_.atomic(op, dst, width, operand, cond, result);
+    // A set or an add is one message nobody answers; the others are done when their answer is here.
+    if (op == AtomicOp::Add || op == AtomicOp::Set) fences_.issued(dst.pe, UcxFenceLedger::Kind::ActiveMessage);
     return;
   }
   const UcxApi& api = worker_.api();
@@ -183,8 +195,7 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
   } else if (operand && op != AtomicOp::Fetch) {
     std::memcpy(&value, operand, width);
   }
-  const bool fetching = op != AtomicOp::Add;
-  if (!fetching) unordered(dst.pe);  // a fetching one is done when its answer is here
+  const bool fetching = op != AtomicOp::Add;  // a fetching one is done when its answer is here
   auto text = [&] { return describeOp("atomic", dst, width); };
   registry_.forEachPiece(dst.pe, dst.heap, dst.region, dst.offset, width, "atomic",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
@@ -200,21 +211,35 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
     else worker_.release(req, dst.pe, text);
   });
   if (result && fetching && op != AtomicOp::Set) std::memcpy(result, &reply, width);
+  if (!fetching) fences_.issued(dst.pe, UcxFenceLedger::Kind::Rma);
 }
 
-void UcxTransport::fence() { fenceTo(-1); }
-
-void UcxTransport::fenceTo(int pe) {
-  const int first = pe < 0 ? 0 : pe, last = pe < 0 ? worker_.setup().nPes - 1 : pe;
-  for (int p = first; p <= last; ++p) {
-    if (unfenced_[p].exchange(false, std::memory_order_acq_rel)) worker_.flushTo(p, "fence");
+void UcxTransport::fence() {
+  std::vector<std::pair<int, UcxFenceLedger::Mark>> due;
+  for (int pe = 0; pe < worker_.setup().nPes; ++pe) {
+    const UcxFenceLedger::Mark m = fences_.mark(pe);
+    if (!fences_.covered(pe, m, true)) due.emplace_back(pe, m);
   }
+  if (due.empty()) return;
+  // Several PEs at once: one worker flush, whose round trips overlap.
+  if (due.size() == 1) worker_.flushTo(due[0].first, "fence");
+  else worker_.flush("fence");
+  for (const auto& [pe, m] : due) fences_.flushed(pe, m);
+}
+
+void UcxTransport::fenceTo(int pe, bool activeMessagesToo) {
+  const UcxFenceLedger::Mark m = fences_.mark(pe);
+  if (fences_.covered(pe, m, activeMessagesToo)) return;
+  worker_.flushTo(pe, "fence");
+  fences_.flushed(pe, m);
 }
 
 void UcxTransport::quiet() {
-  // Cleared first: an operation another thread issues meanwhile is either in this flush or noted.
-  for (int p = 0; p < worker_.setup().nPes; ++p) unfenced_[p].store(false, std::memory_order_relaxed);
+  const int n = worker_.setup().nPes;
+  std::vector<UcxFenceLedger::Mark> marks(static_cast<std::size_t>(n));
+  for (int pe = 0; pe < n; ++pe) marks[pe] = fences_.mark(pe);
   worker_.flush("quiet");
+  for (int pe = 0; pe < n; ++pe) fences_.flushed(pe, marks[pe]);
   am_.quiet();  // and what went by active message is applied, not only sent
 }
 

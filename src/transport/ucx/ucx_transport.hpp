@@ -4,20 +4,17 @@
 // go by active message where the NIC has no atomics (ucx_am_atomics.hpp).
 //
 // The fence is ours, not ucp_worker_fence: that one waits inside UCX (over TCP a flush of every
-// endpoint) with no bound of ours, so a peer that stops answering held the caller forever. Only
-// RMA operations (puts, nonblocking gets, atomics and signals through UCX's RMA) can be overtaken
-// by what follows them to a PE; eager active messages to one PE arrive in the order sent, and the
-// rest (GPU data, fetching atomics) are complete when their call returns. So each PE's RMA since
-// its last fence is noted, and a fence flushes those PEs' endpoints alone, bounded by
-// AXON_TIMEOUT and naming the PE; with only active messages in flight (the collectives over TCP)
-// it costs nothing.
+// endpoint) with no bound of ours, so a peer that stops answering held the caller forever. A
+// fence flushes only the endpoints of PEs with operations it must order (ucx_fence_ledger.hpp),
+// bounded by AXON_TIMEOUT and naming the PE; a signal or put_signal fences its own PE alone, and
+// by active message it waits for none of the active messages before it, which arrive first
+// anyway: with only active messages in flight (the collectives over TCP) it costs nothing. GPU
+// data and fetching atomics are complete when their call returns.
 #pragma once
-
-#include <atomic>
-#include <memory>
 
 #include "transport/network_transport.hpp"
 #include "transport/ucx/ucx_am_atomics.hpp"
+#include "transport/ucx/ucx_fence_ledger.hpp"
 #include "transport/ucx/ucx_messages.hpp"
 #include "transport/ucx/ucx_registry.hpp"
 #include "transport/ucx/ucx_worker.hpp"
@@ -30,7 +27,7 @@ class UcxTransport final : public NetworkTransport {
   UcxTransport(const UcxApi& api, const NetworkSetup& setup)
       : worker_(api, setup), registry_(worker_), am_(worker_, registry_, setup.atomics),
         messages_(worker_, setup.messageEagerMax),
-        unfenced_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(setup.nPes))) {}
+        fences_(setup.nPes) {}
 
   const char* name() const noexcept override { return routeName(Route::Network); }
   bool reaches(int pe) const noexcept override;
@@ -84,16 +81,15 @@ class UcxTransport final : public NetworkTransport {
   template <class Op>
   void rma(const RemoteRef& ref, std::size_t bytes, const void* local, const char* what, bool wait, Op&& op);
   std::string describeOp(const char* what, const RemoteRef& ref, std::size_t bytes) const;
-  // An RMA operation to `pe` that a later one could overtake: the next fence flushes `pe`.
-  void unordered(int pe) { unfenced_[pe].store(true, std::memory_order_relaxed); }
-  // What is unordered to `pe` (every PE, when -1) lands before anything issued after this.
-  void fenceTo(int pe);
+  // What was issued to `pe` before lands before anything issued after this: its RMA, and its
+  // active messages too when `activeMessagesToo` (not needed before another active message).
+  void fenceTo(int pe, bool activeMessagesToo);
 
   UcxWorker worker_;
   UcxRegistry registry_;
   UcxAmAtomics am_;
   UcxMessages messages_;
-  std::unique_ptr<std::atomic<bool>[]> unfenced_;  // [pe]: RMA issued since its last fence
+  UcxFenceLedger fences_;
 };
 
 }  // namespace axon::ucx

@@ -34,6 +34,11 @@ UcxWorker::UcxWorker(const UcxApi& api, const NetworkSetup& setup) : api_(api), 
   // off unless asked; a user's own UCX_PROTO_EMULATION_ENABLE wins, and an older UCX, which
   // emulates anyway, does not know the key.
   if (!std::getenv("UCX_PROTO_EMULATION_ENABLE")) api_.ucp_config_modify(config, "PROTO_EMULATION_ENABLE", "y");
+  // One lane for eager messages (UCX's default, pinned): active messages to a PE then arrive in
+  // the order sent, which the fence relies on (ucx_fence_ledger.hpp). Older UCX names it LANES.
+  if (api_.ucp_config_modify(config, "MAX_EAGER_RAILS", "1") != UCS_OK) {
+    api_.ucp_config_modify(config, "MAX_EAGER_LANES", "1");
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
