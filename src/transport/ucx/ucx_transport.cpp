@@ -221,16 +221,16 @@ void UcxTransport::fence() {
     if (!fences_.covered(pe, m, true)) due.emplace_back(pe, m);
   }
   if (due.empty()) return;
-  // Several PEs at once: one worker flush, whose round trips overlap.
-  if (due.size() == 1) worker_.flushTo(due[0].first, "fence");
-  else worker_.flush("fence");
+  std::vector<int> pes;
+  for (const auto& d : due) pes.push_back(d.first);
+  worker_.flushTo(pes, "fence");
   for (const auto& [pe, m] : due) fences_.flushed(pe, m);
 }
 
 void UcxTransport::fenceTo(int pe, bool activeMessagesToo) {
   const UcxFenceLedger::Mark m = fences_.mark(pe);
   if (fences_.covered(pe, m, activeMessagesToo)) return;
-  worker_.flushTo(pe, "fence");
+  worker_.flushTo(std::span<const int>(&pe, 1), "fence");
   fences_.flushed(pe, m);
 }
 

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <set>
 #include <thread>
+#include <utility>
 
 namespace axon::ucx {
 namespace {
@@ -233,10 +234,24 @@ void UcxWorker::flush(const char* what) {
   if (failedPeer(&why) >= 0) throw Error(ErrorCode::PeerDead, "PE " + std::to_string(setup_.myPe) + ": " + what + ": " + why);
 }
 
-void UcxWorker::flushTo(int pe, const char* what) {
-  ucp_request_param_t param{};
-  wait(api_.ucp_ep_flush_nbx(endpoint(pe, what), &param), pe,
-       [&] { return std::string(what) + " (flushing UCX's operations to " + describePe(pe) + ")"; });
+void UcxWorker::flushTo(std::span<const int> pes, const char* what) {
+  std::vector<std::pair<int, ucs_status_ptr_t>> open;
+  open.reserve(pes.size());
+  try {
+    for (int pe : pes) {
+      ucp_request_param_t param{};
+      open.emplace_back(pe, api_.ucp_ep_flush_nbx(endpoint(pe, what), &param));
+    }
+    for (auto& [pe, request] : open) {
+      const ucs_status_ptr_t r = std::exchange(request, nullptr);  // wait() frees or settles it
+      wait(r, pe, [&, pe = pe] { return std::string(what) + " (flushing UCX's operations to " + describePe(pe) + ")"; });
+    }
+  } catch (...) {
+    for (auto& [pe, request] : open) {
+      if (request && UCS_PTR_IS_PTR(request)) settle(request);  // the flushes not waited for yet
+    }
+    throw;
+  }
 }
 
 bool UcxWorker::progress() { return api_.ucp_worker_progress(worker_) != 0; }

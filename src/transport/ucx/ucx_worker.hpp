@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,9 @@ class UcxWorker final : public ProgressClient {
   void release(ucs_status_ptr_t request, int pe, const std::function<std::string()>& what);
   // Every operation issued so far is complete (remotely, for puts), bounded as wait() is.
   void flush(const char* what);
-  // The same for the operations to `pe` alone (its endpoint).
-  void flushTo(int pe, const char* what);
+  // The same for the operations to `pes` alone (their endpoints): every flush is posted first, so
+  // their round trips overlap; a timeout names the PE whose flush did not complete.
+  void flushTo(std::span<const int> pes, const char* what);
 
   bool progress() override;
   int armForSleep() override;
