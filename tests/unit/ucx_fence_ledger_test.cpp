@@ -20,6 +20,14 @@ TEST(UcxFenceLedger, NothingIssuedNeedsNoFlush) {
   }
 }
 
+TEST(UcxFenceLedger, APeOutOfRangeCountsNothing) {
+  UcxFenceLedger l(2);
+  l.issued(-1, Kind::Rma);
+  l.issued(2, Kind::ActiveMessage);
+  EXPECT_TRUE(l.covered(0, l.mark(0), true));
+  EXPECT_TRUE(l.covered(1, l.mark(1), true));
+}
+
 TEST(UcxFenceLedger, RmaNeedsAFlushOfItsPeAlone) {
   UcxFenceLedger l(3);
   l.issued(1, Kind::Rma);

@@ -5,6 +5,11 @@
 // counts the operations of both kinds issued to it, and the last count of each that a completed
 // flush covers; a fence flushes a PE only where an operation is not covered yet.
 //
+// A flush completes an active message once it is delivered, not once the target's handler has
+// applied it (when the target polls). Over TCP, where UCX carries RMA on the same connection, what
+// follows the flush still comes after; over hardware RMA (RC, DC) only quiet, which waits for the
+// targets' answers, orders an active message's effect before a later RMA operation's.
+//
 // Counters, not flags, because fences run on several threads at once (the host's calls and the
 // device proxy's): a fence marks the counts, flushes, then raises the covered counts to its marks,
 // so one thread's flush in progress never lets another's fence pass over an operation it has not
@@ -25,10 +30,12 @@ class UcxFenceLedger {
     std::uint64_t rma = 0, am = 0;
   };
 
-  explicit UcxFenceLedger(int pes) : pes_(std::make_unique<Pe[]>(static_cast<std::size_t>(pes))) {}
+  explicit UcxFenceLedger(int pes) : n_(pes), pes_(std::make_unique<Pe[]>(static_cast<std::size_t>(pes))) {}
 
   // After the operation is issued (or failed partway): counted, it is flushed by the next fence.
+  // A PE out of range (an operation refused before it was issued) counts nothing.
   void issued(int pe, Kind kind) {
+    if (pe < 0 || pe >= n_) return;
     Pe& p = pes_[pe];
     (kind == Kind::Rma ? p.rmaIssued : p.amIssued).fetch_add(1, std::memory_order_release);
   }
@@ -60,6 +67,7 @@ class UcxFenceLedger {
     }
   }
 
+  int n_;
   std::unique_ptr<Pe[]> pes_;
 };
 

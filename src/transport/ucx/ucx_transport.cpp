@@ -15,6 +15,20 @@ struct DiscardedReply {
   const UcxApi* api = nullptr;
 };
 
+// Counts an RMA operation in the fence ledger when it leaves scope: issued, or failed after some of
+// its pieces were (a later fence must flush those too).
+class CountRma {
+ public:
+  CountRma(UcxFenceLedger& ledger, int pe) : ledger_(ledger), pe_(pe) {}
+  ~CountRma() { ledger_.issued(pe_, UcxFenceLedger::Kind::Rma); }
+  CountRma(const CountRma&) = delete;
+  CountRma& operator=(const CountRma&) = delete;
+
+ private:
+  UcxFenceLedger& ledger_;
+  int pe_;
+};
+
 void onDiscardedReply(void* request, ucs_status_t, void* userData) {
   auto* box = static_cast<DiscardedReply*>(userData);
   const UcxApi* api = box->api;
@@ -74,11 +88,11 @@ void UcxTransport::put(const RemoteRef& dst, const void* src, std::size_t bytes)
     return;
   }
   const UcxApi& api = worker_.api();
+  CountRma counted(fences_, dst.pe);  // done here means sent, not landed
   rma(dst, bytes, src, "put", true, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at, std::uint64_t n,
                                        const ucp_request_param_t& p) {
     return api.ucp_put_nbx(ep, static_cast<const char*>(src) + at, n, remote, k, &p);
   });
-  fences_.issued(dst.pe, UcxFenceLedger::Kind::Rma);  // done here means sent, not landed
 }
 
 void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t bytes) {
@@ -87,11 +101,11 @@ void UcxTransport::putNbi(const RemoteRef& dst, const void* src, std::size_t byt
     return;
   }
   const UcxApi& api = worker_.api();
+  CountRma counted(fences_, dst.pe);
   rma(dst, bytes, src, "put_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
     return api.ucp_put_nbx(ep, static_cast<const char*>(src) + at, n, remote, k, &p);
   });
-  fences_.issued(dst.pe, UcxFenceLedger::Kind::Rma);
 }
 
 void UcxTransport::get(void* dst, const RemoteRef& src, std::size_t bytes) {
@@ -113,11 +127,11 @@ void UcxTransport::getNbi(void* dst, const RemoteRef& src, std::size_t bytes) {
     return;
   }
   const UcxApi& api = worker_.api();
+  CountRma counted(fences_, src.pe);
   rma(src, bytes, dst, "get_nbi", false, [&](ucp_ep_h ep, ucp_rkey_h k, std::uint64_t remote, std::uint64_t at,
                                             std::uint64_t n, const ucp_request_param_t& p) {
     return api.ucp_get_nbx(ep, static_cast<char*>(dst) + at, n, remote, k, &p);
   });
-  fences_.issued(src.pe, UcxFenceLedger::Kind::Rma);
 }
 
 void UcxTransport::putSignal(const RemoteRef& dst, const void* src, std::size_t bytes, const RemoteRef& sig,
@@ -150,6 +164,7 @@ void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op
     return;
   }
   fenceTo(sig.pe, true);
+  CountRma counted(fences_, sig.pe);  // an RMA atomic nobody waits for
   auto text = [&] { return describeOp("signal", sig, 8); };
   registry_.forEachPiece(sig.pe, sig.heap, sig.region, sig.offset, 8, "signal",
                          [&](ucp_rkey_h rkey, std::uint64_t remote, std::uint64_t, std::uint64_t) {
@@ -171,7 +186,6 @@ void UcxTransport::signal(const RemoteRef& sig, std::uint64_t value, SignalOp op
     delete box;
     worker_.release(req, sig.pe, text);  // completed at once, or failed (throws)
   });
-  fences_.issued(sig.pe, UcxFenceLedger::Kind::Rma);  // an RMA atomic nobody waits for
 }
 
 void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, const void* operand,
