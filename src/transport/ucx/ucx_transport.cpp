@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <memory>
-#include <utility>
 #include <vector>
 
 namespace axon::ucx {
@@ -229,16 +228,17 @@ void UcxTransport::atomic(AtomicOp op, const RemoteRef& dst, std::size_t width, 
 }
 
 void UcxTransport::fence() {
-  std::vector<std::pair<int, UcxFenceLedger::Mark>> due;
+  std::vector<int> pes;  // those with something not covered, and their marks
+  std::vector<UcxFenceLedger::Mark> marks;
   for (int pe = 0; pe < worker_.setup().nPes; ++pe) {
     const UcxFenceLedger::Mark m = fences_.mark(pe);
-    if (!fences_.covered(pe, m, true)) due.emplace_back(pe, m);
+    if (fences_.covered(pe, m, true)) continue;
+    pes.push_back(pe);
+    marks.push_back(m);
   }
-  if (due.empty()) return;
-  std::vector<int> pes;
-  for (const auto& d : due) pes.push_back(d.first);
+  if (pes.empty()) return;
   worker_.flushTo(pes, "fence");
-  for (const auto& [pe, m] : due) fences_.flushed(pe, m);
+  for (std::size_t i = 0; i < pes.size(); ++i) fences_.flushed(pes[i], marks[i]);
 }
 
 void UcxTransport::fenceTo(int pe, bool activeMessagesToo) {
