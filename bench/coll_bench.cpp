@@ -200,6 +200,15 @@ std::string sideJson(const Measured& m, double bytes, double factor) {
          (m.wrong < 0 ? std::string("null") : std::to_string(m.wrong)) + "}";
 }
 
+// The SMs a GPU kernel of axon's call occupies (", \"blocks\": 64, ..."); nothing for a peer or a
+// path that runs no kernel.
+std::string smsJson(const Explanation* e) {
+  if (!e || e->blocks <= 0) return "";
+  return ", \"blocks\": " + std::to_string(e->blocks) + ", \"threads_per_block\": " +
+         std::to_string(e->threadsPerBlock) + ", \"blocks_per_sm\": " + std::to_string(e->blocksPerSm) +
+         ", \"sms\": " + jsonNumber(e->sms) + ", \"device_sms\": " + std::to_string(e->deviceSms);
+}
+
 }  // namespace
 
 bool isCollectiveTest(const char* name) {
@@ -288,14 +297,16 @@ int runCollectiveBench(int argc, char** argv) {
     const long iters = o.iters > 0 ? o.iters : bytes <= 65536 ? 200 : 20;
     const long warmup = o.warmup >= 0 ? o.warmup : bytes <= 65536 ? 20 : 5;
     const double size = static_cast<double>(s.printed * e);
-    auto report = [&](const char* impl, const std::string& algorithm, const Measured& oop, const Measured& ip) {
+    // `how`: what axon's call ran (its algorithm and the SMs its kernel occupies); null for a peer.
+    auto report = [&](const char* impl, const Explanation* how, const Measured& oop, const Measured& ip) {
       if (me != 0) return;
       const long wrong = std::max(oop.wrong, 0L) + std::max(ip.wrong, 0L);
       wrongTotal += wrong;
       emitLine("{\"type\": \"result\", \"impl\": " + jsonString(impl) + ", \"size\": " + std::to_string(s.printed * e) +
                ", \"count\": " + std::to_string(s.printed) + ", \"dtype\": " + jsonString(dataTypeName(o.type)) +
                ", \"redop\": " + jsonString(reduceOpName(o.op)) + ", \"root\": " + std::to_string(o.root) +
-               ", \"algorithm\": " + jsonString(algorithm) + ", \"time_us\": " + jsonNumber(oop.timeUs) +
+               ", \"algorithm\": " + jsonString(how ? how->algorithm : impl) + smsJson(how) +
+               ", \"time_us\": " + jsonNumber(oop.timeUs) +
                ", \"bw_gbs\": " + jsonNumber(size / (oop.timeUs * 1e3) * factor) + ", \"wrong\": " +
                (o.validate ? std::to_string(wrong) : "null") + ", \"out_of_place\": " + sideJson(oop, size, factor) +
                ", \"in_place\": " + sideJson(ip, size, factor) + "}");
@@ -303,13 +314,14 @@ int runCollectiveBench(int argc, char** argv) {
     {
       Measured oop = measure(o, axonImpl, world, s, false, iters, warmup);
       Measured ip = measure(o, axonImpl, world, s, true, iters, warmup);
-      report("axon", explain(o.coll, world, s.arg, o.type).algorithm, oop, ip);
+      const Explanation how = explain(o.coll, world, s.arg, o.type);
+      report("axon", &how, oop, ip);
     }
     if (nccl) {
       const Impl ncclImpl{nccl.get(), true, stream->get()};
       Measured oop = measure(o, ncclImpl, world, s, false, iters, warmup);
       Measured ip = measure(o, ncclImpl, world, s, true, iters, warmup);
-      report("nccl", "nccl", oop, ip);
+      report("nccl", nullptr, oop, ip);
     }
   }
   nccl.reset();

@@ -125,8 +125,20 @@ struct Explanation {
   std::string reason;     // one sentence: the size, team size and rule (or override) that chose it
   std::size_t chunkBytes; // bytes staged per round through the workspace
   std::size_t rounds;     // flag rounds the call takes
+  // The GPU path ("gpu-p2p") only; 0 on paths that run no kernel. What the call occupies while it
+  // runs: its blocks (one per channel), their threads, how many of them one SM holds at once (the
+  // CUDA occupancy calculator: threads, registers, shared memory), and so how many SMs' worth
+  // (blocks / blocksPerSm) it takes from other kernels, of the GPU's deviceSms.
+  int blocks = 0;
+  int threadsPerBlock = 0;
+  int blocksPerSm = 0;
+  double sms = 0;
+  int deviceSms = 0;
 };
 Explanation explain(Collective c, const Team& team, std::size_t count, DataType type);
 std::string toString(const Explanation& e);
+// The GPU occupancy part of toString: "64 block(s) of 512 threads, 4 to an SM: 16 SM(s) of the
+// GPU's 132" ("no kernel" on paths without one).
+std::string smUseText(const Explanation& e);
 
 }  // namespace axon

@@ -373,6 +373,14 @@ class Explanation:
     chunk_bytes: int
     rounds: int
     text: str
+    # The GPU path only (0 elsewhere): the kernel's blocks and their threads, how many blocks one
+    # SM holds at once (CUDA's occupancy calculator), so the SMs' worth the call occupies
+    # (blocks / blocks_per_sm) of the GPU's device_sms.
+    blocks: int = 0
+    threads_per_block: int = 0
+    blocks_per_sm: int = 0
+    sms: float = 0.0
+    device_sms: int = 0
 
     def __str__(self) -> str:
         return self.text
@@ -391,7 +399,8 @@ def explain(collective: EnumLike, count: int, dtype: DTypeLike = "float32", *,
         code = Collective(collective)
     if count < 0:
         raise InvalidArgumentError(f"axon.explain: count {count} is negative")
-    algo, path, reason, chunk, rounds, text = _axon.explain(int(code), _team(team), int(count),
-                                                            _dtype_code(None, str(np.dtype(dtype))
-                                                                        if dtype != "bfloat16" else dtype, "explain"))
-    return Explanation(code.name.lower(), algo, path, reason, chunk, rounds, text)
+    algo, path, reason, chunk, rounds, text, blocks, threads, per_sm, sms, device_sms = _axon.explain(
+        int(code), _team(team), int(count),
+        _dtype_code(None, str(np.dtype(dtype)) if dtype != "bfloat16" else dtype, "explain"))
+    return Explanation(code.name.lower(), algo, path, reason, chunk, rounds, text, blocks, threads, per_sm, sms,
+                       device_sms)

@@ -95,7 +95,8 @@ void bindCollectives(nb::module_& m) {
   // (algorithm, path, reason, chunk bytes, rounds, one-line text)
   m.def("explain", [](int collective, const Team& t, std::size_t n, int ty) {
     Explanation e = explain(static_cast<Collective>(collective), t, n, type(ty));
-    return std::make_tuple(e.algorithm, e.path, e.reason, e.chunkBytes, e.rounds, toString(e));
+    return std::make_tuple(e.algorithm, e.path, e.reason, e.chunkBytes, e.rounds, toString(e), e.blocks,
+                           e.threadsPerBlock, e.blocksPerSm, e.sms, e.deviceSms);
   });
 }
 

@@ -2,6 +2,7 @@
 // (coll/team_collectives.hpp) runs, enqueues or explains the call.
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -147,15 +148,32 @@ Explanation explain(Collective c, const Team& team, std::size_t count, DataType 
   }
   // The host path's plan; the team's path names itself and may put its own plan in its place.
   const coll::Plan plan = coll::hostPlan(rt, c, count, type, static_cast<int>(state.members.size()));
-  Explanation e{c, coll::algoName(plan.algo), "", plan.reason, plan.chunkElems * dataTypeSize(type), plan.rounds};
+  Explanation e{};
+  e.collective = c;
+  e.algorithm = coll::algoName(plan.algo);
+  e.reason = plan.reason;
+  e.chunkBytes = plan.chunkElems * dataTypeSize(type);
+  e.rounds = plan.rounds;
   if (state.collectives) state.collectives->explain(e, count, type);
   else coll::explainHostShm(rt, state, e);  // a copy of a destroyed team's handle
   return e;
 }
 
 std::string toString(const Explanation& e) {
-  return std::string(collectiveName(e.collective)) + ": " + e.algorithm + " over " + e.path + ", " +
-         std::to_string(e.rounds) + " rounds of up to " + std::to_string(e.chunkBytes) + " B; " + e.reason;
+  std::string s = std::string(collectiveName(e.collective)) + ": " + e.algorithm + " over " + e.path + ", " +
+                  std::to_string(e.rounds) + " rounds of up to " + std::to_string(e.chunkBytes) + " B; " + e.reason;
+  if (e.blocks > 0) s += "; " + smUseText(e);
+  return s;
+}
+
+std::string smUseText(const Explanation& e) {
+  if (e.blocks <= 0) return "no kernel";
+  char sms[32];
+  std::snprintf(sms, sizeof sms, "%.3g", e.sms);
+  std::string s = std::to_string(e.blocks) + " block(s) of " + std::to_string(e.threadsPerBlock) + " threads";
+  if (e.blocksPerSm > 0) s += ", " + std::to_string(e.blocksPerSm) + " to an SM: " + sms + " SM(s)";
+  if (e.deviceSms > 0) s += " of the GPU's " + std::to_string(e.deviceSms);
+  return s;
 }
 
 }  // namespace axon

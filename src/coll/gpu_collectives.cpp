@@ -40,6 +40,18 @@ class GpuCollectives final : public TeamCollectives {
                "device memory";
     e.chunkBytes = gp.chunkBytes;
     e.rounds = gp.rounds;
+    // The kernel the call would launch (a reduction's op does not change its occupancy: Sum).
+    kernels::CollLaunch launch{};
+    launch.record.collective = static_cast<unsigned>(e.collective);
+    launch.record.dtype = static_cast<unsigned>(type);
+    launch.record.op = static_cast<unsigned>(ReduceOp::Sum);
+    launch.threads = gp.threads;
+    const kernels::CollOccupancy o = ws_->occupancy(launch);
+    e.blocks = gp.channels;
+    e.threadsPerBlock = gp.threads;
+    e.blocksPerSm = o.blocksPerSm;
+    e.sms = o.blocksPerSm > 0 ? static_cast<double>(gp.channels) / o.blocksPerSm : 0;
+    e.deviceSms = o.deviceSms;
   }
 
   // finalize and a team's destroy synchronize this PE's GPU first, so none of its stream work is

@@ -43,6 +43,8 @@ class GpuTeamWorkspace {
   virtual void enqueue(const kernels::CollLaunch& launch, void* stream) = 0;
   // Runs a collective on the workspace's own stream and waits for it.
   virtual void run(const kernels::CollLaunch& launch) = 0;
+  // What an SM holds of `launch`'s kernel, and the GPU's SMs (explain()).
+  virtual kernels::CollOccupancy occupancy(const kernels::CollLaunch& launch) const = 0;
   // The bound of the kernels' waits from the next launch on (the team's timeout, in ns).
   virtual void setTimeoutNs(unsigned long long ns) = 0;
   // Device memory for blocking calls on host buffers: buffer `which` (0 or 1), grown on demand.

@@ -39,6 +39,11 @@ class CollWorkspace final : public GpuTeamWorkspace {
     cuCheck(cu_.cuStreamSynchronize(stream_), "waiting for a collective kernel");
   }
 
+  kernels::CollOccupancy occupancy(const kernels::CollLaunch& launch) const override {
+    makeCurrent();
+    return kernels::collOccupancy(launch);
+  }
+
   void* scratch(int which, std::size_t bytes) override {
     makeCurrent();
     Scratch& s = scratch_[which];

@@ -106,6 +106,23 @@ void raiseCollError(void* stream, const device::CollHandle& h, const device::Col
   }
 }
 
+CollOccupancy collOccupancy(const CollLaunch& launch) {
+  KernelFn fn = kernelFor(launch);
+  if (!fn) throw Error(ErrorCode::Internal, "no collective kernel for this type and op");
+  auto check = [](cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+      throw Error(ErrorCode::Cuda, std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+  };
+  CollOccupancy o{};
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&o.deviceSms, cudaDevAttrMultiProcessorCount, device), "reading the GPU's SM count");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.blocksPerSm, fn, launch.threads, 0),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor (a collective kernel)");
+  return o;
+}
+
 void warmUpCollectives() {
   cudaFuncAttributes attr;
   cudaFuncGetAttributes(&attr, copyKernel);

@@ -28,6 +28,14 @@ void collective(void* stream, const device::CollHandle& h, const CollLaunch& lau
 // Enqueues one thread that publishes `e` as the team's kernels publish what they meet: into this
 // PE's report (h.error) and every member's abort area, where their kernels' waits look.
 void raiseCollError(void* stream, const device::CollHandle& h, const device::CollError& e);
+// What one SM holds of the kernel `launch` runs (record.collective, dtype and op pick it; threads
+// per block as launched) and the current device's SMs: the CUDA occupancy calculator's answer,
+// for explain(). Throws Error(Cuda) if CUDA cannot say.
+struct CollOccupancy {
+  int blocksPerSm;
+  int deviceSms;
+};
+CollOccupancy collOccupancy(const CollLaunch& launch);
 // Loads the collective kernels now: a first launch may not happen inside a CUDA graph capture.
 void warmUpCollectives();
 

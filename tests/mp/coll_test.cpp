@@ -367,6 +367,11 @@ TEST(Collectives, ExplainMatchesTheCall) {
   EXPECT_EQ(e.path, np() == 1 ? "local" : nodes ? "hierarchical" : "host-shm");
   EXPECT_NE(axon::toString(e).find("allreduce"), std::string::npos);
   EXPECT_NE(e.reason.find("64 B"), std::string::npos) << e.reason;
+  // The host paths run no kernel: no SMs to report.
+  EXPECT_EQ(e.blocks, 0);
+  EXPECT_EQ(e.sms, 0.0);
+  EXPECT_EQ(axon::toString(e).find("block(s)"), std::string::npos) << axon::toString(e);
+  EXPECT_EQ(axon::smUseText(e), "no kernel");
   if (nodes) {
     EXPECT_NE(e.reason.find("recursive doubling"), std::string::npos) << e.reason;
     EXPECT_NE(e.reason.find("over ucx"), std::string::npos) << e.reason;

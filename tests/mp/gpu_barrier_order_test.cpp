@@ -31,6 +31,7 @@ class RecordingWorkspace final : public axon::GpuTeamWorkspace {
   const axon::device::CollHandle& handle() const override { return handle_; }
   void enqueue(const axon::kernels::CollLaunch&, void*) override { unused(); }
   void run(const axon::kernels::CollLaunch&) override { unused(); }
+  axon::kernels::CollOccupancy occupancy(const axon::kernels::CollLaunch&) const override { unused(); }
   void setTimeoutNs(unsigned long long ns) override { handle_.timeoutNs = ns; }
   void* scratch(int, std::size_t) override { unused(); }
   void copy(void*, const void*, std::size_t) override { unused(); }

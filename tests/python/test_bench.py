@@ -479,6 +479,18 @@ def test_collective_table_with_nccl_prints_both_and_the_ratio():
     assert any(x.split() == ["8", "2.50x", "2.00x"] for x in lines), lines
 
 
+def test_collective_row_says_what_the_kernel_occupies():
+    side = {"time_us": 4.0, "algbw_gbs": 1.0, "busbw_gbs": 1.0, "wrong": 0}
+    row = {"impl": "axon", "size": 1 << 20, "count": 1 << 18, "dtype": "float32", "redop": "sum", "root": 0,
+           "algorithm": "twoshot", "out_of_place": side, "in_place": side, "blocks": 64,
+           "threads_per_block": 512, "blocks_per_sm": 4, "sms": 16.0, "device_sms": 132}
+    assert bench.table_lines("allreduce", None, [row])[5].split()[13:] == \
+        ["twoshot", "16", "SMs", "=", "64", "blocks", "x", "512", "/", "4", "an", "SM"]
+    # The host paths and the peers run no kernel of axon's: nothing after the algorithm.
+    host = {k: v for k, v in row.items() if k not in ("blocks", "threads_per_block", "blocks_per_sm", "sms")}
+    assert bench.table_lines("allreduce", None, [host])[5].split()[13:] == ["twoshot"]
+
+
 def test_collective_table_with_pytorch_shows_missing_forms_as_dashes():
     header = {"pes": 4, "backend": "gpu", "placement": "D", "validate": True}
     side = lambda t: {"time_us": t, "algbw_gbs": 1.0, "busbw_gbs": 1.5, "wrong": 0}

@@ -72,6 +72,7 @@ def test_world_of_one(single_pe):
     assert np.array_equal(axon.alltoall(x), x)
     e = axon.explain("allreduce", 1 << 20, "float32")
     assert e.path == "local" and e.algorithm == "local" and "allreduce" in str(e)
+    assert (e.blocks, e.sms, e.device_sms) == (0, 0.0, 0)  # no kernel on this path
     axon.barrier()
 
 

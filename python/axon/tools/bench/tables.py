@@ -112,7 +112,16 @@ def collective_row(r: dict) -> str:
 
     return (f"{r.get('size', '?'):>12}{r.get('count', '?'):>14}{r.get('dtype', '?'):>10}{r.get('redop', '?'):>8}"
             f"{r.get('root', '?'):>8}{side(r.get('out_of_place', {}))}{side(r.get('in_place', {}))}"
-            f"  {r.get('algorithm', '?')}")
+            f"  {r.get('algorithm', '?')}{sm_use(r)}")
+
+
+def sm_use(r: dict) -> str:
+    """What a GPU kernel of the call occupies ("  16 SMs = 64 blocks x 512 / 4 an SM"); '' for
+    rows without one (host paths, peers)."""
+    if not r.get("blocks"):
+        return ""
+    return (f"  {float(r.get('sms') or 0):.3g} SMs = {r['blocks']} blocks x {r.get('threads_per_block', '?')}"
+            f" / {r.get('blocks_per_sm', '?')} an SM")
 
 
 def _one_collective_table(test: str, header: dict | None, results: list[dict], impl: str) -> list[str]:
