@@ -1,0 +1,198 @@
+"""How much a collective running beside a GEMM slows it, through axon and through NCCL.
+
+    axon run -n 4 python bench/gemm_overlap.py [--sizes 64M,512M] [--gemm 8192] [--json out.json]
+
+Each rank runs bfloat16 matmuls (--gemm N: N x N by N x N, torch.matmul) on one CUDA stream while
+a collective loops on another, as a training step overlaps its gradient allreduce with the next
+layer's compute. Per collective, size and library:
+
+* alone: the GEMMs by themselves, and the collective calls by themselves;
+* together: both started at once (a short sleep kernel holds both streams while the host queues
+  every call, then releases them together), each timed by CUDA events on its own stream.
+
+The collective loop gets as many calls as last about as long as the GEMMs alone, so the two run
+side by side for most of the time. GEMM slowdown = its time together / alone (1.00: not slowed);
+collective slowdown likewise. axon's calls run on its symmetric heap (axon.empty(device="gpu"),
+the buffers `axon bench -d D D` uses), NCCL's on torch tensors, float32 both (as nccl-tests'), both through
+their stream-ordered calls; the SMs column is what axon.explain() says axon's kernel occupies.
+Best of --reps rounds, the libraries alternating. Rank 0 prints the table; --json writes it.
+Set NCCL_NVLS_ENABLE=0 where multicast must stay off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import torch
+import torch.distributed as dist
+
+import axon
+import axon.torch  # noqa: F401  (registers "axon": its store also serves NCCL's group)
+from axon.tools.bench.sizes import parse_size, size_label
+from axon.tools.cli_parser import UsageError
+
+COLLS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall")
+
+
+class Library:
+    """One library's stream-ordered call of `coll` on `nbytes` (a rank's largest buffer)."""
+
+    def __init__(self, name: str, coll: str, nbytes: int, n: int, dev: torch.device, nccl):
+        count = max(nbytes // 4, n)
+        count -= count % n
+        self.name, self.coll, self.n = name, coll, n
+        if name == "axon":
+            self.src = axon.empty(count, "float32", device="gpu")
+            self.dst = axon.empty(count, "float32", device="gpu")
+            torch.from_dlpack(self.src).fill_(1)
+        else:
+            self.src = torch.ones(count, dtype=torch.float32, device=dev)
+            self.dst = torch.empty_like(self.src)
+        self.nccl = nccl
+
+    def call(self, stream: torch.cuda.Stream) -> None:
+        c, n = self.coll, self.n
+        if self.name == "axon":
+            part = self.src[:self.src.shape[0] // n] if c == "allgather" else self.src
+            out = self.dst[:self.dst.shape[0] // n] if c == "reduce_scatter" else self.dst
+            fn = {"allreduce": axon.allreduce_on_stream, "allgather": axon.allgather_on_stream,
+                  "reduce_scatter": axon.reduce_scatter_on_stream, "broadcast": axon.broadcast_on_stream,
+                  "alltoall": axon.alltoall_on_stream}[c]
+            fn(part, out, stream=stream)
+            return
+        g = self.nccl
+        with torch.cuda.stream(stream):
+            if c == "allreduce":
+                dist.all_reduce(self.src, group=g)
+            elif c == "allgather":
+                dist.all_gather_into_tensor(self.dst, self.src[:self.src.numel() // n], group=g)
+            elif c == "reduce_scatter":
+                dist.reduce_scatter_tensor(self.dst[:self.dst.numel() // n], self.src, group=g)
+            elif c == "broadcast":
+                dist.broadcast(self.src, src=0, group=g)
+            else:
+                dist.all_to_all_single(self.dst, self.src, group=g)
+
+    def release(self) -> None:
+        if self.name == "axon":
+            axon.free(self.src)
+            axon.free(self.dst)
+
+
+class Overlap:
+    def __init__(self, gemm: int, gemm_calls: int, dev: torch.device):
+        self.a = torch.randn(gemm, gemm, dtype=torch.bfloat16, device=dev)
+        self.b = torch.randn(gemm, gemm, dtype=torch.bfloat16, device=dev)
+        self.c = torch.empty_like(self.a)
+        self.gemm_calls = gemm_calls
+        self.compute = torch.cuda.Stream(dev)
+        self.comm = torch.cuda.Stream(dev)
+        self.gate = torch.cuda.Stream(dev)
+
+    def run(self, lib: Library | None, calls: int, gemms: bool) -> tuple[float, float]:
+        """(GEMM ms, collective ms) of `calls` collectives beside the GEMMs (or without them)."""
+        torch.cuda.synchronize()
+        go = torch.cuda.Event()
+        with torch.cuda.stream(self.gate):
+            torch.cuda._sleep(50_000_000)  # about 25 ms: time for the host to queue every call
+            go.record(self.gate)
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        self.compute.wait_event(go)
+        self.comm.wait_event(go)
+        ev[0].record(self.compute)
+        if gemms:
+            with torch.cuda.stream(self.compute):
+                for _ in range(self.gemm_calls):
+                    torch.matmul(self.a, self.b, out=self.c)
+        ev[1].record(self.compute)
+        ev[2].record(self.comm)
+        for _ in range(calls):
+            lib.call(self.comm)
+        ev[3].record(self.comm)
+        torch.cuda.synchronize()
+        return ev[0].elapsed_time(ev[1]), ev[2].elapsed_time(ev[3])
+
+
+def slowest(x: float, dev: torch.device, group) -> float:
+    t = torch.tensor([x], device=dev)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
+    return float(t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="64M,512M", help="a rank's largest buffer, comma-separated (default 64M,512M)")
+    ap.add_argument("--colls", default="allreduce,allgather,reduce_scatter",
+                    help="comma-separated subset of " + ", ".join(COLLS))
+    ap.add_argument("--gemm", type=int, default=8192, help="matrix side of the bfloat16 GEMM (default 8192)")
+    ap.add_argument("--gemm-calls", type=int, default=40, help="GEMMs per measurement (default 40)")
+    ap.add_argument("--reps", type=int, default=3, help="rounds, best kept (default 3)")
+    ap.add_argument("--json", help="write the results here (rank 0)")
+    args = ap.parse_args()
+    colls = [c for c in args.colls.split(",") if c]
+    if sorted(set(colls) - set(COLLS)):
+        ap.error(f"unknown collectives {sorted(set(colls) - set(COLLS))}; choose from {', '.join(COLLS)}")
+    try:
+        sizes = [parse_size(s, "--sizes") for s in args.sizes.split(",") if s]
+    except UsageError as e:
+        ap.error(str(e))
+    if args.gemm < 1 or args.gemm_calls < 1 or args.reps < 1:
+        ap.error("--gemm, --gemm-calls and --reps must be at least 1")
+
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("axon")
+    rank, n = dist.get_rank(), dist.get_world_size()
+    nccl = dist.new_group(backend="nccl")
+    ov = Overlap(args.gemm, args.gemm_calls, dev)
+    gemm_alone = min(ov.run(None, 0, True)[0] for _ in range(args.reps + 1))  # the first warms up
+    tflops = 2 * args.gemm ** 3 * args.gemm_calls / (gemm_alone * 1e-3) / 1e12
+    if rank == 0:
+        print(f"# {n} ranks, {torch.cuda.get_device_name(dev)}; GEMM {args.gemm}^3 bfloat16 x {args.gemm_calls}: "
+              f"{gemm_alone:.2f} ms alone ({tflops:.0f} TFLOP/s)", flush=True)
+        print(f"# {'collective':15s}{'size':>8s} {'library':>8s}{'call alone':>12s}{'GEMM slowed':>13s}"
+              f"{'call slowed':>13s}  axon's SMs", flush=True)
+    rows = []
+    for coll in colls:
+        for nbytes in sizes:
+            libs = [Library(name, coll, nbytes, n, dev, nccl) for name in ("axon", "nccl")]
+            best = {lib.name: [float("inf")] * 3 for lib in libs}
+            for lib in libs:  # warm-up, and the calls that fill the GEMMs' time
+                ov.run(lib, 3, False)
+            per_call = {lib.name: slowest(ov.run(lib, 10, False)[1] / 10, dev, nccl) for lib in libs}
+            for _ in range(args.reps):
+                for lib in libs:
+                    calls = max(1, round(gemm_alone / per_call[lib.name]))
+                    alone = slowest(ov.run(lib, calls, False)[1], dev, nccl)
+                    g, c = ov.run(lib, calls, True)
+                    g, c = slowest(g, dev, nccl), slowest(c, dev, nccl)
+                    b = best[lib.name]
+                    best[lib.name] = [min(b[0], alone / calls), min(b[1], g / gemm_alone), min(b[2], c / alone)]
+            # explain() counts a member's block for these three, the whole buffer for the others.
+            per_member = coll in ("allgather", "reduce_scatter", "alltoall")
+            sm = axon.explain(coll, libs[0].src.shape[0] // (n if per_member else 1), "float32")
+            for lib in libs:
+                b = best[lib.name]
+                row = {"collective": coll, "bytes": nbytes, "library": lib.name, "call_ms": b[0],
+                       "gemm_slowdown": b[1], "call_slowdown": b[2]}
+                if lib.name == "axon":
+                    row.update(sms=sm.sms, blocks=sm.blocks, threads_per_block=sm.threads_per_block)
+                rows.append(row)
+                if rank == 0:
+                    sms = f"  {sm.sms:.3g} ({sm.blocks} x {sm.threads_per_block} threads)" if lib.name == "axon" else ""
+                    print(f"  {coll:15s}{size_label(nbytes):>8s} {lib.name:>8s}{b[0]:10.3f}ms{b[1]:12.3f}x"
+                          f"{b[2]:12.3f}x{sms}", flush=True)
+            for lib in libs:
+                lib.release()
+    if rank == 0 and args.json:
+        with open(args.json, "w") as f:
+            json.dump({"ranks": n, "device": torch.cuda.get_device_name(dev), "gemm": args.gemm,
+                       "gemm_ms_alone": gemm_alone, "gemm_tflops": tflops, "rows": rows}, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
