@@ -7,8 +7,8 @@ a collective loops on another, as a training step overlaps its gradient allreduc
 layer's compute. Per collective, size and library:
 
 * alone: the GEMMs by themselves, and the collective calls by themselves;
-* together: both started at once (a short sleep kernel holds both streams while the host queues
-  every call, then releases them together), each timed by CUDA events on its own stream.
+* together: the host queues GEMMs and calls interleaved in proportion, a few of each in flight
+  (as a training loop does), each timed by CUDA events on its own stream.
 
 The collective loop gets as many calls as last about as long as the GEMMs alone, so the two run
 side by side for most of the time. GEMM slowdown = its time together / alone (1.00: not slowed);
@@ -22,6 +22,7 @@ Set NCCL_NVLS_ENABLE=0 where multicast must stay off.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 
@@ -88,28 +89,38 @@ class Overlap:
         self.c = torch.empty_like(self.a)
         self.gemm_calls = gemm_calls
         self.compute = torch.cuda.Stream(dev)
-        self.comm = torch.cuda.Stream(dev)
-        self.gate = torch.cuda.Stream(dev)
+        # High priority, as frameworks give their communication: a call's blocks are scheduled
+        # before the GEMM's as SMs come free.
+        self.comm = torch.cuda.Stream(dev, priority=-1)
 
     def run(self, lib: Library | None, calls: int, gemms: bool) -> tuple[float, float]:
-        """(GEMM ms, collective ms) of `calls` collectives beside the GEMMs (or without them)."""
+        """(GEMM ms, collective ms) of `calls` collectives beside the GEMMs (or without them).
+
+        The host queues GEMMs and calls interleaved, in proportion, as a training step does, and
+        keeps at most a few of each in flight (it waits for the oldest): a deep queue of both
+        released at once (a gate on the streams) stalled NCCL and axon alike on the H200s.
+        """
         torch.cuda.synchronize()
-        go = torch.cuda.Event()
-        with torch.cuda.stream(self.gate):
-            torch.cuda._sleep(50_000_000)  # about 25 ms: time for the host to queue every call
-            go.record(self.gate)
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-        self.compute.wait_event(go)
-        self.comm.wait_event(go)
         ev[0].record(self.compute)
-        if gemms:
-            with torch.cuda.stream(self.compute):
-                for _ in range(self.gemm_calls):
-                    torch.matmul(self.a, self.b, out=self.c)
-        ev[1].record(self.compute)
         ev[2].record(self.comm)
-        for _ in range(calls):
-            lib.call(self.comm)
+        gemm_count = self.gemm_calls if gemms else 0
+        order = sorted([(j / gemm_count, 0) for j in range(gemm_count)] + [(k / calls, 1) for k in range(calls)])
+        in_flight: dict[int, list[torch.cuda.Event]] = {0: [], 1: []}
+        for _, which in order:
+            if which == 0:
+                with torch.cuda.stream(self.compute):
+                    torch.matmul(self.a, self.b, out=self.c)
+                stream, depth = self.compute, 2
+            else:
+                lib.call(self.comm)
+                stream, depth = self.comm, 4
+            done = torch.cuda.Event()
+            done.record(stream)
+            in_flight[which].append(done)
+            if len(in_flight[which]) > depth:
+                in_flight[which].pop(0).synchronize()
+        ev[1].record(self.compute)
         ev[3].record(self.comm)
         torch.cuda.synchronize()
         return ev[0].elapsed_time(ev[1]), ev[2].elapsed_time(ev[3])
@@ -126,11 +137,18 @@ def main() -> None:
     ap.add_argument("--sizes", default="64M,512M", help="a rank's largest buffer, comma-separated (default 64M,512M)")
     ap.add_argument("--colls", default="allreduce,allgather,reduce_scatter",
                     help="comma-separated subset of " + ", ".join(COLLS))
+    ap.add_argument("--libs", default="axon,nccl", help="libraries, in the order each round runs them (default axon,nccl)")
     ap.add_argument("--gemm", type=int, default=8192, help="matrix side of the bfloat16 GEMM (default 8192)")
     ap.add_argument("--gemm-calls", type=int, default=40, help="GEMMs per measurement (default 40)")
+    ap.add_argument("--carveout", type=int, default=32,
+                    help="SMs the GEMM leaves free (cuBLASLt's SM count target, through torch); default 32")
     ap.add_argument("--reps", type=int, default=3, help="rounds, best kept (default 3)")
     ap.add_argument("--json", help="write the results here (rank 0)")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds after which each rank prints its Python stacks and exits (default 300; 0: never)")
     args = ap.parse_args()
+    if args.timeout > 0:
+        faulthandler.dump_traceback_later(args.timeout, exit=True)
     colls = [c for c in args.colls.split(",") if c]
     if sorted(set(colls) - set(COLLS)):
         ap.error(f"unknown collectives {sorted(set(colls) - set(COLLS))}; choose from {', '.join(COLLS)}")
@@ -138,6 +156,9 @@ def main() -> None:
         sizes = [parse_size(s, "--sizes") for s in args.sizes.split(",") if s]
     except UsageError as e:
         ap.error(str(e))
+    names = [x for x in args.libs.split(",") if x]
+    if not names or sorted(set(names) - {"axon", "nccl"}) or len(set(names)) != len(names):
+        ap.error(f"--libs {args.libs!r}: name axon and/or nccl, each once")
     if args.gemm < 1 or args.gemm_calls < 1 or args.reps < 1:
         ap.error("--gemm, --gemm-calls and --reps must be at least 1")
 
@@ -147,18 +168,27 @@ def main() -> None:
     dist.init_process_group("axon")
     rank, n = dist.get_rank(), dist.get_world_size()
     nccl = dist.new_group(backend="nccl")
+    # A persistent GEMM takes every SM and its blocks wait for one another: a collective whose blocks
+    # hold some SMs while waiting for a peer's then stalls both (NCCL and axon alike, on 4 H200s).
+    # Frameworks that overlap the two leave SMs to the communication, as here.
+    if args.carveout:
+        if not hasattr(torch._C, "_set_sm_carveout_experimental"):
+            ap.error("--carveout needs torch._C._set_sm_carveout_experimental (torch 2.6 or later); pass --carveout 0")
+        torch.backends.cuda.preferred_blas_library("cublaslt")
+        torch._C._set_sm_carveout_experimental(args.carveout)
     ov = Overlap(args.gemm, args.gemm_calls, dev)
-    gemm_alone = min(ov.run(None, 0, True)[0] for _ in range(args.reps + 1))  # the first warms up
+    # The first warms up. The slowest rank's time: every rank must make the same number of calls.
+    gemm_alone = slowest(min(ov.run(None, 0, True)[0] for _ in range(args.reps + 1)), dev, nccl)
     tflops = 2 * args.gemm ** 3 * args.gemm_calls / (gemm_alone * 1e-3) / 1e12
     if rank == 0:
-        print(f"# {n} ranks, {torch.cuda.get_device_name(dev)}; GEMM {args.gemm}^3 bfloat16 x {args.gemm_calls}: "
-              f"{gemm_alone:.2f} ms alone ({tflops:.0f} TFLOP/s)", flush=True)
+        print(f"# {n} ranks, {torch.cuda.get_device_name(dev)}; GEMM {args.gemm}^3 bfloat16 x {args.gemm_calls}, "
+              f"{args.carveout} SMs left free: {gemm_alone:.2f} ms alone ({tflops:.0f} TFLOP/s)", flush=True)
         print(f"# {'collective':15s}{'size':>8s} {'library':>8s}{'call alone':>12s}{'GEMM slowed':>13s}"
               f"{'call slowed':>13s}  axon's SMs", flush=True)
     rows = []
     for coll in colls:
         for nbytes in sizes:
-            libs = [Library(name, coll, nbytes, n, dev, nccl) for name in ("axon", "nccl")]
+            libs = [Library(name, coll, nbytes, n, dev, nccl) for name in names]
             best = {lib.name: [float("inf")] * 3 for lib in libs}
             for lib in libs:  # warm-up, and the calls that fill the GEMMs' time
                 ov.run(lib, 3, False)
@@ -173,7 +203,7 @@ def main() -> None:
                     best[lib.name] = [min(b[0], alone / calls), min(b[1], g / gemm_alone), min(b[2], c / alone)]
             # explain() counts a member's block for these three, the whole buffer for the others.
             per_member = coll in ("allgather", "reduce_scatter", "alltoall")
-            sm = axon.explain(coll, libs[0].src.shape[0] // (n if per_member else 1), "float32")
+            sm = axon.explain(coll, max(nbytes // 4, n) // (n if per_member else 1), "float32")
             for lib in libs:
                 b = best[lib.name]
                 row = {"collective": coll, "bytes": nbytes, "library": lib.name, "call_ms": b[0],
@@ -189,7 +219,7 @@ def main() -> None:
                 lib.release()
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
-            json.dump({"ranks": n, "device": torch.cuda.get_device_name(dev), "gemm": args.gemm,
+            json.dump({"ranks": n, "device": torch.cuda.get_device_name(dev), "gemm": args.gemm, "carveout": args.carveout,
                        "gemm_ms_alone": gemm_alone, "gemm_tflops": tflops, "rows": rows}, f, indent=1)
     dist.destroy_process_group()
 
