@@ -13,10 +13,10 @@ layer's compute. Per collective, size and library:
 The collective loop gets as many calls as last about as long as the GEMMs alone, so the two run
 side by side for most of the time. GEMM slowdown = its time together / alone (1.00: not slowed);
 collective slowdown likewise. axon's calls run on its symmetric heap (axon.empty(device="gpu"),
-the buffers `axon bench -d D D` uses), NCCL's on torch tensors, float32 both (as nccl-tests'), both through
-their stream-ordered calls; the SMs column is what axon.explain() says axon's kernel occupies.
-Best of --reps rounds, the libraries alternating. Rank 0 prints the table; --json writes it.
-Set NCCL_NVLS_ENABLE=0 where multicast must stay off.
+the buffers `axon bench -d D D` uses), NCCL's on torch tensors (as nccl-tests'), float32 both,
+each through its stream-ordered calls; the SMs column is what axon.explain() says axon's kernel
+occupies. The GEMMs leave --carveout SMs free. Best of --reps rounds, the libraries alternating.
+Rank 0 prints the table; --json writes it. Set NCCL_NVLS_ENABLE=0 where multicast must stay off.
 """
 
 from __future__ import annotations
@@ -97,8 +97,7 @@ class Overlap:
         """(GEMM ms, collective ms) of `calls` collectives beside the GEMMs (or without them).
 
         The host queues GEMMs and calls interleaved, in proportion, as a training step does, and
-        keeps at most a few of each in flight (it waits for the oldest): a deep queue of both
-        released at once (a gate on the streams) stalled NCCL and axon alike on the H200s.
+        keeps at most a few of each in flight (it waits for the oldest).
         """
         torch.cuda.synchronize()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
@@ -168,9 +167,8 @@ def main() -> None:
     dist.init_process_group("axon")
     rank, n = dist.get_rank(), dist.get_world_size()
     nccl = dist.new_group(backend="nccl")
-    # A persistent GEMM takes every SM and its blocks wait for one another: a collective whose blocks
-    # hold some SMs while waiting for a peer's then stalls both (NCCL and axon alike, on 4 H200s).
-    # Frameworks that overlap the two leave SMs to the communication, as here.
+    # Frameworks that overlap the two leave SMs to the communication (cuBLASLt's SM count target),
+    # so that the GEMM's blocks do not hold every SM while a collective's wait for theirs.
     if args.carveout:
         if not hasattr(torch._C, "_set_sm_carveout_experimental"):
             ap.error("--carveout needs torch._C._set_sm_carveout_experimental (torch 2.6 or later); pass --carveout 0")
