@@ -24,15 +24,14 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
-import os
 
 import torch
 import torch.distributed as dist
 
 import axon
-import axon.torch  # noqa: F401  (registers "axon": its store also serves NCCL's group)
 from axon.tools.bench.sizes import parse_size, size_label
 from axon.tools.cli_parser import UsageError
+from torch_groups import axon_and_nccl  # bench/, beside this script
 
 COLLS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall")
 
@@ -161,12 +160,7 @@ def main() -> None:
     if args.gemm < 1 or args.gemm_calls < 1 or args.reps < 1:
         ap.error("--gemm, --gemm-calls and --reps must be at least 1")
 
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    dev = torch.device("cuda", local)
-    dist.init_process_group("axon")
-    rank, n = dist.get_rank(), dist.get_world_size()
-    nccl = dist.new_group(backend="nccl")
+    dev, rank, n, nccl = axon_and_nccl()
     # Frameworks that overlap the two leave SMs to the communication (cuBLASLt's SM count target),
     # so that the GEMM's blocks do not hold every SM while a collective's wait for theirs.
     if args.carveout:

@@ -20,15 +20,14 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import time
 
 import torch
 import torch.distributed as dist
 
-import axon.torch  # noqa: F401  (registers "axon")
 from axon.tools.bench.sizes import parse_size, size_label
 from axon.tools.cli_parser import UsageError
+from torch_groups import axon_and_nccl  # bench/, beside this script
 
 COLLS = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "all_to_all_single")
 
@@ -157,12 +156,7 @@ def main() -> None:
         sizes.append(s)
         s *= args.factor
 
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    dev = torch.device("cuda", local)
-    dist.init_process_group("axon")
-    rank, n = dist.get_rank(), dist.get_world_size()
-    nccl = dist.new_group(backend="nccl")
+    dev, rank, n, nccl = axon_and_nccl()
     sweep = Sweep(nccl, n, dev)
     rows = []
     for coll in colls:
@@ -179,7 +173,7 @@ def main() -> None:
         ddp = {"axon": 0.0, "nccl": 0.0}
         for _ in range(args.reps):
             for name, group in (("axon", None), ("nccl", nccl)):
-                sps, params = ddp_steps_per_second(group, dev, local, args.ddp_steps, rank)
+                sps, params = ddp_steps_per_second(group, dev, dev.index, args.ddp_steps, rank)
                 gc.collect()  # the round's model, DDP and optimizer, before the next round allocates its own
                 torch.cuda.empty_cache()
                 ddp[name] = max(ddp[name], sps)
