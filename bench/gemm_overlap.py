@@ -42,7 +42,7 @@ class Library:
     def __init__(self, name: str, coll: str, nbytes: int, n: int, dev: torch.device, nccl):
         count = max(nbytes // 4, n)
         count -= count % n
-        self.name, self.coll, self.n = name, coll, n
+        self.name, self.coll, self.n, self.count = name, coll, n, count
         if name == "axon":
             self.src = axon.empty(count, "float32", device="gpu")
             self.dst = axon.empty(count, "float32", device="gpu")
@@ -124,7 +124,10 @@ class Overlap:
         return ev[0].elapsed_time(ev[1]), ev[2].elapsed_time(ev[3])
 
 
-def slowest(x: float, dev: torch.device, group) -> float:
+def slowest(x: float, dev: torch.device, group, stall_after: float = 0) -> float:
+    """The slowest rank's `x`. Each measurement ends here: the stall deadline starts again."""
+    if stall_after > 0:
+        faulthandler.dump_traceback_later(stall_after, exit=True)
     t = torch.tensor([x], device=dev)
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
     return float(t)
@@ -143,7 +146,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="rounds, best kept (default 3)")
     ap.add_argument("--json", help="write the results here (rank 0)")
     ap.add_argument("--timeout", type=float, default=300,
-                    help="seconds after which each rank prints its Python stacks and exits (default 300; 0: never)")
+                    help="seconds one measurement may take before each rank prints its Python stacks and exits "
+                         "(default 300; 0: never)")
     args = ap.parse_args()
     if args.timeout > 0:
         faulthandler.dump_traceback_later(args.timeout, exit=True)
@@ -162,7 +166,7 @@ def main() -> None:
 
     dev, rank, n, nccl = axon_and_nccl()
     # Frameworks that overlap the two leave SMs to the communication (cuBLASLt's SM count target),
-    # so that the GEMM's blocks do not hold every SM while a collective's wait for theirs.
+    # so that the GEMM's blocks do not hold every SM while a collective's blocks wait for theirs.
     if args.carveout:
         if not hasattr(torch._C, "_set_sm_carveout_experimental"):
             ap.error("--carveout needs torch._C._set_sm_carveout_experimental (torch 2.6 or later); pass --carveout 0")
@@ -170,7 +174,7 @@ def main() -> None:
         torch._C._set_sm_carveout_experimental(args.carveout)
     ov = Overlap(args.gemm, args.gemm_calls, dev)
     # The first warms up. The slowest rank's time: every rank must make the same number of calls.
-    gemm_alone = slowest(min(ov.run(None, 0, True)[0] for _ in range(args.reps + 1)), dev, nccl)
+    gemm_alone = slowest(min(ov.run(None, 0, True)[0] for _ in range(args.reps + 1)), dev, nccl, args.timeout)
     tflops = 2 * args.gemm ** 3 * args.gemm_calls / (gemm_alone * 1e-3) / 1e12
     if rank == 0:
         print(f"# {n} ranks, {torch.cuda.get_device_name(dev)}; GEMM {args.gemm}^3 bfloat16 x {args.gemm_calls}, "
@@ -180,31 +184,36 @@ def main() -> None:
     rows = []
     for coll in colls:
         for nbytes in sizes:
-            libs = [Library(name, coll, nbytes, n, dev, nccl) for name in names]
+            libs = [Library(name, coll, nbytes, n, dev, nccl, args.timeout) for name in names]
             best = {lib.name: [float("inf")] * 3 for lib in libs}
             for lib in libs:  # warm-up, and the calls that fill the GEMMs' time
                 ov.run(lib, 3, False)
-            per_call = {lib.name: slowest(ov.run(lib, 10, False)[1] / 10, dev, nccl) for lib in libs}
+            per_call = {lib.name: slowest(ov.run(lib, 10, False)[1] / 10, dev, nccl, args.timeout) for lib in libs}
             for _ in range(args.reps):
                 for lib in libs:
                     calls = max(1, round(gemm_alone / per_call[lib.name]))
-                    alone = slowest(ov.run(lib, calls, False)[1], dev, nccl)
+                    alone = slowest(ov.run(lib, calls, False)[1], dev, nccl, args.timeout)
                     g, c = ov.run(lib, calls, True)
-                    g, c = slowest(g, dev, nccl), slowest(c, dev, nccl)
+                    g, c = slowest(g, dev, nccl, args.timeout), slowest(c, dev, nccl, args.timeout)
                     b = best[lib.name]
                     best[lib.name] = [min(b[0], alone / calls), min(b[1], g / gemm_alone), min(b[2], c / alone)]
             # explain() counts a member's block for these three, the whole buffer for the others.
             per_member = coll in ("allgather", "reduce_scatter", "alltoall")
-            sm = axon.explain(coll, max(nbytes // 4, n) // (n if per_member else 1), "float32")
+            axon_lib = next((lib for lib in libs if lib.name == "axon"), libs[0])
+            sm = axon.explain(coll, axon_lib.count // (n if per_member else 1), "float32")
             for lib in libs:
                 b = best[lib.name]
                 row = {"collective": coll, "bytes": nbytes, "library": lib.name, "call_ms": b[0],
                        "gemm_slowdown": b[1], "call_slowdown": b[2]}
                 if lib.name == "axon":
-                    row.update(sms=sm.sms, blocks=sm.blocks, threads_per_block=sm.threads_per_block)
+                    row.update(blocks=sm.blocks, threads_per_block=sm.threads_per_block,
+                               blocks_per_sm=sm.blocks_per_sm, sms=sm.sms, device_sms=sm.device_sms)
                 rows.append(row)
                 if rank == 0:
-                    sms = f"  {sm.sms:.3g} ({sm.blocks} x {sm.threads_per_block} threads)" if lib.name == "axon" else ""
+                    sms = ""
+                    if lib.name == "axon":
+                        sms = (f"  {sm.sms:.3g} ({sm.blocks} x {sm.threads_per_block} threads)" if sm.blocks_per_sm
+                               else f"  {sm.blocks} x {sm.threads_per_block} threads" if sm.blocks else "  no kernel")
                     print(f"  {coll:15s}{size_label(nbytes):>8s} {lib.name:>8s}{b[0]:10.3f}ms{b[1]:12.3f}x"
                           f"{b[2]:12.3f}x{sms}", flush=True)
             for lib in libs:

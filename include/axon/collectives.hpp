@@ -137,7 +137,7 @@ struct Explanation {
 };
 Explanation explain(Collective c, const Team& team, std::size_t count, DataType type);
 std::string toString(const Explanation& e);
-// The GPU occupancy part of toString: "64 block(s) of 512 threads, 4 to an SM: 16 SM(s) of the
+// The GPU occupancy part of toString: "64 block(s) of 512 threads, 1 to an SM: 64 SM(s) of the
 // GPU's 132" ("no kernel" on paths without one).
 std::string smUseText(const Explanation& e);
 

@@ -92,7 +92,8 @@ void bindCollectives(nb::module_& m) {
       arg("team"), arg("src"), arg("dst"), arg("count"), arg("type"), arg("stream"), release);
   m.def("device_coll_handle", &collHandleBytes, arg("team"));
 
-  // (algorithm, path, reason, chunk bytes, rounds, one-line text)
+  // (algorithm, path, reason, chunk bytes, rounds, one-line text, blocks, threads per block, blocks an
+  // SM holds, SMs, the GPU's SMs)
   m.def("explain", [](int collective, const Team& t, std::size_t n, int ty) {
     Explanation e = explain(static_cast<Collective>(collective), t, n, type(ty));
     return std::make_tuple(e.algorithm, e.path, e.reason, e.chunkBytes, e.rounds, toString(e), e.blocks,

@@ -46,12 +46,18 @@ class GpuCollectives final : public TeamCollectives {
     launch.record.dtype = static_cast<unsigned>(type);
     launch.record.op = static_cast<unsigned>(ReduceOp::Sum);
     launch.threads = gp.threads;
-    const kernels::CollOccupancy o = ws_->occupancy(launch);
     e.blocks = gp.channels;
     e.threadsPerBlock = gp.threads;
-    e.blocksPerSm = o.blocksPerSm;
-    e.sms = o.blocksPerSm > 0 ? static_cast<double>(gp.channels) / o.blocksPerSm : 0;
-    e.deviceSms = o.deviceSms;
+    // A query: it answers even where CUDA cannot (a context broken by a failed kernel, when a user
+    // most wants to know what the call did); the SMs stay 0 and the reason says why.
+    try {
+      const kernels::CollOccupancy o = ws_->occupancy(launch);
+      e.blocksPerSm = o.blocksPerSm;
+      e.sms = o.blocksPerSm > 0 ? static_cast<double>(gp.channels) / o.blocksPerSm : 0;
+      e.deviceSms = o.deviceSms;
+    } catch (const Error& err) {
+      e.reason += std::string("; occupancy unknown: ") + err.what();
+    }
   }
 
   // finalize and a team's destroy synchronize this PE's GPU first, so none of its stream work is

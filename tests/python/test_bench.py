@@ -482,13 +482,16 @@ def test_collective_table_with_nccl_prints_both_and_the_ratio():
 def test_collective_row_says_what_the_kernel_occupies():
     side = {"time_us": 4.0, "algbw_gbs": 1.0, "busbw_gbs": 1.0, "wrong": 0}
     row = {"impl": "axon", "size": 1 << 20, "count": 1 << 18, "dtype": "float32", "redop": "sum", "root": 0,
-           "algorithm": "twoshot", "out_of_place": side, "in_place": side, "blocks": 64,
-           "threads_per_block": 512, "blocks_per_sm": 4, "sms": 16.0, "device_sms": 132}
+           "algorithm": "oneshot", "out_of_place": side, "in_place": side, "blocks": 16,
+           "threads_per_block": 128, "blocks_per_sm": 4, "sms": 4.0, "device_sms": 132}
     assert bench.table_lines("allreduce", None, [row])[5].split()[13:] == \
-        ["twoshot", "16", "SMs", "=", "64", "blocks", "x", "512", "/", "4", "an", "SM"]
+        ["oneshot", "4", "SMs", "=", "16", "blocks", "x", "128", "/", "4", "an", "SM"]
+    # CUDA could not say how many an SM holds: the kernel's shape alone.
+    unknown = dict(row, blocks_per_sm=0, sms=0.0)
+    assert bench.table_lines("allreduce", None, [unknown])[5].split()[13:] == ["oneshot", "16", "blocks", "x", "128"]
     # The host paths and the peers run no kernel of axon's: nothing after the algorithm.
     host = {k: v for k, v in row.items() if k not in ("blocks", "threads_per_block", "blocks_per_sm", "sms")}
-    assert bench.table_lines("allreduce", None, [host])[5].split()[13:] == ["twoshot"]
+    assert bench.table_lines("allreduce", None, [host])[5].split()[13:] == ["oneshot"]
 
 
 def test_collective_table_with_pytorch_shows_missing_forms_as_dashes():

@@ -116,12 +116,14 @@ def collective_row(r: dict) -> str:
 
 
 def sm_use(r: dict) -> str:
-    """What a GPU kernel of the call occupies ("  16 SMs = 64 blocks x 512 / 4 an SM"); '' for
+    """What a GPU kernel of the call occupies ("  64 SMs = 64 blocks x 512 / 1 an SM"); '' for
     rows without one (host paths, peers)."""
     if not r.get("blocks"):
         return ""
-    return (f"  {float(r.get('sms') or 0):.3g} SMs = {r['blocks']} blocks x {r.get('threads_per_block', '?')}"
-            f" / {r.get('blocks_per_sm', '?')} an SM")
+    kernel = f"{r['blocks']} blocks x {r.get('threads_per_block', '?')}"
+    if not r.get("blocks_per_sm"):  # CUDA could not say (explain()'s reason has why)
+        return f"  {kernel}"
+    return f"  {float(r.get('sms') or 0):.3g} SMs = {kernel} / {r['blocks_per_sm']} an SM"
 
 
 def _one_collective_table(test: str, header: dict | None, results: list[dict], impl: str) -> list[str]:
