@@ -42,7 +42,7 @@ class Library:
     def __init__(self, name: str, coll: str, nbytes: int, n: int, dev: torch.device, nccl):
         count = max(nbytes // 4, n)
         count -= count % n
-        self.name, self.coll, self.n, self.count = name, coll, n, count
+        self.name, self.count = name, count
         if name == "axon":
             self.src = axon.empty(count, "float32", device="gpu")
             self.dst = axon.empty(count, "float32", device="gpu")
@@ -50,30 +50,29 @@ class Library:
         else:
             self.src = torch.ones(count, dtype=torch.float32, device=dev)
             self.dst = torch.empty_like(self.src)
-        self.nccl = nccl
+        # The call's arguments, chosen once: the timed loops pay only the call itself.
+        part, out = self.src[:count // n], self.dst[:count // n]  # a member's block
+        if name == "axon":
+            fn, args = {"allreduce": (axon.allreduce_on_stream, (self.src, self.dst)),
+                        "allgather": (axon.allgather_on_stream, (part, self.dst)),
+                        "reduce_scatter": (axon.reduce_scatter_on_stream, (self.src, out)),
+                        "broadcast": (axon.broadcast_on_stream, (self.src, self.dst)),
+                        "alltoall": (axon.alltoall_on_stream, (self.src, self.dst))}[coll]
+            self._issue = lambda stream: fn(*args, stream=stream)
+        else:
+            g = nccl
+            self._issue = {"allreduce": lambda: dist.all_reduce(self.src, group=g),
+                           "allgather": lambda: dist.all_gather_into_tensor(self.dst, part, group=g),
+                           "reduce_scatter": lambda: dist.reduce_scatter_tensor(out, self.src, group=g),
+                           "broadcast": lambda: dist.broadcast(self.src, src=0, group=g),
+                           "alltoall": lambda: dist.all_to_all_single(self.dst, self.src, group=g)}[coll]
 
     def call(self, stream: torch.cuda.Stream) -> None:
-        c, n = self.coll, self.n
         if self.name == "axon":
-            part = self.src[:self.src.shape[0] // n] if c == "allgather" else self.src
-            out = self.dst[:self.dst.shape[0] // n] if c == "reduce_scatter" else self.dst
-            fn = {"allreduce": axon.allreduce_on_stream, "allgather": axon.allgather_on_stream,
-                  "reduce_scatter": axon.reduce_scatter_on_stream, "broadcast": axon.broadcast_on_stream,
-                  "alltoall": axon.alltoall_on_stream}[c]
-            fn(part, out, stream=stream)
+            self._issue(stream)
             return
-        g = self.nccl
         with torch.cuda.stream(stream):
-            if c == "allreduce":
-                dist.all_reduce(self.src, group=g)
-            elif c == "allgather":
-                dist.all_gather_into_tensor(self.dst, self.src[:self.src.numel() // n], group=g)
-            elif c == "reduce_scatter":
-                dist.reduce_scatter_tensor(self.dst[:self.dst.numel() // n], self.src, group=g)
-            elif c == "broadcast":
-                dist.broadcast(self.src, src=0, group=g)
-            else:
-                dist.all_to_all_single(self.dst, self.src, group=g)
+            self._issue()
 
     def release(self) -> None:
         if self.name == "axon":
