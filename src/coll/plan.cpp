@@ -52,10 +52,27 @@ constexpr std::size_t kGpuPushMinBytes = 16u << 20;
 
 std::size_t pushMinBytes(const GpuPlanInput& in) { return in.pushMinBytes ? *in.pushMinBytes : kGpuPushMinBytes; }
 
+// On more than 2 GPUs a one-shot allreduce above LL (blocks to 256 KiB) runs faster on Simple:
+// on 4 H200s at 256 KiB 11.5 us against 13.4 on Direct, NCCL 12.7 (docs/performance.md), as its
+// one round of pushes costs less than Direct's two rounds of signals around the loads.
+// reduce on 2 GPUs takes Simple at every size: the root's pull of the peer's data (Direct) took
+// 0.86-0.88x NCCL's time from 32 to 512 MiB, pushes into its slots (Simple) 0.97-1.03x.
 bool directPays(const GpuPlanInput& in, Algo algo, std::size_t block) {
   if (in.collective == Collective::Broadcast && algo == Algo::OneShot) return false;
+  if (in.collective == Collective::Allreduce && algo == Algo::OneShot && in.members > 2) return false;
+  if (in.collective == Collective::Reduce && in.members == 2) return false;
   if (in.collective == Collective::ReduceScatter && block >= kGpuReduceScatterSimpleBytes) return false;
   return in.members > 2 || block >= kGpuDirectTwoGpuBytes;
+}
+
+// Broadcast on 2 GPUs from kGpuDirectTwoGpuBytes, where Direct runs: two-shot with its one part,
+// that is, the other GPU loads the root's src into its dst while the root, out of place, copies
+// its own. On 2 H200s 1.01-1.09x NCCL's time from 32 to 512 MiB, against 0.93-1.00x for the
+// root's pushes into the slots (Simple one-shot); below 32 MiB it was slower (2 MiB: 20.5 against
+// 15.3 us), so Simple one-shot stays there.
+bool pullsOnTwoGpus(const GpuPlanInput& in, std::size_t block) {
+  return in.collective == Collective::Broadcast && in.members == 2 && in.direct != DirectMode::Off &&
+         block >= kGpuDirectTwoGpuBytes && !(in.forced && *in.forced == Algo::OneShot);
 }
 
 // The default choice on the host-shm path, with its reason.
@@ -102,6 +119,10 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
     return size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
            (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
   }
+  if (in.collective == Collective::Broadcast && algo == Algo::TwoShot && n == 2) {
+    return size + ": two-shot with one part from " + bytesText(kGpuDirectTwoGpuBytes) +
+           " on 2 GPUs (the other GPU reads the root's src; the root copies its own, out of place)";
+  }
   if (in.collective == Collective::Broadcast && algo == Algo::TwoShot) {
     return size + (in.forced ? ": two-shot, for " + algoVariable(in.collective) + "=" + algoName(*in.forced) +
                                    " (the GPU's pipelined broadcast: the chain runs on the host path)"
@@ -141,6 +162,11 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
     why += "; AXON_COLL_GPU_DIRECT = 0 turns Direct off";
   } else if (in.collective == Collective::Broadcast && p.algo == Algo::OneShot) {
     why += "; a one-shot broadcast is faster on Simple than on Direct";
+  } else if (in.collective == Collective::Allreduce && p.algo == Algo::OneShot && in.members > 2) {
+    why += "; a one-shot allreduce is faster on Simple (one round of pushes) than on Direct (two rounds of "
+           "signals around the loads)";
+  } else if (in.collective == Collective::Reduce && in.members == 2) {
+    why += "; a reduce on 2 GPUs is faster on Simple (the peer pushes) than on Direct (the root loads)";
   } else if (in.collective == Collective::ReduceScatter && block >= kGpuReduceScatterSimpleBytes) {
     why += "; a reduce_scatter of blocks from " + bytesText(kGpuReduceScatterSimpleBytes) +
            " is faster on Simple (pushes) than on Direct (loads)";
@@ -312,7 +338,7 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const bool twoShotKind = in.collective == Collective::Allreduce || in.collective == Collective::Broadcast;
   const std::size_t twoShotAbove = in.collective == Collective::Broadcast ? kGpuBroadcastTwoShotBytes : kGpuTwoShotBytes;
   const bool twoShot = twoShotKind && n > 2 && (in.forced ? *in.forced != Algo::OneShot : block > twoShotAbove);
-  if (twoShot) p.algo = Algo::TwoShot;
+  if (twoShot || pullsOnTwoGpus(in, block)) p.algo = Algo::TwoShot;
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
   p.direct = !p.ll && in.collective != Collective::Barrier &&
              (in.direct == DirectMode::Always || (in.direct == DirectMode::Auto && directPays(in, p.algo, block)));

@@ -347,9 +347,29 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(over.ll);
   EXPECT_EQ(over.chunkBytes, 64u * 1024);
   EXPECT_NE(over.reason.find("over AXON_COLL_GPU_LL_MAX"), std::string::npos) << over.reason;
-  // Over LL: the Direct protocol (Simple where the buffers are not symmetric), unless turned off.
-  EXPECT_TRUE(over.direct);
-  EXPECT_NE(over.reason.find("Direct protocol where every GPU's buffers"), std::string::npos) << over.reason;
+  // Over LL: the Direct protocol (Simple where the buffers are not symmetric), unless turned off;
+  // but a one-shot allreduce on more than 2 GPUs runs faster on Simple.
+  const auto overCopy = plan(Collective::Allgather, 16 * 1024 + 1, 4);
+  EXPECT_TRUE(overCopy.direct);
+  EXPECT_NE(overCopy.reason.find("Direct protocol where every GPU's buffers"), std::string::npos) << overCopy.reason;
+  EXPECT_FALSE(over.direct);
+  EXPECT_NE(over.reason.find("one-shot allreduce is faster on Simple"), std::string::npos) << over.reason;
+  EXPECT_TRUE(plan(Collective::Allreduce, 16 * 1024 + 1, 4, Algo::TwoShot).direct);
+  // reduce on 2 GPUs: Simple at every size; on more, Direct.
+  EXPECT_FALSE(plan(Collective::Reduce, 8u << 20, 2).direct);  // 32 MiB
+  EXPECT_NE(plan(Collective::Reduce, 8u << 20, 2).reason.find("reduce on 2 GPUs is faster on Simple"),
+            std::string::npos) << plan(Collective::Reduce, 8u << 20, 2).reason;
+  EXPECT_TRUE(plan(Collective::Reduce, 8u << 20, 4).direct);
+  // broadcast on 2 GPUs from 32 MiB: the other GPU pulls the root's src (two-shot, one part), on Direct.
+  const auto pull = plan(Collective::Broadcast, 8u << 20, 2);
+  EXPECT_EQ(pull.algo, Algo::TwoShot);
+  EXPECT_TRUE(pull.direct);
+  EXPECT_NE(pull.reason.find("the other GPU reads the root's src"), std::string::npos) << pull.reason;
+  EXPECT_EQ(plan(Collective::Broadcast, (8u << 20) - 1, 2).algo, Algo::OneShot);
+  EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 2, Algo::OneShot).algo, Algo::OneShot);
+  GpuPlanInput pullOff{Collective::Broadcast, 8u << 20, 4, 2, 16, 64 * 1024, 64 * 1024, 8 * 1024,
+                       std::nullopt, true, DirectMode::Off, std::nullopt};
+  EXPECT_EQ(makeGpuPlan(pullOff).algo, Algo::OneShot);  // pulls need Direct
   EXPECT_FALSE(tiny.direct);
   GpuPlanInput noDirect{Collective::Allreduce, 16 * 1024 + 1, 4, 4, 16, 64 * 1024, 64 * 1024, 8 * 1024,
                         std::nullopt, true, DirectMode::Off, std::nullopt};

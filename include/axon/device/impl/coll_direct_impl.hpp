@@ -268,7 +268,7 @@ AXON_DEVICE_INLINE bool collRunCopyDirect(const CollHandle& h, const CollJob& jo
       // Two-shot reads the root's src, so it needs that on the heap too; the root said where.
       if (job.record.algo == kAlgoTwoShot && verdict.rootSrc != kCollNoOffset) {
         if (me == root) {
-          collCopy(job.dst + job.lo, job.src + job.lo, len);
+          if (job.dst != job.src) collCopy(job.dst + job.lo, job.src + job.lo, len);  // in place: there already
         } else {
           SizeT lo, hi;
           collPartRange(len, n - 1, me < root ? me : me - 1, 16, &lo, &hi);

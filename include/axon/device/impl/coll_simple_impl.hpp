@@ -330,7 +330,7 @@ AXON_DEVICE_INLINE bool collRunBroadcastTwoShot(const CollHandle& h, const CollJ
         const int j = collPeer(me, i, n);
         collCopy(collSlot(h, j, c, halfA, me), job.src + at + partLo(j), partLen(j));
       }
-      collCopy(job.dst + at, job.src + at, m);
+      if (job.dst != job.src) collCopy(job.dst + at, job.src + at, m);  // in place: there already
     }
     if (!collExchange(h, job, *r)) return false;
     const int halfB = static_cast<int>(++*r & 1ull);
