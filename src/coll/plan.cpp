@@ -65,6 +65,19 @@ bool directPays(const GpuPlanInput& in, Algo algo, std::size_t block) {
   return in.members > 2 || block >= kGpuDirectTwoGpuBytes;
 }
 
+// alltoall on 2 GPUs takes LL for blocks to 64 KiB only: at a 128 KiB block (256 KiB a PE) LL
+// took 10.1 us on 2 H200s and Simple 8.9, where the next larger size took 9.1 us on Simple. On 4
+// GPUs the two took the same time there (12.0 and 12.1 us at 512 KiB a PE).
+constexpr std::size_t kGpuAlltoallTwoGpuLlBytes = 64 * 1024;
+
+// The largest block that takes LL: AXON_COLL_GPU_LL_MAX, less where measured.
+std::size_t llMaxFor(const GpuPlanInput& in) {
+  if (in.collective == Collective::Alltoall && in.members == 2) {
+    return std::min<std::size_t>(in.llMaxBytes, kGpuAlltoallTwoGpuLlBytes);
+  }
+  return in.llMaxBytes;
+}
+
 // Broadcast on 2 GPUs from kGpuDirectTwoGpuBytes, where Direct runs: two-shot with its one part,
 // that is, the other GPU loads the root's src into its dst while the root, out of place, copies
 // its own. On 2 H200s 1.01-1.09x NCCL's time from 32 to 512 MiB, against 0.93-1.00x for the
@@ -157,7 +170,9 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
   if (in.collective == Collective::Barrier) return s + "; Simple protocol (a barrier orders memory: LL does not)";
   std::string why = p.algo != Algo::OneShot ? "LL runs one-shot only"
                     : in.llMaxBytes == 0    ? "AXON_COLL_GPU_LL_MAX = 0 turns LL off"
-                                            : "the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+                    : llMaxFor(in) < in.llMaxBytes
+                        ? "an alltoall on 2 GPUs takes LL to blocks of " + bytesText(llMaxFor(in)) + " only"
+                        : "the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
   if (in.direct == DirectMode::Off) {
     why += "; AXON_COLL_GPU_DIRECT = 0 turns Direct off";
   } else if (in.collective == Collective::Broadcast && p.algo == Algo::OneShot) {
@@ -339,7 +354,7 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   const std::size_t twoShotAbove = in.collective == Collective::Broadcast ? kGpuBroadcastTwoShotBytes : kGpuTwoShotBytes;
   const bool twoShot = twoShotKind && n > 2 && (in.forced ? *in.forced != Algo::OneShot : block > twoShotAbove);
   if (twoShot || pullsOnTwoGpus(in, block)) p.algo = Algo::TwoShot;
-  p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, in.llMaxBytes, in.collective == Collective::Barrier);
+  p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, llMaxFor(in), in.collective == Collective::Barrier);
   p.direct = !p.ll && in.collective != Collective::Barrier &&
              (in.direct == DirectMode::Always || (in.direct == DirectMode::Auto && directPays(in, p.algo, block)));
   // The pushed allreduce runs on the Direct protocol's buffers (every member's dst on the heap).

@@ -400,6 +400,17 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(plan(Collective::Barrier, 0, 4).ll);  // a barrier orders memory: always Simple
   EXPECT_NE(plan(Collective::Barrier, 0, 4).reason.find("orders memory"), std::string::npos);
   EXPECT_TRUE(plan(Collective::Alltoall, 0, 4).ll);
+  // alltoall on 2 GPUs: LL to 64 KiB blocks only, whatever AXON_COLL_GPU_LL_MAX allows above.
+  auto alltoall = [](std::size_t count, int n) {
+    return makeGpuPlan({Collective::Alltoall, count, 4, n, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt, true,
+                        DirectMode::Auto, std::nullopt});
+  };
+  EXPECT_TRUE(alltoall(16 * 1024, 2).ll);        // 64 KiB blocks
+  EXPECT_FALSE(alltoall(16 * 1024 + 1, 2).ll);
+  EXPECT_NE(alltoall(16 * 1024 + 1, 2).reason.find("an alltoall on 2 GPUs takes LL to blocks of 64 KiB only"),
+            std::string::npos) << alltoall(16 * 1024 + 1, 2).reason;
+  EXPECT_TRUE(alltoall(32 * 1024, 4).ll);        // 128 KiB blocks on 4 GPUs
+  EXPECT_FALSE(alltoall(32 * 1024 + 1, 4).ll);
   // The host and the device-callable calls share the rule.
   EXPECT_TRUE(device::collUsesLl(64 * 1024, true, 64 * 1024, false));
   EXPECT_FALSE(device::collUsesLl(64 * 1024 + 1, true, 64 * 1024, false));
