@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
 
 #include "axon/device/coll_types.hpp"
 #include "axon/error.hpp"
@@ -52,17 +54,36 @@ constexpr std::size_t kGpuPushMinBytes = 16u << 20;
 
 std::size_t pushMinBytes(const GpuPlanInput& in) { return in.pushMinBytes ? *in.pushMinBytes : kGpuPushMinBytes; }
 
-// On more than 2 GPUs a one-shot allreduce above LL (blocks to 256 KiB) runs faster on Simple:
-// on 4 H200s at 256 KiB 11.5 us against 13.4 on Direct, NCCL 12.7 (docs/performance.md), as its
-// one round of pushes costs less than Direct's two rounds of signals around the loads.
-// reduce on 2 GPUs takes Simple at every size: the root's pull of the peer's data (Direct) took
-// 0.86-0.88x NCCL's time from 32 to 512 MiB, pushes into its slots (Simple) 0.97-1.03x.
+// Why a call above LL runs faster on Simple than on Direct (nullopt: Direct pays), as measured:
+// - on more than 2 GPUs, a one-shot allreduce (blocks to 256 KiB): on 4 H200s at 256 KiB 11.5 us
+//   against 13.4 on Direct, NCCL 12.7 (docs/performance.md), as one round of pushes costs less
+//   than Direct's two rounds of signals around the loads;
+// - reduce on 2 GPUs at every size: the root's loads of the peer's data (Direct) took 0.86-0.88x
+//   NCCL's time from 32 to 512 MiB, the peer's pushes into the slots (Simple) 0.97-1.03x.
+std::optional<std::string> directCostsMore(const GpuPlanInput& in, Algo algo, std::size_t block) {
+  if (in.collective == Collective::Broadcast && algo == Algo::OneShot) {
+    return "a one-shot broadcast is faster on Simple than on Direct";
+  }
+  if (in.collective == Collective::Allreduce && algo == Algo::OneShot && in.members > 2 && block <= kGpuTwoShotBytes) {
+    return "a one-shot allreduce to " + bytesText(kGpuTwoShotBytes) +
+           " is faster on Simple (one round of pushes) than on Direct (two rounds of signals around the loads)";
+  }
+  if (in.collective == Collective::Reduce && in.members == 2) {
+    return "a reduce on 2 GPUs is faster on Simple (the peer pushes) than on Direct (the root loads)";
+  }
+  if (in.collective == Collective::ReduceScatter && block >= kGpuReduceScatterSimpleBytes) {
+    return "a reduce_scatter of blocks from " + bytesText(kGpuReduceScatterSimpleBytes) +
+           " is faster on Simple (pushes) than on Direct (loads)";
+  }
+  if (in.members <= 2 && block < kGpuDirectTwoGpuBytes) {
+    return "on 2 GPUs Direct pays from " + bytesText(kGpuDirectTwoGpuBytes) +
+           " (AXON_COLL_GPU_DIRECT=always for every size)";
+  }
+  return std::nullopt;
+}
+
 bool directPays(const GpuPlanInput& in, Algo algo, std::size_t block) {
-  if (in.collective == Collective::Broadcast && algo == Algo::OneShot) return false;
-  if (in.collective == Collective::Allreduce && algo == Algo::OneShot && in.members > 2) return false;
-  if (in.collective == Collective::Reduce && in.members == 2) return false;
-  if (in.collective == Collective::ReduceScatter && block >= kGpuReduceScatterSimpleBytes) return false;
-  return in.members > 2 || block >= kGpuDirectTwoGpuBytes;
+  return !directCostsMore(in, algo, block);
 }
 
 // alltoall on 2 GPUs takes LL for blocks to 64 KiB only: at a 128 KiB block (256 KiB a PE) LL
@@ -78,11 +99,20 @@ std::size_t llMaxFor(const GpuPlanInput& in) {
   return in.llMaxBytes;
 }
 
+// Why a call does not take LL (its block is over the limit, or it is not one-shot).
+std::string notLlBecause(const GpuPlanInput& in, Algo algo, std::size_t block) {
+  if (algo != Algo::OneShot) return "LL runs one-shot only";
+  if (in.llMaxBytes == 0) return "AXON_COLL_GPU_LL_MAX = 0 turns LL off";
+  if (block <= in.llMaxBytes) return "an alltoall on 2 GPUs takes LL to blocks of " + bytesText(llMaxFor(in)) + " only";
+  return "the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+}
+
 // Broadcast on 2 GPUs from kGpuDirectTwoGpuBytes, where Direct runs: two-shot with its one part,
 // that is, the other GPU loads the root's src into its dst while the root, out of place, copies
-// its own. On 2 H200s 1.01-1.09x NCCL's time from 32 to 512 MiB, against 0.93-1.00x for the
-// root's pushes into the slots (Simple one-shot); below 32 MiB it was slower (2 MiB: 20.5 against
-// 15.3 us), so Simple one-shot stays there.
+// its own. On 2 H200s from 32 to 512 MiB 1.01-1.08x NCCL's time out of place and 1.01-1.03x in
+// place, against 0.93-1.00x and 0.96-1.04x for the root's pushes into the slots (Simple
+// one-shot); below 32 MiB it was slower (2 MiB: 20.5 against 15.3 us), so Simple one-shot stays
+// there. Where the members' buffers do not allow Direct, the kernel runs it as Simple one-shot.
 bool pullsOnTwoGpus(const GpuPlanInput& in, std::size_t block) {
   return in.collective == Collective::Broadcast && in.members == 2 && in.direct != DirectMode::Off &&
          block >= kGpuDirectTwoGpuBytes && !(in.forced && *in.forced == Algo::OneShot);
@@ -134,7 +164,11 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
   }
   if (in.collective == Collective::Broadcast && algo == Algo::TwoShot && n == 2) {
     return size + ": two-shot with one part from " + bytesText(kGpuDirectTwoGpuBytes) +
-           " on 2 GPUs (the other GPU reads the root's src; the root copies its own, out of place)";
+           " on 2 GPUs (the other GPU reads the root's src where that is on the symmetric heap too; the root "
+           "copies its own, out of place; one-shot where Direct does not run)" +
+           (in.forced ? ", for " + algoVariable(in.collective) + "=" + algoName(*in.forced) +
+                            " (which runs on the host path only)"
+                      : std::string());
   }
   if (in.collective == Collective::Broadcast && algo == Algo::TwoShot) {
     return size + (in.forced ? ": two-shot, for " + algoVariable(in.collective) + "=" + algoName(*in.forced) +
@@ -164,29 +198,14 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
   if (p.direct) {
     return s + "; Direct protocol where every GPU's buffers are at the same offsets of the symmetric heap "
                "(axon::malloc): the kernels read and write the GPUs' buffers themselves between two rounds "
-               "of signals; Simple protocol for other buffers (the block is over AXON_COLL_GPU_LL_MAX = " +
-           bytesText(in.llMaxBytes) + (p.algo != Algo::OneShot ? ", and LL runs one-shot only)" : ")");
+               "of signals; Simple protocol for other buffers (" + notLlBecause(in, p.algo, block) + ")";
   }
   if (in.collective == Collective::Barrier) return s + "; Simple protocol (a barrier orders memory: LL does not)";
-  std::string why = p.algo != Algo::OneShot ? "LL runs one-shot only"
-                    : in.llMaxBytes == 0    ? "AXON_COLL_GPU_LL_MAX = 0 turns LL off"
-                    : llMaxFor(in) < in.llMaxBytes
-                        ? "an alltoall on 2 GPUs takes LL to blocks of " + bytesText(llMaxFor(in)) + " only"
-                        : "the block is over AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+  std::string why = notLlBecause(in, p.algo, block);
   if (in.direct == DirectMode::Off) {
     why += "; AXON_COLL_GPU_DIRECT = 0 turns Direct off";
-  } else if (in.collective == Collective::Broadcast && p.algo == Algo::OneShot) {
-    why += "; a one-shot broadcast is faster on Simple than on Direct";
-  } else if (in.collective == Collective::Allreduce && p.algo == Algo::OneShot && in.members > 2) {
-    why += "; a one-shot allreduce is faster on Simple (one round of pushes) than on Direct (two rounds of "
-           "signals around the loads)";
-  } else if (in.collective == Collective::Reduce && in.members == 2) {
-    why += "; a reduce on 2 GPUs is faster on Simple (the peer pushes) than on Direct (the root loads)";
-  } else if (in.collective == Collective::ReduceScatter && block >= kGpuReduceScatterSimpleBytes) {
-    why += "; a reduce_scatter of blocks from " + bytesText(kGpuReduceScatterSimpleBytes) +
-           " is faster on Simple (pushes) than on Direct (loads)";
-  } else {
-    why += "; on 2 GPUs Direct pays from " + bytesText(kGpuDirectTwoGpuBytes) + " (AXON_COLL_GPU_DIRECT=always for every size)";
+  } else if (auto costs = directCostsMore(in, p.algo, block)) {
+    why += "; " + *costs;
   }
   return s + "; Simple protocol (" + why + ")";
 }
@@ -391,7 +410,9 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   }
   const std::size_t chunks = std::max<std::size_t>(ceilDiv(perChannel, perChannelRound), 1);
   // Pushed: a round per chunk, and the Direct protocol's opening and closing rounds.
-  p.rounds = p.algo == Algo::TwoShot ? 2 * chunks : p.algo == Algo::Pushed ? chunks + 2 : chunks;
+  // A broadcast's two-shot on 2 GPUs is Direct's pull, else the one-shot rounds.
+  const bool twoRounds = p.algo == Algo::TwoShot && !(in.collective == Collective::Broadcast && n == 2);
+  p.rounds = twoRounds ? 2 * chunks : p.algo == Algo::Pushed ? chunks + 2 : chunks;
   return p;
 }
 

@@ -353,8 +353,9 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_TRUE(overCopy.direct);
   EXPECT_NE(overCopy.reason.find("Direct protocol where every GPU's buffers"), std::string::npos) << overCopy.reason;
   EXPECT_FALSE(over.direct);
-  EXPECT_NE(over.reason.find("one-shot allreduce is faster on Simple"), std::string::npos) << over.reason;
+  EXPECT_NE(over.reason.find("one-shot allreduce to 256 KiB is faster on Simple"), std::string::npos) << over.reason;
   EXPECT_TRUE(plan(Collective::Allreduce, 16 * 1024 + 1, 4, Algo::TwoShot).direct);
+  EXPECT_TRUE(plan(Collective::Allreduce, 1 << 20, 4, Algo::OneShot).direct);  // a forced 4 MiB one-shot: one pass
   // reduce on 2 GPUs: Simple at every size; on more, Direct.
   EXPECT_FALSE(plan(Collective::Reduce, 8u << 20, 2).direct);  // 32 MiB
   EXPECT_NE(plan(Collective::Reduce, 8u << 20, 2).reason.find("reduce on 2 GPUs is faster on Simple"),
@@ -365,6 +366,11 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_EQ(pull.algo, Algo::TwoShot);
   EXPECT_TRUE(pull.direct);
   EXPECT_NE(pull.reason.find("the other GPU reads the root's src"), std::string::npos) << pull.reason;
+  EXPECT_NE(pull.reason.find("Simple protocol for other buffers (LL runs one-shot only)"), std::string::npos)
+      << pull.reason;
+  EXPECT_EQ(pull.rounds, plan(Collective::Broadcast, 8u << 20, 2, Algo::OneShot).rounds);  // one-shot's, on Simple
+  EXPECT_NE(plan(Collective::Broadcast, 8u << 20, 2, Algo::Chain).reason.find("runs on the host path only"),
+            std::string::npos);
   EXPECT_EQ(plan(Collective::Broadcast, (8u << 20) - 1, 2).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 2, Algo::OneShot).algo, Algo::OneShot);
   GpuPlanInput pullOff{Collective::Broadcast, 8u << 20, 4, 2, 16, 64 * 1024, 64 * 1024, 8 * 1024,
@@ -409,6 +415,8 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(alltoall(16 * 1024 + 1, 2).ll);
   EXPECT_NE(alltoall(16 * 1024 + 1, 2).reason.find("an alltoall on 2 GPUs takes LL to blocks of 64 KiB only"),
             std::string::npos) << alltoall(16 * 1024 + 1, 2).reason;
+  EXPECT_NE(alltoall(64 * 1024, 2).reason.find("the block is over AXON_COLL_GPU_LL_MAX = 128 KiB"),
+            std::string::npos) << alltoall(64 * 1024, 2).reason;  // 256 KiB blocks: over LL_MAX itself
   EXPECT_TRUE(alltoall(32 * 1024, 4).ll);        // 128 KiB blocks on 4 GPUs
   EXPECT_FALSE(alltoall(32 * 1024 + 1, 4).ll);
   // The host and the device-callable calls share the rule.

@@ -155,7 +155,8 @@ AXON_HOST_DEVICE_INLINE CollLayout collLayout(int members, int channels,
 // Whether a call takes the LL protocol: one-shot calls whose block (bytes per member) is at most
 // llMaxBytes (AXON_COLL_GPU_LL_MAX; 0: never), barriers excepted. LL orders a call's own data
 // only (no release), and a barrier exists to order the stores made before it. The host's plans
-// and device-callable calls agree.
+// pass a lower limit where measured (an alltoall on 2 GPUs: coll/plan.cpp); device-callable
+// calls pass theirs (coll_impl.hpp), the same on every member.
 AXON_HOST_DEVICE_INLINE bool collUsesLl(unsigned long long blockBytes, bool oneShot,
                                         unsigned long long llMaxBytes, bool barrier) {
   return llMaxBytes != 0 && oneShot && !barrier && blockBytes <= llMaxBytes;

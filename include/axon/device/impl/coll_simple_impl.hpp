@@ -361,10 +361,11 @@ AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& jo
   const unsigned kind = job.record.collective;
   const int root = job.record.root;
   bool ok = collStart(h);
-  if (ok && kind == kCollBroadcast && job.record.algo == kAlgoTwoShot) {
-    ok = collRunBroadcastTwoShot(h, job, &r);
-  }
-  for (SizeT off = 0; ok && job.record.algo != kAlgoTwoShot; off += chunk) {
+  // A broadcast's two-shot on 2 GPUs is Direct's pull (coll/plan.cpp); on Simple, where the
+  // members' buffers did not allow Direct, it runs one-shot: one round a chunk, not two.
+  const bool twoShot = kind == kCollBroadcast && job.record.algo == kAlgoTwoShot && n > 2;
+  if (ok && twoShot) ok = collRunBroadcastTwoShot(h, job, &r);
+  for (SizeT off = 0; ok && !twoShot; off += chunk) {
     const SizeT m = kind == kCollBarrier ? 0 : collMin(chunk, len - off);
     const SizeT at = job.lo + off;
     ++r;
@@ -381,7 +382,8 @@ AXON_DEVICE_INLINE bool collRunCopySimple(const CollHandle& h, const CollJob& jo
     }
     if (!(ok = collExchange(h, job, r))) break;
     if (kind == kCollBroadcast) {
-      collCopy(job.dst + at, me == root ? job.src + at : collSlot(h, me, c, half, root), m);
+      if (me != root) collCopy(job.dst + at, collSlot(h, me, c, half, root), m);
+      else if (job.dst != job.src) collCopy(job.dst + at, job.src + at, m);  // in place: there already
     } else if (kind == kCollAllgather || kind == kCollAlltoall) {
       for (int k = 0; k < n; ++k) {
         char* d = job.dst + static_cast<SizeT>(k) * job.block + at;
