@@ -361,7 +361,9 @@ Status Engine::wait(Operation& op) {
       }
       if (Clock::now() >= deadline) throw Error(ErrorCode::Timeout, timeoutMessage(op));
     };
-    WaitSite site{op.kind == Operation::Kind::Send ? "send" : "recv"};
+    // The wait's own liveness check may see the death before `check` does: it names the call too.
+    const std::string what = op.describe();
+    WaitSite site{what.c_str()};
     site.timeoutSec = op.timeoutSec;
     site.waitingOn = op.peerPe;
     site.word = "the operation's state";
