@@ -183,7 +183,7 @@ def main() -> None:
     rows = []
     for coll in colls:
         for nbytes in sizes:
-            libs = [Library(name, coll, nbytes, n, dev, nccl, args.timeout) for name in names]
+            libs = [Library(name, coll, nbytes, n, dev, nccl) for name in names]
             best = {lib.name: [float("inf")] * 3 for lib in libs}
             for lib in libs:  # warm-up, and the calls that fill the GEMMs' time
                 ov.run(lib, 3, False)
@@ -198,8 +198,7 @@ def main() -> None:
                     best[lib.name] = [min(b[0], alone / calls), min(b[1], g / gemm_alone), min(b[2], c / alone)]
             # explain() counts a member's block for these three, the whole buffer for the others.
             per_member = coll in ("allgather", "reduce_scatter", "alltoall")
-            axon_lib = next((lib for lib in libs if lib.name == "axon"), libs[0])
-            sm = axon.explain(coll, axon_lib.count // (n if per_member else 1), "float32")
+            sm = axon.explain(coll, libs[0].count // (n if per_member else 1), "float32")  # every library's count
             for lib in libs:
                 b = best[lib.name]
                 row = {"collective": coll, "bytes": nbytes, "library": lib.name, "call_ms": b[0],
