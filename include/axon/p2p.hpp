@@ -128,6 +128,7 @@ void groupEnd();
 struct MessageStats {
   std::uint64_t eagerSent = 0;       // messages sent with their data
   std::uint64_t rendezvousSent = 0;  // messages announced, their data moved once matched
+  std::uint64_t postedSent = 0;      // messages copied straight into a receive the receiver had posted
   std::uint64_t received = 0;        // receives completed
   std::uint64_t waitingMessages = 0; // unmatched here now
   std::uint64_t waitingBytes = 0;    // eager data they hold

@@ -223,5 +223,5 @@ def explain_message(nbytes: int, dest: int, *, device: bool = False, team: _axon
 def message_stats() -> dict:
     """This PE's message counts, and the eager data waiting unmatched here (bounded by AXON_P2P_UNEXPECTED)."""
     keys = ("eager_sent", "rendezvous_sent", "received", "waiting_messages", "waiting_bytes",
-            "waiting_bytes_peak", "bound")
+            "waiting_bytes_peak", "bound", "posted_sent")
     return dict(zip(keys, _axon.message_stats()))

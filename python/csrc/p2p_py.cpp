@@ -71,7 +71,7 @@ void bindP2p(nb::module_& m) {
   m.def("message_stats", [] {
     const MessageStats s = messageStats();
     return std::make_tuple(s.eagerSent, s.rendezvousSent, s.received, s.waitingMessages, s.waitingBytes,
-                           s.waitingBytesPeak, s.bound);
+                           s.waitingBytesPeak, s.bound, s.postedSent);
   });
 }
 

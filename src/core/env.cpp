@@ -190,6 +190,7 @@ Env Env::fromVars(const EnvVars& vars) {
     // 0 is meaningful here: no eager data may wait, every message is a rendezvous.
     env.p2pUnexpected = *v == "0" ? 0 : parseByteSize(*v, "AXON_P2P_UNEXPECTED");
   }
+  if (auto v = lookup(vars, "AXON_P2P_POSTED")) env.p2pPosted = parseSwitch(*v, "AXON_P2P_POSTED");
   env.collBuffer = kDefaultCollBuffer;
   if (auto v = lookup(vars, "AXON_COLL_BUFFER")) {
     env.collBuffer = parseByteSize(*v, "AXON_COLL_BUFFER");

@@ -49,6 +49,7 @@ struct Env {
   std::size_t stageChunk = 0;   // AXON_STAGE_CHUNK: pipeline chunk of the staged path
   std::size_t p2pEager = 0;     // AXON_P2P_EAGER: largest two-sided message sent eagerly (a ring slot's payload)
   std::size_t p2pUnexpected = 0;  // AXON_P2P_UNEXPECTED: bound on eager data waiting unmatched at a PE
+  bool p2pPosted = true;        // AXON_P2P_POSTED: senders on the node copy small messages straight into posted heap receives
   std::size_t collBuffer = 0;   // AXON_COLL_BUFFER: bytes per round of a team's collective workspace
   std::size_t collGpuChunk = 0; // AXON_COLL_GPU_CHUNK: bytes per round, channel and sender (GPU)
   int collGpuChannels = 0;      // AXON_COLL_GPU_CHANNELS: channels of a GPU workspace (blocks per call)

@@ -139,6 +139,7 @@ std::shared_ptr<Operation> Engine::irecv(const detail::TeamState& team, void* bu
     deliver(c, *m, op);
   } else {
     c.posted.emplace(op->id, op);
+    if (source != kAnySource) offerNext(op->context, source);
   }
   return op;
 }
@@ -213,12 +214,55 @@ void Engine::match(Context& c, std::unique_ptr<Arrived> m) {
     auto it = c.posted.find(r->cookie);
     std::shared_ptr<Operation> recv = std::move(it->second);
     c.posted.erase(it);
+    const auto withdrawal = local_->withdraw(*recv);
+    if (withdrawal == LocalChannel::Withdrawal::Taken) {
+      // The sender takes an offer only with none of its messages in flight, and this one was.
+      log(LogLevel::Error, rt_.myPe(),
+          "a message from PE " + std::to_string(m->sourcePe) + " matched " + recv->describe() +
+              ", which that PE had already taken to copy into; its Delivered slot will find it gone");
+    }
     deliver(c, *m, recv);
+    if (withdrawal == LocalChannel::Withdrawal::Withdrawn) offerNext(m->header.context, source);
     return;
   }
   m->own();
   hold(*m, true);
   c.waiting.emplace(cookie, std::move(m));
+}
+
+void Engine::delivered(int pe, const Header& h, std::uint64_t receiveId, const std::string& failure) {
+  std::shared_ptr<Operation> recv;
+  if (h.context >= 0 && h.context < kContexts) {
+    Context& c = contexts_[h.context];
+    auto it = c.posted.find(receiveId);
+    if (it != c.posted.end()) {
+      recv = std::move(it->second);
+      c.posted.erase(it);
+      c.matcher->cancel(receiveId);
+      recv->status = Status{c.indexOf[pe], h.tag, h.bytes};
+    }
+  }
+  if (!recv) {
+    log(LogLevel::Warn, rt_.myPe(),
+        "PE " + std::to_string(pe) + " copied a " + std::to_string(h.bytes) + "-byte message (tag " +
+            std::to_string(h.tag) + ") into a receive that is no longer posted here (its team was destroyed meanwhile?)");
+    return;
+  }
+  ++stats_.received;
+  if (failure.empty()) recv->complete();
+  else recv->fail(ErrorCode::System, me(rt_) + recv->describe() + ": " + failure);
+  offerNext(h.context, recv->status.source);
+}
+
+void Engine::offerNext(int slot, int source) {
+  Context& c = contexts_[slot];
+  if (!c.registered || source < 0 || source >= static_cast<int>(c.members.size())) return;
+  const int pe = c.members[source];
+  if (pe == rt_.myPe() || !local_->reaches(pe) || local_->offering(pe)) return;
+  const auto r = c.matcher->earliestFrom(source);
+  if (!r || r->source != source) return;  // none, or a wildcard comes first
+  auto it = c.posted.find(r->cookie);
+  if (it != c.posted.end()) local_->offer(it->second);
 }
 
 void Engine::hold(const Arrived& m, bool held) {
@@ -302,7 +346,10 @@ bool Engine::flush(int pe) {
     try {
       Channel& ch = channelTo(pe);
       const std::uint64_t charge = op.bytes + kMessageCharge;
-      if (op.bytes <= ch.eagerMax() && credit_[pe] >= charge) {
+      if (&ch == local_.get() && op.bytes <= ch.eagerMax() && local_->sendIntoPosted(pe, s.header, s.op)) {
+        sent = true;  // one copy, straight into the receive PE `pe` offered; no credit spent
+        ++stats_.postedSent;
+      } else if (op.bytes <= ch.eagerMax() && credit_[pe] >= charge) {
         s.header.credit = charge;
         sent = ch.sendEager(pe, s.header, s.op);
         if (sent) {
@@ -500,6 +547,7 @@ void Engine::forgetLocked(int slot) {
   Context& c = contexts_[slot];
   if (!c.registered) return;
   for (auto& [cookie, recv] : c.posted) {
+    local_->withdraw(*recv);  // taken: the copy lands anyway, and its Delivered slot finds no receive
     recv->fail(ErrorCode::InvalidArgument, me(rt_) + recv->describe() + ": the team was destroyed while it waited");
   }
   if (!c.waiting.empty()) {

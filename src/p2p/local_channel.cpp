@@ -11,10 +11,12 @@
 
 #include "axon/error.hpp"
 #include "bootstrap/setup_step.hpp"
+#include "core/env.hpp"
 #include "core/log.hpp"
 #include "core/pe_context.hpp"
 #include "core/team_state.hpp"
 #include "gpu/gpu_backend.hpp"
+#include "p2p/matcher.hpp"
 
 namespace axon::p2p {
 
@@ -104,6 +106,10 @@ LocalChannel::LocalChannel(PeContext& rt, const detail::TeamState& node, RingLay
   consumed_.assign(n, 0);
   cmaWorks_.assign(n, true);
   controls_.resize(n);
+  messagesWritten_.assign(n, 0);
+  messagesConsumed_.assign(n, 0);
+  offered_.resize(n);
+  offers_ = rt.env().p2pPosted;
 }
 
 LocalChannel::~LocalChannel() {
@@ -135,6 +141,13 @@ bool LocalChannel::write(int local, const SlotHeader& h, const void* payload, st
   return true;
 }
 
+bool LocalChannel::writeMessage(int local, const SlotHeader& h, const void* payload, std::uint64_t bytes,
+                                bool payloadOnDevice) {
+  if (!write(local, h, payload, bytes, payloadOnDevice)) return false;
+  ++messagesWritten_[local];
+  return true;
+}
+
 void LocalChannel::writeControl(int local, const SlotHeader& h) {
   // Behind earlier ones, or now if the ring has room.
   if (controls_[local].empty() && write(local, h, nullptr, 0, false)) return;
@@ -158,7 +171,7 @@ bool LocalChannel::sendEager(int pe, const Header& h, const std::shared_ptr<Oper
   s.context = h.context;
   s.tag = h.tag;
   s.credit = h.credit;
-  if (!write(localOf_[pe], s, send->buffer, h.bytes, send->onDevice)) return false;
+  if (!writeMessage(localOf_[pe], s, send->buffer, h.bytes, send->onDevice)) return false;
   send->complete();
   return true;
 }
@@ -180,7 +193,7 @@ bool LocalChannel::sendRendezvous(int pe, const Header& h, const std::shared_ptr
   SlotHeader s = slotHeader(SlotKind::Rendezvous, h.bytes, h.sendId);
   s.context = h.context;
   s.tag = h.tag;
-  if (!write(localOf_[pe], s, &o, sizeof o, false)) return false;
+  if (!writeMessage(localOf_[pe], s, &o, sizeof o, false)) return false;
   announced_[send->id] = send;
   return true;
 }
@@ -221,7 +234,27 @@ void LocalChannel::handle(int local, const SlotHeader& h, const char* payload, S
       m->channel = this;
       if (m->eager) m->data = payload;
       else m->offer.assign(payload, payload + sizeof(Offer));
+      ++messagesConsumed_[local];
+      // The engine matches it now, withdrawing the receive offered to `pe` if it takes that one;
+      // an offer still standing afterwards counts this message as consumed.
       sink.arrived(std::move(m));
+      recount(local);
+      return;
+    }
+    case SlotKind::Delivered: {
+      ++messagesConsumed_[local];
+      Offered& o = offered_[local];
+      if (!o.recv || o.recv->id != h.id) {
+        log(LogLevel::Error, rt_.myPe(),
+            "PE " + std::to_string(pe) + " delivered a message into receive " + std::to_string(h.id) +
+                ", which is not the receive offered to it; the engine looks for it");
+      }
+      // Free for the next offer (which bumps the generation).
+      const PostedWord empty{PostedState::Empty, static_cast<std::uint32_t>(messagesConsumed_[local]), o.word.generation};
+      std::atomic_ref<std::uint64_t>(postedWord(me_, local)).store(empty.pack(), std::memory_order_release);
+      o = Offered{};
+      const std::string failure = h.aux ? std::string(payload, ::strnlen(payload, layout_.payload)) : std::string();
+      sink.delivered(pe, Header{h.context, h.tag, h.bytes, 0, 0}, h.id, failure);
       return;
     }
     case SlotKind::ClearToSend: {
@@ -292,6 +325,116 @@ bool LocalChannel::pumpStreams() {
     it = streams_.erase(it);
   }
   return any;
+}
+
+bool LocalChannel::offer(const std::shared_ptr<Operation>& recv) {
+  const int pe = recv->peerPe;
+  if (!offers_ || pe < 0 || pe == rt_.myPe() || !reaches(pe) || recv->streamOrdered) return false;
+  const int local = localOf_[pe];
+  if (offered_[local].recv) return false;
+  HeapSpace* heap = recv->buffer ? rt_.heapContaining(recv->buffer) : nullptr;
+  if (!heap) return false;
+  const std::uint64_t offset = heap->offsetOf(recv->buffer);
+  if (offset + recv->bytes > heap->mapped()) return false;
+  PostedRecord& r = control(me_, local).posted;
+  // The word is Empty (no offer stands): the sender reads none of this until the release below.
+  std::atomic_ref<std::uint64_t>(r.receiveId).store(recv->id, std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(r.capacity).store(recv->bytes, std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(r.heapOffset).store(offset, std::memory_order_relaxed);
+  std::atomic_ref<std::int32_t>(r.context).store(recv->context, std::memory_order_relaxed);
+  std::atomic_ref<std::int32_t>(r.tag).store(recv->tag, std::memory_order_relaxed);
+  std::atomic_ref<std::uint32_t>(r.heapKind).store(static_cast<std::uint32_t>(heap->kind()), std::memory_order_relaxed);
+  generation_ = (generation_ + 1) & PostedWord::kGenerationMask;
+  const PostedWord word{PostedState::Offered, static_cast<std::uint32_t>(messagesConsumed_[local]), generation_};
+  std::atomic_ref<std::uint64_t>(r.word).store(word.pack(), std::memory_order_release);
+  offered_[local] = Offered{recv, word};
+  return true;
+}
+
+LocalChannel::Withdrawal LocalChannel::withdraw(const Operation& recv) {
+  const int pe = recv.peerPe;
+  if (pe < 0 || !reaches(pe)) return Withdrawal::NotOffered;
+  Offered& o = offered_[localOf_[pe]];
+  if (o.recv.get() != &recv) return Withdrawal::NotOffered;
+  std::uint64_t expected = o.word.pack();
+  const std::uint64_t empty = o.word.with(PostedState::Empty).pack();
+  if (!std::atomic_ref<std::uint64_t>(postedWord(me_, localOf_[pe]))
+           .compare_exchange_strong(expected, empty, std::memory_order_acq_rel)) {
+    return Withdrawal::Taken;  // keep it: the Delivered slot ends it
+  }
+  o = Offered{};
+  return Withdrawal::Withdrawn;
+}
+
+void LocalChannel::recount(int local) {
+  Offered& o = offered_[local];
+  if (!o.recv) return;
+  std::uint64_t expected = o.word.pack();
+  PostedWord next = o.word;
+  next.messages = static_cast<std::uint32_t>(messagesConsumed_[local]);
+  if (std::atomic_ref<std::uint64_t>(postedWord(me_, local))
+          .compare_exchange_strong(expected, next.pack(), std::memory_order_acq_rel)) {
+    o.word = next;
+    return;
+  }
+  // A sender takes an offer only with no message of its own in flight, and this one was: the
+  // swap cannot fail. Should it, the offer is Taken and its Delivered slot still ends it.
+  log(LogLevel::Error, rt_.myPe(),
+      "the receive offered to PE " + std::to_string(peOf_[local]) + " was taken while a message of that PE was in flight");
+}
+
+void* LocalChannel::offeredBuffer(int pe, PostedRecord& r, bool& onDevice) const {
+  const auto kindValue = std::atomic_ref<std::uint32_t>(r.heapKind).load(std::memory_order_relaxed);
+  if (kindValue > static_cast<std::uint32_t>(HeapKind::Gpu)) return nullptr;
+  const auto kind = static_cast<HeapKind>(kindValue);
+  onDevice = kind == HeapKind::Gpu;
+  if (onDevice && !(rt_.gpu() && rt_.gpu()->peerReachable(pe))) return nullptr;
+  const auto offset = std::atomic_ref<std::uint64_t>(r.heapOffset).load(std::memory_order_relaxed);
+  return rt_.heapOf(kind).peerAddress(pe, offset);
+}
+
+bool LocalChannel::sendIntoPosted(int pe, const Header& h, const std::shared_ptr<Operation>& send) {
+  if (!offers_ || pe == rt_.myPe() || !reaches(pe) || send->streamOrdered) return false;
+  const int local = localOf_[pe];
+  PostedRecord& r = control(local, me_).posted;
+  std::uint64_t seen = std::atomic_ref<std::uint64_t>(r.word).load(std::memory_order_acquire);
+  const PostedWord w = PostedWord::unpack(seen);
+  // Offered, and every message this PE sent that PE before has been taken in there.
+  if (w.state != PostedState::Offered || w.messages != static_cast<std::uint32_t>(messagesWritten_[local])) return false;
+  const int context = std::atomic_ref<std::int32_t>(r.context).load(std::memory_order_relaxed);
+  const int tag = std::atomic_ref<std::int32_t>(r.tag).load(std::memory_order_relaxed);
+  const auto capacity = std::atomic_ref<std::uint64_t>(r.capacity).load(std::memory_order_relaxed);
+  const auto receiveId = std::atomic_ref<std::uint64_t>(r.receiveId).load(std::memory_order_relaxed);
+  // A message the receive would truncate goes the usual way and fails it there, naming both sizes.
+  if (context != h.context || (tag != kAnyTag && tag != h.tag) || h.bytes > capacity) return false;
+  const std::uint64_t consumed =
+      std::atomic_ref<std::uint64_t>(control(local, me_).consumed).load(std::memory_order_acquire);
+  if (!layout_.hasRoom(written_[local], consumed)) return false;  // room for the Delivered slot
+  bool dstOnDevice = false;
+  void* dst = offeredBuffer(pe, r, dstOnDevice);
+  if (!dst && h.bytes) return false;
+  // Take it: fails if the receiver withdrew it or offered another meanwhile (the fields read
+  // above may then be torn; they are not used).
+  if (!std::atomic_ref<std::uint64_t>(r.word).compare_exchange_strong(seen, w.with(PostedState::Taken).pack(),
+                                                                      std::memory_order_acq_rel)) {
+    return false;
+  }
+  std::string failure;
+  try {
+    if (h.bytes) copy(dst, dstOnDevice, send->buffer, send->onDevice, h.bytes);
+  } catch (const Error& e) {
+    failure = "PE " + std::to_string(rt_.myPe()) + " could not copy " + std::to_string(h.bytes) +
+              " bytes into the receive buffer: " + e.what();
+    failure.resize(std::min<std::size_t>(failure.size(), layout_.payload - 1));
+  }
+  SlotHeader d = slotHeader(SlotKind::Delivered, h.bytes, receiveId, failure.empty() ? 0 : 1);
+  d.context = h.context;
+  d.tag = h.tag;
+  // Room was checked and only this thread writes this ring.
+  writeMessage(local, d, failure.c_str(), failure.empty() ? 0 : failure.size() + 1, false);
+  if (failure.empty()) send->complete();
+  else send->fail(ErrorCode::System, "PE " + std::to_string(rt_.myPe()) + ": " + send->describe() + ": " + failure);
+  return true;
 }
 
 void LocalChannel::finished(int local, std::uint64_t sendId, bool declined) {

@@ -8,6 +8,15 @@
 //     for a self-send; then tells the sender it is done. When none of those reaches the buffer
 //     (GPU memory outside the heap, host memory into GPU memory, CMA not permitted), the receiver
 //     asks the sender to stream the data through the ring instead, a slot at a time.
+//   - Into a posted receive: a receiver whose receive for one sender is posted before that
+//     sender's message (the receive that sender's next message would go to, its buffer in either
+//     symmetric heap) offers it in the ring's control line. The sender, when it has no earlier
+//     message in flight to that PE, takes the offer (a compare-and-swap), copies the message
+//     straight into the receive buffer through its mapping of the receiver's heap, and writes a
+//     Delivered slot: one copy instead of two (for GPU buffers, one cuMemcpy instead of two),
+//     and the send still completes without waiting for the receiver. A receive that a message
+//     from the ring matches first is withdrawn (it cannot have been taken: that message was in
+//     flight). AXON_P2P_POSTED=0 turns offers off.
 //
 // Created at init, collective over the node's PEs; the rings are pinned for the GPU, so slots take
 // device data by DMA.
@@ -51,6 +60,22 @@ class LocalChannel final : public Channel {
   void decline(Arrived& message) override;
   std::string describePath(int pe, std::uint64_t bytes, bool onDevice, bool eager) const override;
 
+  // Receiver: offers posted receive `recv` (its source a PE of this node, not this PE) to its
+  // sender; false when it cannot be offered (its buffer is in neither heap, or another receive is
+  // offered to that sender now). The caller has checked that it is the receive the sender's next
+  // message would go to.
+  bool offer(const std::shared_ptr<Operation>& recv);
+  // Whether a receive is offered to `pe` now.
+  bool offering(int pe) const { return reaches(pe) && offered_[localOf_[pe]].recv != nullptr; }
+  // Receiver: withdraws `recv`'s offer. Taken: its sender took it (the message is being copied in;
+  // a Delivered slot follows).
+  enum class Withdrawal { NotOffered, Withdrawn, Taken };
+  Withdrawal withdraw(const Operation& recv);
+  // Sender: copies the message into the receive its destination offered, when that offer
+  // accepts it and no earlier message to that PE is in flight; completes (or fails) the send
+  // and returns true then.
+  bool sendIntoPosted(int pe, const Header& h, const std::shared_ptr<Operation>& send);
+
  private:
   LocalChannel(PeContext& rt, const detail::TeamState& node, RingLayout layout);
 
@@ -76,6 +101,14 @@ class LocalChannel final : public Channel {
   void finished(int local, std::uint64_t sendId, bool declined);
   // Copies between any two local buffers (host or GPU).
   void copy(void* dst, bool dstOnDevice, const void* src, bool srcOnDevice, std::uint64_t bytes);
+  // Writes one slot that carries a message (counted: carriesMessage()).
+  bool writeMessage(int local, const SlotHeader& h, const void* payload, std::uint64_t bytes, bool payloadOnDevice);
+  // Where this process sees the receive buffer `r` offers, or nullptr where it cannot copy into it.
+  void* offeredBuffer(int pe, PostedRecord& r, bool& onDevice) const;
+  // A message (not a Delivered one) from node-local PE `local` was taken in: an offer to it that
+  // still stands now counts that message as consumed.
+  void recount(int local);
+  std::uint64_t& postedWord(int owner, int ring) const { return control(owner, ring).posted.word; }
   char* slotAt(int owner, int ring, std::uint64_t n) const {
     return inboxes_[owner].base() + layout_.slotOffset(ring, n);
   }
@@ -97,6 +130,16 @@ class LocalChannel final : public Channel {
   std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> announced_;  // sends by id, awaiting an answer
   std::unordered_map<std::uint64_t, std::shared_ptr<Operation>> filling_;    // receives by id, streamed
   std::deque<Stream> streams_;
+  // Messages (carriesMessage slots) written to each local PE's ring, and consumed from each.
+  std::vector<std::uint64_t> messagesWritten_, messagesConsumed_;
+  // [local]: the receive offered to that sender now (nullptr: none), and the word it was offered with.
+  struct Offered {
+    std::shared_ptr<Operation> recv;
+    PostedWord word;
+  };
+  std::vector<Offered> offered_;
+  std::uint32_t generation_ = 0;
+  bool offers_ = true;  // AXON_P2P_POSTED
 };
 
 }  // namespace axon::p2p

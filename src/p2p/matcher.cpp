@@ -54,6 +54,13 @@ bool Matcher::cancel(std::uint64_t cookie) {
   return true;
 }
 
+std::optional<PostedReceive> Matcher::earliestFrom(int source) const {
+  for (const PostedReceive& r : posted_) {
+    if (r.source == source || r.source == kAnySource) return r;
+  }
+  return std::nullopt;
+}
+
 std::string Matcher::describeUnexpected(std::size_t max) const {
   std::string out;
   std::size_t n = 0;

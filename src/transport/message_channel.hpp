@@ -56,6 +56,10 @@ class Sink {
   virtual void arrived(std::unique_ptr<Arrived> message) = 0;
   // `pe` returned `bytes` of eager credit to this PE.
   virtual void credited(int pe, std::uint64_t bytes) = 0;
+  // `pe` copied a message (`h`: context, tag, bytes) straight into the posted receive
+  // `receiveId` this PE had offered it (p2p/local_channel.hpp); `failure` is empty, or why the
+  // copy failed.
+  virtual void delivered(int pe, const Header& h, std::uint64_t receiveId, const std::string& failure) = 0;
 };
 
 class Channel {

@@ -43,9 +43,12 @@ inline long firstWrong(const unsigned char* got, int source, std::uint64_t id, s
   return -1;
 }
 
-// Returns how many messages this PE received and checked.
+// Returns how many messages this PE received and checked. receivesFirst: each round's receives
+// are posted on every PE before any PE sends (a barrier between), so that receives are waiting
+// when messages come (the path into posted receives, p2p/local_channel.hpp); otherwise sends go
+// first and most messages wait unexpected.
 template <class Buffers>
-int runRandomMessages(Buffers& buffers, int total, std::uint64_t seed) {
+int runRandomMessages(Buffers& buffers, int total, std::uint64_t seed, bool receivesFirst = false) {
   const int me = axon::myPe(), np = axon::nPes();
   const int perRound = 250;
   struct Planned {
@@ -75,12 +78,15 @@ int runRandomMessages(Buffers& buffers, int total, std::uint64_t seed) {
     std::vector<Handle> out;
     std::vector<axon::Request> sends;
     out.reserve(static_cast<std::size_t>(count));
-    for (int k = 0; k < count; ++k) {
-      if (plan[k].source != me) continue;
-      out.push_back(buffers.make(plan[k].bytes, static_cast<std::uint64_t>(first + k)));
-      buffers.write(out.back(), message(me, static_cast<std::uint64_t>(first + k), plan[k].bytes));
-      sends.push_back(axon::isend(buffers.data(out.back()), plan[k].bytes, plan[k].dest, plan[k].tag));
-    }
+    auto sendAll = [&] {
+      for (int k = 0; k < count; ++k) {
+        if (plan[k].source != me) continue;
+        out.push_back(buffers.make(plan[k].bytes, static_cast<std::uint64_t>(first + k)));
+        buffers.write(out.back(), message(me, static_cast<std::uint64_t>(first + k), plan[k].bytes));
+        sends.push_back(axon::isend(buffers.data(out.back()), plan[k].bytes, plan[k].dest, plan[k].tag));
+      }
+    };
+    if (!receivesFirst) sendAll();
     std::vector<int> mine;
     for (int k = 0; k < count; ++k) {
       if (plan[k].dest == me) mine.push_back(k);
@@ -115,6 +121,10 @@ int runRandomMessages(Buffers& buffers, int total, std::uint64_t seed) {
     }
     std::stable_sort(posted.begin(), posted.end(), [](const Posted& a, const Posted& b) { return a.phase < b.phase; });
     for (auto& p : posted) p.req = axon::irecv(buffers.data(p.buf), p.room, p.source, p.tag);
+    if (receivesFirst) {
+      axon::barrierAll();
+      sendAll();
+    }
     std::set<int> got;
     std::map<std::pair<int, int>, int> lastOf;  // (source, tag) -> last message number taken
     for (auto& p : posted) {

@@ -91,6 +91,43 @@ TEST(P2pGpu, EveryMemoryKindPairingAtEveryProtocol) {
   }
 }
 
+// A receive posted in the GPU heap before its message is offered to the sender, which copies the
+// message straight into it: one cuMemcpy instead of two through the host ring (p2p/local_channel.hpp).
+// From every kind of send buffer, at eager sizes; every message must take that path when PEs 0 and
+// 1 share a node (unless AXON_P2P_POSTED=0).
+TEST(P2pGpu, SmallMessagesGoStraightIntoPostedGpuHeapReceives) {
+  const bool sender = me() == 0, receiver = me() == 1;
+  const std::size_t room = 8192;
+  Buffer in(Kind::GpuHeap, room);  // collective
+  const std::uint64_t before = axon::messageStats().postedSent;
+  int sent = 0, salt = 700;
+  for (Kind from : {Kind::GpuHeap, Kind::CudaMalloc, Kind::Host, Kind::Pool}) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{4096}, std::size_t{8192}}) {
+      ++salt;
+      Buffer out(from, bytes);  // every PE allocates alike (the GPU heap is collective)
+      if (sender) out.fill(pattern(0, bytes, salt));
+      axon::Request r;
+      if (receiver) r = axon::irecv(in.p, room, 0, salt);
+      axon::barrierAll();
+      if (sender) {
+        axon::send(out.p, bytes, 1, salt);
+        ++sent;
+      }
+      if (receiver) {
+        const axon::Status st = r.wait();
+        EXPECT_EQ(st.bytes, bytes);
+        in.bytes = bytes;
+        EXPECT_EQ(in.read(), pattern(0, bytes, salt)) << bytes << " B from " << name(from);
+      }
+      axon::barrierAll();
+    }
+  }
+  const char* posted = std::getenv("AXON_P2P_POSTED");
+  if (sender && axon::ptr(in.p, 1) != nullptr && !(posted && std::string(posted) == "0")) {
+    EXPECT_EQ(axon::messageStats().postedSent - before, static_cast<std::uint64_t>(sent));
+  }
+}
+
 TEST(P2pGpu, IpcMappingsAreReusedAndRenewedWhenABufferIsFreed) {
   const int right = (me() + 1) % np(), left = (me() + np() - 1) % np();
   const std::size_t bytes = 3 << 20;

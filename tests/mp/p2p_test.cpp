@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,140 @@ TEST(P2p, TruncationFailsTheReceiveNamingBothSizes) {
   axon::barrierAll();
 }
 
+// A receive posted in the symmetric heap before its message is offered to the sender, which copies
+// the message straight into it (p2p/local_channel.hpp): one copy, no credit, and MPI's rules
+// unchanged. Unless AXON_P2P_POSTED=0, every message of the first part must take that path (PE
+// 1's receive is posted, and PE 0 has nothing in flight to it, before PE 0 sends) when PEs 0 and 1
+// share a node.
+bool postedOn() {
+  const char* v = std::getenv("AXON_P2P_POSTED");
+  return !(v && std::string(v) == "0");
+}
+
+TEST(P2p, MessagesGoStraightIntoReceivesPostedInTheHeap) {
+  const std::size_t room = 8192 + 64;
+  auto* a = static_cast<unsigned char*>(axon::mallocHost(room));
+  auto* b = static_cast<unsigned char*>(axon::mallocHost(room));
+  const bool sender = me() == 0, receiver = me() == 1;
+  // 1. One message at a time into a waiting receive: every size to the eager limit, and empty.
+  const std::uint64_t before = axon::messageStats().postedSent;
+  int sent = 0;
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{4096}, std::size_t{8192}}) {
+    axon::Request r;
+    if (receiver) {
+      std::memset(a, 0xee, room);
+      r = axon::irecv(a, room, 0, 4);
+    }
+    axon::barrierAll();
+    if (sender) {
+      auto out = message(0, 500 + bytes, bytes);
+      axon::send(out.data(), bytes, 1, 4);
+      ++sent;
+    }
+    if (receiver) {
+      const axon::Status st = r.wait();
+      EXPECT_EQ(st.source, 0);
+      EXPECT_EQ(st.tag, 4);
+      EXPECT_EQ(st.bytes, bytes);
+      EXPECT_EQ(firstWrong(a, 0, 500 + bytes, bytes), -1) << bytes << " B";
+      EXPECT_EQ(a[bytes], 0xee) << "written past the message";
+    }
+    axon::barrierAll();
+  }
+  // PEs of one node map each other's heap; across nodes messages go by UCX, which offers nothing.
+  if (sender && postedOn() && axon::ptr(a, 1) != nullptr) {
+    EXPECT_EQ(axon::messageStats().postedSent - before, static_cast<std::uint64_t>(sent))
+        << "a receive posted in the heap before its message did not take it straight";
+  }
+  // 2. The offered receive (tag 2) does not take a message of another tag, which waits; the
+  //    later receive for that tag takes it.
+  axon::Request r2;
+  if (receiver) r2 = axon::irecv(b, room, 0, 2);
+  axon::barrierAll();
+  if (sender) {
+    auto m1 = message(0, 1, 100), m2 = message(0, 2, 200);
+    axon::send(m1.data(), m1.size(), 1, 1);
+    axon::send(m2.data(), m2.size(), 1, 2);
+  }
+  if (receiver) {
+    const axon::Status s1 = axon::recv(a, room, 0, 1);
+    EXPECT_EQ(s1.bytes, 100u);
+    EXPECT_EQ(firstWrong(a, 0, 1, 100), -1);
+    const axon::Status s2 = r2.wait();
+    EXPECT_EQ(s2.bytes, 200u);
+    EXPECT_EQ(firstWrong(b, 0, 2, 200), -1);
+  }
+  axon::barrierAll();
+  // 3. A wildcard receive posted first comes first: nothing is offered past it.
+  axon::Request any, exact;
+  if (receiver) {
+    any = axon::irecv(a, room, axon::kAnySource, 5);
+    exact = axon::irecv(b, room, 0, 5);
+  }
+  axon::barrierAll();
+  if (sender) {
+    auto m1 = message(0, 11, 64), m2 = message(0, 12, 65);
+    axon::send(m1.data(), m1.size(), 1, 5);
+    axon::send(m2.data(), m2.size(), 1, 5);
+  }
+  if (receiver) {
+    EXPECT_EQ(any.wait().bytes, 64u);
+    EXPECT_EQ(firstWrong(a, 0, 11, 64), -1) << "the wildcard posted first did not take the first message";
+    EXPECT_EQ(exact.wait().bytes, 65u);
+    EXPECT_EQ(firstWrong(b, 0, 12, 65), -1);
+  }
+  axon::barrierAll();
+  // 4. A message larger than the offered receive fails it with Truncated; the send completes.
+  axon::Request small;
+  if (receiver) {
+    std::memset(a, 0x5a, room);
+    small = axon::irecv(a, 8, 0, 6);
+  }
+  axon::barrierAll();
+  if (sender) {
+    auto m = message(0, 13, 16);
+    axon::send(m.data(), m.size(), 1, 6);
+  }
+  if (receiver) {
+    try {
+      small.wait();
+      ADD_FAILURE() << "a 16-byte message fit an 8-byte receive";
+    } catch (const axon::Error& e) {
+      EXPECT_EQ(e.code(), axon::ErrorCode::Truncated) << e.what();
+    }
+    EXPECT_EQ(a[0], 0x5a) << "the receive was written into";
+  }
+  axon::barrierAll();
+  // 5. Many receives posted ahead, one tag each, then as many messages back to back: some go
+  //    straight in, some through the ring; each receive gets its own, whole.
+  const int many = 64;
+  const std::size_t each = 96;
+  auto* arena = static_cast<unsigned char*>(axon::mallocHost(many * each));
+  std::vector<axon::Request> reqs;
+  if (receiver) {
+    for (int k = 0; k < many; ++k) reqs.push_back(axon::irecv(arena + k * each, each, 0, 100 + k));
+  }
+  axon::barrierAll();
+  if (sender) {
+    for (int k = 0; k < many; ++k) {
+      auto m = message(0, 1000 + k, each - (k % 7));
+      axon::send(m.data(), m.size(), 1, 100 + k);
+    }
+  }
+  if (receiver) {
+    for (int k = 0; k < many; ++k) {
+      const axon::Status st = reqs[k].wait();
+      EXPECT_EQ(st.tag, 100 + k);
+      EXPECT_EQ(st.bytes, each - (k % 7));
+      EXPECT_EQ(firstWrong(arena + k * each, 0, 1000 + k, st.bytes), -1) << "message " << k;
+    }
+  }
+  axon::barrierAll();
+  axon::free(arena);
+  axon::free(b);
+  axon::free(a);
+}
+
 TEST(P2p, SelfSendsAndEmptyMessages) {
   for (std::size_t bytes : kSizes) {
     auto out = message(me(), bytes + 1, bytes);
@@ -325,6 +460,57 @@ TEST(P2p, RandomMessagesEachVerified) {
   HostBuffers buffers;
   const int checked = axon::test::runRandomMessages(buffers, env ? std::atoi(env) : 10000, 20261124);
   if (me() == 0) std::printf("[ p2p ] %d messages received and checked on PE 0\n", checked);
+}
+
+// Buffers carved from one symmetric host heap arena (16 MiB a PE), so that receives posted first
+// are offered to their senders; past the arena, plain host memory. The arena is reused once
+// every buffer of a round is gone.
+struct HeapBuffers {
+  static constexpr std::size_t kArena = 16u << 20;
+  unsigned char* arena = static_cast<unsigned char*>(axon::mallocHost(kArena));
+  std::size_t used = 0;
+  std::weak_ptr<int> round;  // alive while any buffer carved since the last reset is
+  struct Handle {
+    unsigned char* p = nullptr;
+    std::shared_ptr<std::vector<unsigned char>> own;  // past the arena
+    std::shared_ptr<int> round;
+  };
+  ~HeapBuffers() { axon::free(arena); }
+  Handle make(std::size_t bytes, std::uint64_t) {
+    auto r = round.lock();
+    if (!r) {
+      used = 0;
+      r = std::make_shared<int>(0);
+      round = r;
+    }
+    const std::size_t room = (bytes + 63) / 64 * 64;
+    if (used + room <= kArena) {
+      Handle h{arena + used, nullptr, r};
+      used += room;
+      return h;
+    }
+    auto own = std::make_shared<std::vector<unsigned char>>(bytes + 1);
+    return Handle{own->data(), own, r};
+  }
+  void* data(Handle& h) { return h.p; }
+  void write(Handle& h, const std::vector<unsigned char>& v) { std::copy(v.begin(), v.end(), h.p); }
+  std::vector<unsigned char> read(Handle& h, std::size_t bytes) { return std::vector<unsigned char>(h.p, h.p + bytes); }
+};
+
+// The same random traffic with every round's receives posted before its sends, in the heap: the
+// path into posted receives mixed with every other, wildcards included.
+TEST(P2p, RandomMessagesIntoReceivesPostedFirst) {
+  const char* env = std::getenv("AXON_TEST_P2P_MESSAGES");
+  const std::uint64_t before = axon::messageStats().postedSent;
+  int checked = 0;
+  {
+    HeapBuffers buffers;
+    checked = axon::test::runRandomMessages(buffers, env ? std::atoi(env) / 2 : 5000, 20261128, true);
+  }
+  const std::uint64_t straight = axon::messageStats().postedSent - before;
+  if (me() == 0) std::printf("[ p2p ] %d messages checked on PE 0; %llu went straight into posted receives\n", checked,
+                             static_cast<unsigned long long>(straight));
+  axon::barrierAll();
 }
 
 }  // namespace

@@ -95,6 +95,30 @@ TEST(P2pMatcher, ACancelledReceiveTakesNothing) {
   EXPECT_EQ(m.arrive(message(1, 1, 20)).has_value(), false);
 }
 
+// The receive a source's next message would go to, whatever its tag: what a receiver may offer
+// that source to copy into (p2p/local_channel.hpp).
+TEST(P2pMatcher, EarliestFromNamesTheReceiveASourcesNextMessageMayTake) {
+  Matcher m(3);
+  EXPECT_FALSE(m.earliestFrom(1).has_value());
+  m.post({2, 4, 1});
+  EXPECT_FALSE(m.earliestFrom(1).has_value()) << "a receive for source 2 is not one for source 1";
+  m.post({1, 7, 2});
+  m.post({1, 8, 3});
+  ASSERT_TRUE(m.earliestFrom(1).has_value());
+  EXPECT_EQ(m.earliestFrom(1)->cookie, 2u);
+  // Once it matched, the next receive for source 1 is the earliest.
+  ASSERT_TRUE(m.arrive(message(1, 7, 50)).has_value());
+  EXPECT_EQ(m.earliestFrom(1)->cookie, 3u);
+  // A wildcard posted earlier than a source's own receives comes first (it is not an offer).
+  Matcher w(3);
+  w.post({kAnySource, 7, 10});
+  w.post({1, 7, 11});
+  ASSERT_TRUE(w.earliestFrom(1).has_value());
+  EXPECT_EQ(w.earliestFrom(1)->source, kAnySource);
+  EXPECT_TRUE(w.cancel(10));
+  EXPECT_EQ(w.earliestFrom(1)->cookie, 11u);
+}
+
 TEST(P2pMatcher, DescribesWhatIsQueuedForATimeout) {
   Matcher m(4);
   EXPECT_EQ(m.describeUnexpected(3), "none");
