@@ -15,7 +15,10 @@
 // larger messages, and any message once the sender has used its share of the receiver's bound
 // on waiting data (AXON_P2P_UNEXPECTED), wait at the sender until the receiver matches them and
 // then move once, straight into the receive buffer. So a blocking send of a large message
-// returns only once it is matched, and memory never grows without bound at the receiver.
+// returns only once it is matched, and memory never grows without bound at the receiver. Between
+// PEs of one node, a receive posted in either symmetric heap before its message takes a small
+// message in one copy, straight from the send buffer (AXON_P2P_POSTED): GPU heap receives are
+// the fastest way to get small GPU messages.
 //
 // Every wait is bounded by AXON_TIMEOUT: a receive that never matches fails with Timeout naming
 // the (source, tag, size) it waited for and the messages that were waiting unmatched; a peer

@@ -259,8 +259,11 @@ void Engine::offerNext(int slot, int source) {
   if (!c.registered || source < 0 || source >= static_cast<int>(c.members.size())) return;
   const int pe = c.members[source];
   if (pe == rt_.myPe() || !local_->reaches(pe) || local_->offering(pe)) return;
-  const auto r = c.matcher->earliestFrom(source);
-  if (!r || r->source != source) return;  // none, or a wildcard comes first
+  // Only a receive that is the only one posted for that source: with several posted, the sender
+  // is streaming, outruns each new offer, and its messages alternated between paths (11-15% fewer
+  // small GPU messages a second in p2p-bw windows on 2 H200s).
+  const auto r = c.matcher->onlyFrom(source);
+  if (!r) return;
   auto it = c.posted.find(r->cookie);
   if (it != c.posted.end()) local_->offer(it->second);
 }

@@ -112,8 +112,8 @@ class Engine final : public ProgressClient, private Sink {
   void arrived(std::unique_ptr<Arrived> message) override;
   void credited(int pe, std::uint64_t bytes) override;
   void delivered(int pe, const Header& h, std::uint64_t receiveId, const std::string& failure) override;
-  // Offers the receive that team member `source`'s next message in context `slot` would go to
-  // (when it names that source) for the sender to copy into (LocalChannel::offer).
+  // Offers the receive posted for team member `source` in context `slot`, when it is the only one
+  // that accepts that source's messages, for the sender to copy into (LocalChannel::offer).
   void offerNext(int slot, int source);
 
   Context& context(const detail::TeamState& team, bool streamOrdered = false);

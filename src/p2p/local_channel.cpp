@@ -521,7 +521,12 @@ void LocalChannel::decline(Arrived& m) {
 
 std::string LocalChannel::describePath(int pe, std::uint64_t bytes, bool onDevice, bool eager) const {
   const std::string where = pe == rt_.myPe() ? "to itself" : "through node shared memory";
-  if (eager) return "eager: the data is copied into a slot of the receiver's ring " + where;
+  if (eager) {
+    return "eager: the data is copied into a slot of the receiver's ring " + where +
+           (pe == rt_.myPe() || !offers_ ? std::string()
+                                          : std::string(", or straight into the receive buffer (one copy) when PE ") +
+                                                std::to_string(pe) + " has posted a receive for it in either symmetric heap");
+  }
   if (pe == rt_.myPe()) return "rendezvous: one copy within the process, once matched";
   std::string how = "rendezvous: once matched, the receiver copies the data once from the send buffer (";
   if (onDevice) {

@@ -9,7 +9,7 @@
 //     (GPU memory outside the heap, host memory into GPU memory, CMA not permitted), the receiver
 //     asks the sender to stream the data through the ring instead, a slot at a time.
 //   - Into a posted receive: a receiver whose receive for one sender is posted before that
-//     sender's message (the receive that sender's next message would go to, its buffer in either
+//     sender's message (the only receive posted that accepts that sender, its buffer in either
 //     symmetric heap) offers it in the ring's control line. The sender, when it has no earlier
 //     message in flight to that PE, takes the offer (a compare-and-swap), copies the message
 //     straight into the receive buffer through its mapping of the receiver's heap, and writes a
@@ -62,8 +62,8 @@ class LocalChannel final : public Channel {
 
   // Receiver: offers posted receive `recv` (its source a PE of this node, not this PE) to its
   // sender; false when it cannot be offered (its buffer is in neither heap, or another receive is
-  // offered to that sender now). The caller has checked that it is the receive the sender's next
-  // message would go to.
+  // offered to that sender now). The caller has checked that it is the only receive posted that
+  // accepts that sender's messages.
   bool offer(const std::shared_ptr<Operation>& recv);
   // Whether a receive is offered to `pe` now.
   bool offering(int pe) const { return reaches(pe) && offered_[localOf_[pe]].recv != nullptr; }

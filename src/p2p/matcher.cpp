@@ -54,11 +54,14 @@ bool Matcher::cancel(std::uint64_t cookie) {
   return true;
 }
 
-std::optional<PostedReceive> Matcher::earliestFrom(int source) const {
+std::optional<PostedReceive> Matcher::onlyFrom(int source) const {
+  std::optional<PostedReceive> found;
   for (const PostedReceive& r : posted_) {
-    if (r.source == source || r.source == kAnySource) return r;
+    if (r.source != source && r.source != kAnySource) continue;
+    if (found || r.source != source) return std::nullopt;
+    found = r;
   }
-  return std::nullopt;
+  return found;
 }
 
 std::string Matcher::describeUnexpected(std::size_t max) const {

@@ -73,10 +73,10 @@ class Matcher {
   // Withdraws a posted receive (its wait ended); false when it is not posted (it matched).
   bool cancel(std::uint64_t cookie);
 
-  // The earliest posted receive that accepts some message from `source` (naming it or
-  // kAnySource), if any: the receive that source's next message may go to without overtaking
-  // another receive, whatever its tag, when that receive names `source` itself.
-  std::optional<PostedReceive> earliestFrom(int source) const;
+  // The posted receive that accepts messages from `source` (naming it or kAnySource) when it is
+  // the only one and names `source` itself: then that source's next message, whatever its tag,
+  // can go nowhere else.
+  std::optional<PostedReceive> onlyFrom(int source) const;
 
   std::size_t unexpectedCount() const { return unexpected_.size(); }
   std::size_t unexpectedBytes() const { return heldBytes_; }

@@ -95,28 +95,31 @@ TEST(P2pMatcher, ACancelledReceiveTakesNothing) {
   EXPECT_EQ(m.arrive(message(1, 1, 20)).has_value(), false);
 }
 
-// The receive a source's next message would go to, whatever its tag: what a receiver may offer
+// The one receive a source's next message can go to, whatever its tag: what a receiver may offer
 // that source to copy into (p2p/local_channel.hpp).
-TEST(P2pMatcher, EarliestFromNamesTheReceiveASourcesNextMessageMayTake) {
+TEST(P2pMatcher, OnlyFromNamesTheSoleReceiveForASource) {
   Matcher m(3);
-  EXPECT_FALSE(m.earliestFrom(1).has_value());
+  EXPECT_FALSE(m.onlyFrom(1).has_value());
   m.post({2, 4, 1});
-  EXPECT_FALSE(m.earliestFrom(1).has_value()) << "a receive for source 2 is not one for source 1";
+  EXPECT_FALSE(m.onlyFrom(1).has_value()) << "a receive for source 2 is not one for source 1";
   m.post({1, 7, 2});
+  ASSERT_TRUE(m.onlyFrom(1).has_value());
+  EXPECT_EQ(m.onlyFrom(1)->cookie, 2u);
   m.post({1, 8, 3});
-  ASSERT_TRUE(m.earliestFrom(1).has_value());
-  EXPECT_EQ(m.earliestFrom(1)->cookie, 2u);
-  // Once it matched, the next receive for source 1 is the earliest.
+  EXPECT_FALSE(m.onlyFrom(1).has_value()) << "two receives for source 1: none is the only one";
+  // Once one matched, the other is the only one.
   ASSERT_TRUE(m.arrive(message(1, 7, 50)).has_value());
-  EXPECT_EQ(m.earliestFrom(1)->cookie, 3u);
-  // A wildcard posted earlier than a source's own receives comes first (it is not an offer).
+  ASSERT_TRUE(m.onlyFrom(1).has_value());
+  EXPECT_EQ(m.onlyFrom(1)->cookie, 3u);
+  // A wildcard source receive accepts that source too: nothing is the only one, itself included.
   Matcher w(3);
   w.post({kAnySource, 7, 10});
+  EXPECT_FALSE(w.onlyFrom(1).has_value());
   w.post({1, 7, 11});
-  ASSERT_TRUE(w.earliestFrom(1).has_value());
-  EXPECT_EQ(w.earliestFrom(1)->source, kAnySource);
+  EXPECT_FALSE(w.onlyFrom(1).has_value());
   EXPECT_TRUE(w.cancel(10));
-  EXPECT_EQ(w.earliestFrom(1)->cookie, 11u);
+  ASSERT_TRUE(w.onlyFrom(1).has_value());
+  EXPECT_EQ(w.onlyFrom(1)->cookie, 11u);
 }
 
 TEST(P2pMatcher, DescribesWhatIsQueuedForATimeout) {
