@@ -22,7 +22,9 @@
 //
 // Every wait is bounded by AXON_TIMEOUT: a receive that never matches fails with Timeout naming
 // the (source, tag, size) it waited for and the messages that were waiting unmatched; a peer
-// that died fails it with PeerDead. A request whose wait failed stays failed: end the job.
+// that died fails it with PeerDead. A request whose wait failed stays failed: end the job. (Its
+// buffer may still be written: a node-local sender may have been copying into a receive offered
+// to it when the wait gave up or its team was destroyed.)
 #pragma once
 
 #include <cstddef>

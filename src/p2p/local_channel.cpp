@@ -430,8 +430,13 @@ bool LocalChannel::sendIntoPosted(int pe, const Header& h, const std::shared_ptr
   SlotHeader d = slotHeader(SlotKind::Delivered, h.bytes, receiveId, failure.empty() ? 0 : 1);
   d.context = h.context;
   d.tag = h.tag;
-  // Room was checked and only this thread writes this ring.
-  writeMessage(local, d, failure.c_str(), failure.empty() ? 0 : failure.size() + 1, false);
+  // Room was checked and only this thread writes this ring, so this cannot find it full.
+  if (!writeMessage(local, d, failure.c_str(), failure.empty() ? 0 : failure.size() + 1, false)) {
+    send->fail(ErrorCode::Internal, "PE " + std::to_string(rt_.myPe()) + ": " + send->describe() +
+                                        ": the message was copied into PE " + std::to_string(pe) +
+                                        "'s receive but its ring had no room to say so");
+    return true;
+  }
   if (failure.empty()) send->complete();
   else send->fail(ErrorCode::System, "PE " + std::to_string(rt_.myPe()) + ": " + send->describe() + ": " + failure);
   return true;

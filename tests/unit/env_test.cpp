@@ -131,6 +131,9 @@ TEST(EnvP2p, EagerLimitAndUnexpectedBound) {
   EXPECT_EQ(envWith("AXON_P2P_UNEXPECTED", "0").p2pUnexpected, std::size_t{0});
   EXPECT_EQ(envWith("AXON_P2P_UNEXPECTED", "1G").p2pUnexpected, kGiB);
   EXPECT_TRUE(contains(envError("AXON_P2P_UNEXPECTED", "lots"), "AXON_P2P_UNEXPECTED='lots'"));
+  EXPECT_TRUE(env.p2pPosted);
+  EXPECT_FALSE(envWith("AXON_P2P_POSTED", "0").p2pPosted);
+  EXPECT_TRUE(contains(envError("AXON_P2P_POSTED", "maybe"), "AXON_P2P_POSTED='maybe'"));
 }
 
 TEST(EnvSpace, AddressFileAndBatch) {
