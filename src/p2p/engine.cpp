@@ -222,7 +222,9 @@ void Engine::match(Context& c, std::unique_ptr<Arrived> m) {
               ", which that PE had already taken to copy into; its Delivered slot will find it gone");
     }
     deliver(c, *m, recv);
-    if (withdrawal == LocalChannel::Withdrawal::Withdrawn) offerNext(m->header.context, source);
+    // The receive left may now be the only one for that source (this one was offered, or a second
+    // for that source, or a wildcard before it).
+    offerNext(m->header.context, source);
     return;
   }
   m->own();
