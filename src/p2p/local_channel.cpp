@@ -383,14 +383,17 @@ void LocalChannel::recount(int local) {
       "the receive offered to PE " + std::to_string(peOf_[local]) + " was taken while a message of that PE was in flight");
 }
 
+void* LocalChannel::peerHeapAt(int pe, HeapKind kind, std::uint64_t offset) const {
+  if (kind == HeapKind::Gpu && !(rt_.gpu() && rt_.gpu()->peerReachable(pe))) return nullptr;
+  return rt_.heapOf(kind).peerAddress(pe, offset);
+}
+
 void* LocalChannel::offeredBuffer(int pe, PostedRecord& r, bool& onDevice) const {
   const auto kindValue = std::atomic_ref<std::uint32_t>(r.heapKind).load(std::memory_order_relaxed);
   if (kindValue > static_cast<std::uint32_t>(HeapKind::Gpu)) return nullptr;
   const auto kind = static_cast<HeapKind>(kindValue);
   onDevice = kind == HeapKind::Gpu;
-  if (onDevice && !(rt_.gpu() && rt_.gpu()->peerReachable(pe))) return nullptr;
-  const auto offset = std::atomic_ref<std::uint64_t>(r.heapOffset).load(std::memory_order_relaxed);
-  return rt_.heapOf(kind).peerAddress(pe, offset);
+  return peerHeapAt(pe, kind, std::atomic_ref<std::uint64_t>(r.heapOffset).load(std::memory_order_relaxed));
 }
 
 bool LocalChannel::sendIntoPosted(int pe, const Header& h, const std::shared_ptr<Operation>& send) {
@@ -454,10 +457,7 @@ bool LocalChannel::copyDirect(int pe, const Offer& o, Operation& recv, std::uint
     return true;
   }
   if (o.inHeap) {
-    const auto kind = static_cast<HeapKind>(o.inHeap - 1);
-    void* mapped = rt_.heapOf(kind).peerAddress(pe, o.heapOffset);
-    const bool reachable = kind == HeapKind::Host || (rt_.gpu() && rt_.gpu()->peerReachable(pe));
-    if (mapped && reachable) {
+    if (void* mapped = peerHeapAt(pe, static_cast<HeapKind>(o.inHeap - 1), o.heapOffset)) {
       copy(recv.buffer, recv.onDevice, mapped, srcOnDevice, bytes);
       return true;
     }

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "axon/memory.hpp"
 #include "memory/shm_segment.hpp"
 #include "transport/message_channel.hpp"
 #include "p2p/ring_layout.hpp"
@@ -103,6 +104,9 @@ class LocalChannel final : public Channel {
   void copy(void* dst, bool dstOnDevice, const void* src, bool srcOnDevice, std::uint64_t bytes);
   // Writes one slot that carries a message (counted: carriesMessage()).
   bool writeMessage(int local, const SlotHeader& h, const void* payload, std::uint64_t bytes, bool payloadOnDevice);
+  // Where this process sees `offset` of node-local PE `pe`'s heap of `kind`, or nullptr where it
+  // cannot reach it (not mapped; a GPU heap this GPU has no peer access to).
+  void* peerHeapAt(int pe, HeapKind kind, std::uint64_t offset) const;
   // Where this process sees the receive buffer `r` offers, or nullptr where it cannot copy into it.
   void* offeredBuffer(int pe, PostedRecord& r, bool& onDevice) const;
   // A message (not a Delivered one) from node-local PE `local` was taken in: an offer to it that

@@ -19,9 +19,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace axon::test {
@@ -41,6 +43,13 @@ inline long firstWrong(const unsigned char* got, int source, std::uint64_t id, s
     if (got[i] != messageByte(source, id, i)) return static_cast<long>(i);
   }
   return -1;
+}
+
+// Whether AXON_P2P_POSTED leaves offers of posted receives on (the library's switch words).
+inline bool postedOffersOn() {
+  const char* v = std::getenv("AXON_P2P_POSTED");
+  const std::string s = v ? v : "";
+  return !(s == "0" || s == "off" || s == "no" || s == "false");
 }
 
 // Returns how many messages this PE received and checked. receivesFirst: each round's receives

@@ -123,10 +123,7 @@ TEST(P2pGpu, SmallMessagesGoStraightIntoPostedGpuHeapReceives) {
       axon::barrierAll();
     }
   }
-  const char* posted = std::getenv("AXON_P2P_POSTED");
-  const bool off = posted && (std::string(posted) == "0" || std::string(posted) == "off" ||
-                              std::string(posted) == "no" || std::string(posted) == "false");
-  if (sender && axon::ptr(in.p, 1) != nullptr && !off) {
+  if (sender && axon::ptr(in.p, 1) != nullptr && axon::test::postedOffersOn()) {
     EXPECT_EQ(axon::messageStats().postedSent - before, static_cast<std::uint64_t>(sent));
   }
 }

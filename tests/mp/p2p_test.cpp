@@ -188,12 +188,6 @@ TEST(P2p, TruncationFailsTheReceiveNamingBothSizes) {
 // unchanged. Unless AXON_P2P_POSTED=0, every message of the first part must take that path (PE
 // 1's receive is posted, and PE 0 has nothing in flight to it, before PE 0 sends) when PEs 0 and 1
 // share a node.
-bool postedOn() {
-  const char* v = std::getenv("AXON_P2P_POSTED");
-  const std::string s = v ? v : "";
-  return !(s == "0" || s == "off" || s == "no" || s == "false");
-}
-
 TEST(P2p, MessagesGoStraightIntoReceivesPostedInTheHeap) {
   const std::size_t room = 8192 + 64;
   auto* a = static_cast<unsigned char*>(axon::mallocHost(room));
@@ -225,7 +219,7 @@ TEST(P2p, MessagesGoStraightIntoReceivesPostedInTheHeap) {
     axon::barrierAll();
   }
   // PEs of one node map each other's heap; across nodes messages go by UCX, which offers nothing.
-  if (sender && postedOn() && axon::ptr(a, 1) != nullptr) {
+  if (sender && axon::test::postedOffersOn() && axon::ptr(a, 1) != nullptr) {
     EXPECT_EQ(axon::messageStats().postedSent - before, static_cast<std::uint64_t>(sent))
         << "a receive posted in the heap before its message did not take it straight";
   }
