@@ -101,7 +101,7 @@ void proposeOffsets(const GpuBackend& gpu, const detail::TeamState& team, const 
 GpuPlan gpuPlanFor(PeContext& rt, Collective c, std::size_t count, DataType type, int members, bool withReason) {
   return makeGpuPlan({c, count, dataTypeSize(type), members, rt.env().collGpuChannels, rt.env().collGpuChunk,
                       rt.env().collGpuLlMax, rt.env().collGpuLlChunk, forcedAlgo(rt.env(), c), withReason,
-                      rt.env().collGpuDirect, rt.env().collGpuPushMin});
+                      rt.env().collGpuDirect, rt.env().collGpuPushMin, rt.env().collGpuChainMin});
 }
 
 std::string describeGpuMismatch(const device::CollError& e) {

@@ -54,6 +54,20 @@ constexpr std::size_t kGpuPushMinBytes = 16u << 20;
 
 std::size_t pushMinBytes(const GpuPlanInput& in) { return in.pushMinBytes ? *in.pushMinBytes : kGpuPushMinBytes; }
 
+// The block from which reduce on more than 2 GPUs runs chained (AXON_COLL_GPU_CHAIN_MIN unset):
+// partial sums passed along the members to the root, only stores crossing NVLink
+// (device/impl/coll_chain_impl.hpp). Measured on 4 H200s (docs/performance.md, issue 42).
+constexpr std::size_t kGpuChainMinBytes = 32u << 20;
+
+std::size_t chainMinBytes(const GpuPlanInput& in) { return in.chainMinBytes ? *in.chainMinBytes : kGpuChainMinBytes; }
+
+// Whether a reduce runs chained. AXON_COLL_GPU_DIRECT=always keeps the Direct reduce at every size.
+bool chains(const GpuPlanInput& in, std::size_t block) {
+  const std::size_t least = chainMinBytes(in);
+  return in.collective == Collective::Reduce && in.members > 2 && least != 0 && block >= least &&
+         in.direct != DirectMode::Always;
+}
+
 // Why a call above LL runs faster on Simple than on Direct (nullopt: Direct pays), as measured:
 // - on more than 2 GPUs, a one-shot allreduce (blocks to 256 KiB): on 4 H200s at 256 KiB 11.5 us
 //   against 13.4 on Direct, NCCL 12.7 (docs/performance.md), as one round of pushes costs less
@@ -162,6 +176,11 @@ std::string gpuAlgoReason(const GpuPlanInput& in, Algo algo, std::size_t block) 
     return size + ": one-shot (every GPU pushes its data to every other and reduces all of it; " +
            (n <= 2 ? "2 GPUs, where two-shot saves nothing)" : "latency-bound size)");
   }
+  if (algo == Algo::Chain) {
+    return size + " from " + bytesText(chainMinBytes(in)) + " (AXON_COLL_GPU_CHAIN_MIN): chained (the members pass "
+           "partial sums along a chain that ends at the root, each adding its own data, a piece a round; every "
+           "link carries each byte once, and only stores cross NVLink)";
+  }
   if (in.collective == Collective::Broadcast && algo == Algo::TwoShot && n == 2) {
     return size + ": two-shot with one part from " + bytesText(kGpuDirectTwoGpuBytes) +
            " on 2 GPUs (the other GPU reads the root's src where that is on the symmetric heap too; the root "
@@ -190,6 +209,9 @@ std::string gpuPlanReason(const GpuPlanInput& in, const GpuPlan& p, std::size_t 
   if (p.ll) {
     return s + "; LL protocol (data and flag in each 8-byte word: no fences, half the bandwidth), as the block is at "
                "most AXON_COLL_GPU_LL_MAX = " + bytesText(in.llMaxBytes);
+  }
+  if (p.algo == Algo::Chain) {
+    return s + "; on the Simple protocol's slots, for any buffers (each member signals its neighbours only)";
   }
   if (p.direct && p.algo == Algo::Pushed) {
     return s + "; where every GPU's src and dst are at the same offsets of the symmetric heap (axon::malloc); two-shot "
@@ -376,6 +398,10 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   p.ll = device::collUsesLl(block, p.algo == Algo::OneShot, llMaxFor(in), in.collective == Collective::Barrier);
   p.direct = !p.ll && in.collective != Collective::Barrier &&
              (in.direct == DirectMode::Always || (in.direct == DirectMode::Auto && directPays(in, p.algo, block)));
+  if (!p.ll && chains(in, block)) {
+    p.algo = Algo::Chain;
+    p.direct = false;
+  }
   // The pushed allreduce runs on the Direct protocol's buffers (every member's dst on the heap).
   const std::size_t pushMin = pushMinBytes(in);
   if (p.direct && in.collective == Collective::Allreduce && !in.forced && pushMin != 0 && block >= pushMin) {
@@ -413,6 +439,11 @@ GpuPlan makeGpuPlan(const GpuPlanInput& in) {
   // A broadcast's two-shot on 2 GPUs is Direct's pull, else the one-shot rounds.
   const bool twoRounds = p.algo == Algo::TwoShot && !(in.collective == Collective::Broadcast && n == 2);
   p.rounds = twoRounds ? 2 * chunks : p.algo == Algo::Pushed ? chunks + 2 : chunks;
+  if (p.algo == Algo::Chain) {  // an opening round, then a piece a round
+    const std::size_t unit = std::max<std::size_t>(16 / in.elemBytes, 1);
+    const std::size_t elems = ceilDiv(ceilDiv(in.count, static_cast<std::size_t>(p.channels)), unit) * unit;
+    p.rounds = device::collChainRounds(elems, device::collChainPiece(elems, in.elemBytes, p.chunkBytes, unit));
+  }
   return p;
 }
 

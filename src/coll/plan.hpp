@@ -72,10 +72,11 @@ struct GpuPlanInput {
   bool wantReason = false;  // explain() only: the calls themselves skip building the sentence
   DirectMode direct = DirectMode::Auto;  // AXON_COLL_GPU_DIRECT
   std::optional<std::size_t> pushMinBytes;  // AXON_COLL_GPU_PUSH_MIN (0: never; unset: 16 MiB)
+  std::optional<std::size_t> chainMinBytes;  // AXON_COLL_GPU_CHAIN_MIN (0: never; unset: coll/plan.cpp)
 };
 
 struct GpuPlan {
-  Algo algo;             // OneShot, TwoShot or Pushed
+  Algo algo;             // OneShot, TwoShot, Pushed or Chain (reduce)
   bool ll;               // the LL protocol (device::CollProto::LL)
   bool direct;           // else the Direct protocol (device::CollProto::Direct: Simple unless
                          // every member's buffers are at the same symmetric-heap offsets)

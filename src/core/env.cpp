@@ -221,6 +221,9 @@ Env Env::fromVars(const EnvVars& vars) {
   if (auto v = lookup(vars, "AXON_COLL_GPU_PUSH_MIN")) {
     env.collGpuPushMin = *v == "0" ? 0 : parseByteSize(*v, "AXON_COLL_GPU_PUSH_MIN");  // 0: never
   }
+  if (auto v = lookup(vars, "AXON_COLL_GPU_CHAIN_MIN")) {
+    env.collGpuChainMin = *v == "0" ? 0 : parseByteSize(*v, "AXON_COLL_GPU_CHAIN_MIN");  // 0: never
+  }
   if (auto v = lookup(vars, "AXON_COLL_GPU_PDL")) env.collGpuPdl = parseSwitch(*v, "AXON_COLL_GPU_PDL");
   if (auto v = lookup(vars, "AXON_UCX_ATOMICS")) {
     if (*v == "auto") env.ucxAtomics = RemoteAtomics::Auto;

@@ -60,6 +60,9 @@ struct Env {
   // AXON_COLL_GPU_PUSH_MIN: smallest block of the pushed allreduce (0: never); unset: the measured
   // one (coll/plan.cpp)
   std::optional<std::size_t> collGpuPushMin;
+  // AXON_COLL_GPU_CHAIN_MIN: smallest block of the chained reduce on more than 2 GPUs (0: never);
+  // unset: the measured one (coll/plan.cpp)
+  std::optional<std::size_t> collGpuChainMin;
   JobKeyConfig jobKey;          // AXON_JOB_KEY, AXON_JOB_KEY_FILE (and where rank 0 may write one)
   std::string spaceAddr;        // AXON_SPACE_ADDR: a staging server's host:port (any server of the space)
   std::string spaceFile;        // AXON_SPACE_FILE: a staging server's contact file (when no address)

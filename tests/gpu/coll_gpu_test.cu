@@ -426,7 +426,7 @@ TEST(GpuColl, DirectReduceIntoADstOffTheHeap) {
 // (two-shot with one part, Direct) and a reduce runs on Simple; where the buffers do not allow
 // Direct (not symmetric, or not on the heap) the broadcast runs one-shot on Simple, and where only
 // dst is on the heap the root writes it (Direct one-shot). On more GPUs the same calls run their
-// usual forms. Out of place and in place, from every root, against exact values.
+// usual forms (reduce: chained). Out of place and in place, from every root, against exact values.
 TEST(GpuColl, LargeBroadcastAndReduceOnEveryBufferKind) {
   if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
@@ -441,6 +441,11 @@ TEST(GpuColl, LargeBroadcastAndReduceOnEveryBufferKind) {
     EXPECT_NE(r.reason.find(direct == "always" ? "Direct protocol where" : "reduce on 2 GPUs is faster on Simple"),
               std::string::npos)
         << axon::toString(r);
+  }
+  // On more GPUs a reduce this large runs chained (any buffers), unless this run moved the bound.
+  if (np() > 2 && direct != "always" && !std::getenv("AXON_COLL_GPU_CHAIN_MIN")) {
+    const auto r = axon::explain(Collective::Reduce, world, count, DataType::Float32);
+    EXPECT_EQ(r.algorithm, "chain") << axon::toString(r);
   }
   struct Kind {
     Where src, dst;

@@ -356,11 +356,11 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_NE(over.reason.find("one-shot allreduce to 256 KiB is faster on Simple"), std::string::npos) << over.reason;
   EXPECT_TRUE(plan(Collective::Allreduce, 16 * 1024 + 1, 4, Algo::TwoShot).direct);
   EXPECT_TRUE(plan(Collective::Allreduce, 1 << 20, 4, Algo::OneShot).direct);  // a forced 4 MiB one-shot: one pass
-  // reduce on 2 GPUs: Simple at every size; on more, Direct.
+  // reduce on 2 GPUs: Simple at every size; on more, Direct below the chained reduce's 32 MiB.
   EXPECT_FALSE(plan(Collective::Reduce, 8u << 20, 2).direct);  // 32 MiB
   EXPECT_NE(plan(Collective::Reduce, 8u << 20, 2).reason.find("reduce on 2 GPUs is faster on Simple"),
             std::string::npos) << plan(Collective::Reduce, 8u << 20, 2).reason;
-  EXPECT_TRUE(plan(Collective::Reduce, 8u << 20, 4).direct);
+  EXPECT_TRUE(plan(Collective::Reduce, (8u << 20) - 4, 4).direct);
   // broadcast on 2 GPUs from 32 MiB: the other GPU pulls the root's src (two-shot, one part), on Direct.
   const auto pull = plan(Collective::Broadcast, 8u << 20, 2);
   EXPECT_EQ(pull.algo, Algo::TwoShot);
@@ -449,8 +449,8 @@ TEST(GpuCollMath, PlanPushesLargeAllreduces) {
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2, DirectMode::Off).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::ReduceScatter, 8u << 20, 4).algo, Algo::OneShot);  // not reduce_scatter
   EXPECT_EQ(plan(Collective::Allgather, 8u << 20, 4).algo, Algo::OneShot);
-  // Allreduce only: reduce and broadcast keep their Direct forms.
-  EXPECT_EQ(plan(Collective::Reduce, 8u << 20, 4).algo, Algo::OneShot);
+  // Allreduce only: broadcast keeps its Direct form, reduce its own (chained from 32 MiB).
+  EXPECT_EQ(plan(Collective::Reduce, (8u << 20) - 4, 4).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 4).algo, Algo::TwoShot);
   EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 4).rounds, 2u * 2);  // 512 KiB a channel: 2 x (3 x 128 KiB)
   // Unset: from 16 MiB.
@@ -470,6 +470,57 @@ TEST(GpuCollMath, PlanPushesLargeAllreduces) {
   EXPECT_EQ(makeGpuPlan({Collective::Allreduce, 128u << 20, 4, 4, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt,
                          false, DirectMode::Auto, 0}).algo,
             Algo::TwoShot);
+}
+
+TEST(GpuCollMath, ChainPiecesCoverAChannelInAlignedRounds) {
+  // A sixteenth of the channel, 16-byte aligned, from 16 KiB to a slot (128 KiB here).
+  // Elements in, elements out.
+  EXPECT_EQ(device::collChainPiece(1u << 18, 4, 128 * 1024, 4), (1u << 18) / 16);  // 1 MiB of floats: 64 KiB pieces
+  EXPECT_EQ(device::collChainPiece(1u << 20, 4, 128 * 1024, 4), 32u * 1024);       // 4 MiB: capped at the 128 KiB slot
+  EXPECT_EQ(device::collChainPiece(1000, 4, 128 * 1024, 4), 4u * 1024);            // at least 16 KiB
+  EXPECT_EQ(device::collChainPiece(1000, 2, 4 * 1024, 8), 2u * 1024);              // a 4 KiB slot caps that too
+  EXPECT_EQ(device::collChainPiece(16 * 1001, 1, 1u << 20, 16) % 16, 0u);           // whole vectors
+  for (std::size_t len : {0ul, 1ul, 4095ul, 4096ul, 4097ul, 1ul << 20, (1ul << 20) + 3}) {
+    const std::size_t piece = device::collChainPiece(len, 4, 16 * 1024, 4);
+    const std::size_t rounds = device::collChainRounds(len, piece);
+    // An opening round, then pieces that cover the channel, the last one not empty (but for len 0).
+    EXPECT_GE((rounds - 1) * piece, len) << len;
+    EXPECT_LT((rounds - 2) * piece, std::max<std::size_t>(len, 1)) << len;
+  }
+  EXPECT_EQ(device::collChainRounds(0, 4096), 2u);
+}
+
+TEST(GpuCollMath, PlanChainsLargeReducesOnMoreThanTwoGpus) {
+  auto plan = [](std::size_t bytes, int n, std::optional<std::size_t> chainMin,
+                 DirectMode direct = DirectMode::Auto) {
+    GpuPlanInput in{Collective::Reduce, bytes / 4, 4, n, 64, 128 * 1024, 128 * 1024, 1024, std::nullopt, true, direct,
+                    std::nullopt};
+    in.chainMinBytes = chainMin;
+    return makeGpuPlan(in);
+  };
+  const auto big = plan(64u << 20, 4, std::nullopt);  // unset: from 32 MiB
+  EXPECT_EQ(big.algo, Algo::Chain);
+  EXPECT_FALSE(big.direct);  // on the Simple protocol's slots: any buffers
+  EXPECT_FALSE(big.ll);
+  EXPECT_EQ(big.channels, 64);
+  EXPECT_EQ(big.threads, 512);
+  EXPECT_EQ(big.rounds, 1u + 16);  // 1 MiB a channel: 16 pieces of 64 KiB
+  EXPECT_NE(big.reason.find("from 32 MiB (AXON_COLL_GPU_CHAIN_MIN): chained"), std::string::npos) << big.reason;
+  EXPECT_NE(big.reason.find("Simple protocol's slots"), std::string::npos) << big.reason;
+  EXPECT_EQ(plan(32u << 20, 3, std::nullopt).algo, Algo::Chain);
+  EXPECT_EQ(plan((32u << 20) - 4, 4, std::nullopt).algo, Algo::OneShot);
+  EXPECT_EQ(plan(1u << 30, 4, std::nullopt).rounds, 1u + 128);  // 16 MiB a channel: 128 KiB pieces
+  EXPECT_EQ(plan(64u << 20, 2, std::nullopt).algo, Algo::OneShot);  // 2 GPUs: the peer pushes (Simple)
+  EXPECT_EQ(plan(64u << 20, 4, 0).algo, Algo::OneShot);             // 0: never
+  EXPECT_EQ(plan(256u << 10, 4, 256u << 10).algo, Algo::Chain);
+  EXPECT_EQ(plan(64u << 10, 4, 1).ll, true);                       // LL sizes stay on LL
+  EXPECT_EQ(plan(64u << 20, 4, std::nullopt, DirectMode::Always).algo, Algo::OneShot);  // Direct kept
+  EXPECT_EQ(plan(64u << 20, 4, std::nullopt, DirectMode::Off).algo, Algo::Chain);
+  const Env d = Env::fromVars({});
+  EXPECT_FALSE(d.collGpuChainMin);
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_CHAIN_MIN", "0"}}).collGpuChainMin, 0u);
+  EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_CHAIN_MIN", "64K"}}).collGpuChainMin, 64u << 10);
+  EXPECT_THROW(Env::fromVars({{"AXON_COLL_GPU_CHAIN_MIN", "lots"}}), Error);
 }
 
 TEST(GpuCollMath, EnvReadsTheGpuWorkspaceSettings) {

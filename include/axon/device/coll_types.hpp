@@ -187,5 +187,27 @@ AXON_HOST_DEVICE_INLINE void collPartRange(SizeT len, int parts, int index, Size
   *hi = len - *lo < p ? len : *lo + p;
 }
 
+// The chained reduce (impl/coll_chain_impl.hpp) moves a channel's `len` elements a piece a round:
+// about len / kCollChainPieces, so that the chain's filling (a round per member past the second)
+// costs a few percent of the call; at least kCollChainMinPieceBytes, as a round's signals cost about
+// what moving 16 KiB does; at most a slot (`chunkBytes`). In whole `unit`s, so that pieces start
+// 16-byte aligned when the range does. Host-testable.
+constexpr unsigned long long kCollChainPieces = 16;
+constexpr unsigned long long kCollChainMinPieceBytes = 16 * 1024;
+
+AXON_HOST_DEVICE_INLINE SizeT collChainPiece(SizeT len, SizeT elemBytes, SizeT chunkBytes, SizeT unit) {
+  const SizeT least = kCollChainMinPieceBytes / elemBytes, most = chunkBytes / elemBytes;
+  SizeT per = collAlignUp((len + kCollChainPieces - 1) / kCollChainPieces, unit);
+  if (per < least) per = least;
+  return per < most ? per : most;
+}
+
+// The rounds a chained reduce takes on a channel of `len` elements: one that opens the call, then
+// a piece a round (one round when len is 0).
+AXON_HOST_DEVICE_INLINE SizeT collChainRounds(SizeT len, SizeT piece) {
+  const SizeT pieces = (len + piece - 1) / piece;
+  return 1 + (pieces ? pieces : 1);
+}
+
 }  // namespace device
 }  // namespace axon

@@ -16,7 +16,7 @@ namespace detail {
 // As axon::Collective and axon::coll::Algo on the host.
 enum CollKind : unsigned { kCollBarrier = 0, kCollBroadcast, kCollReduce, kCollAllreduce,
                            kCollAllgather, kCollReduceScatter, kCollAlltoall };
-enum CollAlgo : unsigned { kAlgoLocal = 0, kAlgoOneShot, kAlgoTwoShot, kAlgoPushed = 7 };
+enum CollAlgo : unsigned { kAlgoLocal = 0, kAlgoOneShot, kAlgoTwoShot, kAlgoChain = 4, kAlgoPushed = 7 };
 constexpr unsigned kProtoSimple = static_cast<unsigned>(CollProto::Simple);
 constexpr unsigned kProtoLl = static_cast<unsigned>(CollProto::LL);
 constexpr unsigned kProtoDirect = static_cast<unsigned>(CollProto::Direct);

@@ -19,12 +19,15 @@
 // Because every member sends to every other in every round, no member gets more than one round
 // ahead of any other; so when a member writes round r + 2 into half r % 2, every receiver has
 // sent round r + 1, that is, has finished consuming round r. Two halves, no acknowledgements.
+// The one exception, the chained reduce (coll_chain_impl.hpp), signals neighbours only, and keeps
+// the halves safe with acknowledgements.
 //
 // Rounds are counted per channel in this PE's own workspace (rounds[channel]), so kernels captured
 // in a CUDA graph count on when the graph is replayed.
 #pragma once
 
 #include "axon/device/coll_types.hpp"
+#include "axon/device/impl/coll_chain_impl.hpp"
 #include "axon/device/impl/coll_common_impl.hpp"
 #include "axon/device/impl/coll_direct_impl.hpp"
 #include "axon/device/impl/coll_ll_impl.hpp"
@@ -38,6 +41,7 @@ namespace detail {
 
 template <class T, ReduceOp Op>
 AXON_DEVICE_INLINE bool collRunReduce(const CollHandle& h, const CollJob& job) {
+  if (job.record.algo == kAlgoChain) return collRunReduceChain<T, Op>(h, job);  // on Simple's slots
   switch (job.record.proto) {
     case kProtoLl: return collRunReduceLl<T, Op>(h, job);
     case kProtoDirect: return collRunReduceDirect<T, Op>(h, job);

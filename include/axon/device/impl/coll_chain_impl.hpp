@@ -1,0 +1,132 @@
+// The chained reduce of the device collectives (the engine's rules in coll_impl.hpp): large reduce
+// calls on more than 2 GPUs (coll/plan.cpp says from which block), on the Simple protocol's slots,
+// so for any buffers.
+//
+// The members form a chain that ends at the root: root + 1 (the head), root + 2, ..., root - 1,
+// root. Piece by piece (collChainPiece), the head pushes its src into its successor's slot; every
+// later member reduces that slot with its own src and pushes the sum on into its successor's slot,
+// the root into its dst. Every link then carries each byte once, as stores (loads of a peer's
+// memory move fewer bytes per second), and the members work on successive pieces at once. The
+// Direct reduce moves as many bytes, but every member loads them from the others.
+//
+// A member signals its two neighbours only, so the engine's rule that keeps the halves of the
+// slots safe (every member signals every other in every round) does not hold here. Instead:
+// - Round r0 + 1 opens the call: every member but the head sends its predecessor its call record
+//   and the round; the predecessor pushes nothing before it, as it means that this member is done
+//   with its earlier calls on the channel (their slots and records), and compares the record.
+// - Round r0 + 1 + i carries piece i: the predecessor pushes it into half r % 2 of the slot, then
+//   writes its record and releases the round; the member acquires it, compares the record,
+//   reduces, and acknowledges: the round into the predecessor's ready word for it. A member writes
+//   round r into a half after its successor acknowledged round r - 2 (for the first two pieces,
+//   opened the call).
+// - A member's call ends once its successor acknowledged the last piece (the root's, once it
+//   reduced it). Then every member has entered the call and no slot holds anything of it, so the
+//   next call on the channel, of any algorithm, finds every slot and record line free.
+// Ready words only grow and every member counts the same rounds, so the words of pairs that do not
+// signal each other in this call are passed by the next call's signals.
+#pragma once
+
+#include "axon/device/impl/coll_common_impl.hpp"
+#include "axon/device/impl/coll_simple_impl.hpp"
+#include "axon/device/impl/reduce_impl.hpp"
+
+namespace axon {
+namespace device {
+namespace detail {
+
+// Tells member `to` that this PE reached round r of the call: the record first (only where `to`
+// compares it), then a release store of the round, which also publishes what the block did before
+// the barrier that precedes this (by one thread).
+AXON_DEVICE_INLINE void collChainSignal(const CollHandle& h, const CollJob& job, int to,
+                                        unsigned long long r, bool withRecord) {
+  if (withRecord) {
+    CollSlotRecord* rec = collRecordAt(h, to, job.channel, static_cast<int>(r & 1ull), h.myIndex);
+    rec->call = job.record;
+    rec->round = r;
+    rec->srcOffset = kCollNoOffset;
+    rec->dstOffset = kCollNoOffset;
+  }
+  storeReleaseSys(collReady(h, to, job.channel, h.myIndex), r);
+}
+
+// Waits (one thread) for member `from`'s round r and, where it sent its record with it, compares
+// that with this PE's call. False when the wait failed or the calls differ (reported).
+AXON_DEVICE_INLINE bool collChainAwait(const CollHandle& h, const CollJob& job, int from,
+                                       unsigned long long r, bool withRecord) {
+  if (!collWait(h, job, from, r)) return false;
+  if (!withRecord) return true;
+  const CollSlotRecord* rec = collRecordAt(h, h.myIndex, job.channel, static_cast<int>(r & 1ull), from);
+  const CollRecord theirs = rec->call;
+  if (!collSameCall(job.record, theirs) || rec->round != r) {
+    collMismatch(h, job, from, theirs, r, rec->round);
+    return false;
+  }
+  return true;
+}
+
+template <class T, ReduceOp Op>
+AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& job) {
+  const int n = h.size, me = h.myIndex, c = job.channel, root = job.record.root;
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  const bool produces = me != root, consumes = me != (root + 1) % n;  // the head has no predecessor
+  const unsigned rank = linearThreadIndex();
+  // Two threads of different warps wait at once: one for the predecessor's piece, one for the
+  // successor's room.
+  const unsigned roomWaiter = blockThreadCount() > 32 ? 32 : 0;
+  const SizeT e = sizeof(T), len = job.hi - job.lo;
+  const SizeT piece = collChainPiece(len, e, h.chunkBytes, collUnitOf<T>());
+  const unsigned long long r0 = collLoadRounds(h, c), opened = r0 + 1;
+  const unsigned long long last = r0 + collChainRounds(len, piece);
+  const T* src = reinterpret_cast<const T*>(job.src);
+  T* dst = reinterpret_cast<T*>(job.dst);
+  bool ok = collStart(h);
+  unsigned long long r = r0;
+  while (ok && r < last) {
+    ++r;
+    if (llFlag(r) == 0) {  // as collExchange: LL flags of rounds 2^32 back must not look current
+      collClearLl(h, c);
+      __syncthreads();
+    }
+    int failed = 0;
+    if (r == opened) {
+      if (consumes && rank == 0) collChainSignal(h, job, prev, r, true);
+      if (produces && rank == roomWaiter && !collChainAwait(h, job, next, r, true)) failed = 1;
+      ok = __syncthreads_or(failed) == 0;
+      continue;
+    }
+    const int half = static_cast<int>(r & 1ull);
+    if (consumes && rank == 0 && !collChainAwait(h, job, prev, r, true)) failed = 1;
+    // Round r reuses the half of round r - 2; the successor's opening covers the first two pieces.
+    if (produces && rank == roomWaiter && r >= opened + 3 && !collChainAwait(h, job, next, r - 2, false)) {
+      failed = 1;
+    }
+    if (!(ok = __syncthreads_or(failed) == 0)) break;
+    const SizeT off = static_cast<SizeT>(r - opened - 1) * piece;
+    const SizeT m = collMin(piece, len - collMin(off, len)), at = job.lo + collMin(off, len);
+    const char* in = collSlot(h, me, c, half, prev);
+    if (!produces) {
+      collReduceFrom<T, Op>(dst + at, src + at, in, 0, 2, 1, m);
+    } else if (consumes) {
+      collReduceFrom<T, Op>(reinterpret_cast<T*>(collSlot(h, next, c, half, me)), src + at, in, 0, 2, 1, m);
+    } else {
+      collCopy(collSlot(h, next, c, half, me), src + at, m * e);
+    }
+    __syncthreads();  // the block's reads of the slot and pushes are done before the signals
+    if (rank == 0) {
+      if (produces) collChainSignal(h, job, next, r, true);
+      if (consumes) collChainSignal(h, job, prev, r, false);  // the acknowledgement
+    }
+  }
+  // The successor has reduced the last piece: nothing of this call is left in its slots.
+  if (ok && produces) {
+    int failed = 0;
+    if (rank == roomWaiter && !collChainAwait(h, job, next, last, false)) failed = 1;
+    ok = __syncthreads_or(failed) == 0;
+  }
+  collStoreRounds(h, c, r);
+  return ok;
+}
+
+}  // namespace detail
+}  // namespace device
+}  // namespace axon
