@@ -38,10 +38,11 @@ std::string bytesText(std::size_t b) {
 //   59 against 68 us).
 constexpr std::size_t kGpuDirectTwoGpuBytes = 32u << 20;
 
-// reduce_scatter of blocks from 2 MiB runs faster on Simple (pushes into the slots) than on
-// Direct (loads of the peers' blocks): on 4 H200s 1.04-1.28x NCCL's time from 8 to 512 MiB of
-// input in two runs, against 1.00-1.05x (docs/performance.md, issue 42).
-constexpr std::size_t kGpuReduceScatterSimpleBytes = 2u << 20;
+// reduce on more than 2 GPUs runs on Simple (every member pushes its data into the root's slots,
+// one round) for blocks to 1 MiB, where Direct's two rounds of signals around the loads cost more:
+// on 4 H200s 8.8 against 12.7 us at 256 KiB, 0.86-0.91x against 0.79x NCCL's time at 1 MiB; at
+// 4 MiB Simple took 0.61x, Direct 0.80x (the root's NVLink ingress carries every member's data).
+constexpr std::size_t kGpuReduceSimpleBytes = 1u << 20;
 
 // The block from which allreduce runs pushed (AXON_COLL_GPU_PUSH_MIN unset), measured on 4 H200s
 // against the Direct one-pass allreduce (docs/performance.md, issue 42): pushed 1.00-1.07x NCCL's
@@ -57,7 +58,7 @@ std::size_t pushMinBytes(const GpuPlanInput& in) { return in.pushMinBytes ? *in.
 // The block from which reduce on more than 2 GPUs runs chained (AXON_COLL_GPU_CHAIN_MIN unset):
 // partial sums passed along the members to the root, only stores crossing NVLink
 // (device/impl/coll_chain_impl.hpp). Measured on 4 H200s (docs/performance.md, issue 42).
-constexpr std::size_t kGpuChainMinBytes = 32u << 20;
+constexpr std::size_t kGpuChainMinBytes = 128u << 20;
 
 std::size_t chainMinBytes(const GpuPlanInput& in) { return in.chainMinBytes ? *in.chainMinBytes : kGpuChainMinBytes; }
 
@@ -73,7 +74,11 @@ bool chains(const GpuPlanInput& in, std::size_t block) {
 //   against 13.4 on Direct, NCCL 12.7 (docs/performance.md), as one round of pushes costs less
 //   than Direct's two rounds of signals around the loads;
 // - reduce on 2 GPUs at every size: the root's loads of the peer's data (Direct) took 0.86-0.88x
-//   NCCL's time from 32 to 512 MiB, the peer's pushes into the slots (Simple) 0.97-1.03x.
+//   NCCL's time from 32 to 512 MiB, the peer's pushes into the slots (Simple) 0.97-1.03x;
+// - reduce on more GPUs to kGpuReduceSimpleBytes (above);
+// - reduce_scatter at every size: on 4 H200s pushes into the slots (Simple) took 1.04-1.28x
+//   NCCL's time from 8 to 512 MiB of input, against 1.00-1.05x for loads of the peers' blocks
+//   (Direct), and 1.00-1.77x against 0.76-0.87x at 1 MiB, 1.21-1.35x against 0.98-1.03x at 2 MiB.
 std::optional<std::string> directCostsMore(const GpuPlanInput& in, Algo algo, std::size_t block) {
   if (in.collective == Collective::Broadcast && algo == Algo::OneShot) {
     return "a one-shot broadcast is faster on Simple than on Direct";
@@ -85,9 +90,13 @@ std::optional<std::string> directCostsMore(const GpuPlanInput& in, Algo algo, st
   if (in.collective == Collective::Reduce && in.members == 2) {
     return "a reduce on 2 GPUs is faster on Simple (the peer pushes) than on Direct (the root loads)";
   }
-  if (in.collective == Collective::ReduceScatter && block >= kGpuReduceScatterSimpleBytes) {
-    return "a reduce_scatter of blocks from " + bytesText(kGpuReduceScatterSimpleBytes) +
-           " is faster on Simple (pushes) than on Direct (loads)";
+  if (in.collective == Collective::Reduce && block <= kGpuReduceSimpleBytes) {
+    return "a reduce to " + bytesText(kGpuReduceSimpleBytes) +
+           " is faster on Simple (one round of pushes into the root's slots) than on Direct (two rounds of signals "
+           "around the loads)";
+  }
+  if (in.collective == Collective::ReduceScatter) {
+    return "a reduce_scatter is faster on Simple (pushes) than on Direct (loads)";
   }
   if (in.members <= 2 && block < kGpuDirectTwoGpuBytes) {
     return "on 2 GPUs Direct pays from " + bytesText(kGpuDirectTwoGpuBytes) +

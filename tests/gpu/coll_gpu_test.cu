@@ -426,7 +426,7 @@ TEST(GpuColl, DirectReduceIntoADstOffTheHeap) {
 // (two-shot with one part, Direct) and a reduce runs on Simple; where the buffers do not allow
 // Direct (not symmetric, or not on the heap) the broadcast runs one-shot on Simple, and where only
 // dst is on the heap the root writes it (Direct one-shot). On more GPUs the same calls run their
-// usual forms (reduce: chained). Out of place and in place, from every root, against exact values.
+// usual forms. Out of place and in place, from every root, against exact values.
 TEST(GpuColl, LargeBroadcastAndReduceOnEveryBufferKind) {
   if (np() < 2) GTEST_SKIP() << "a team of one PE has no GPU workspace";
   const auto world = axon::Team::world();
@@ -442,10 +442,12 @@ TEST(GpuColl, LargeBroadcastAndReduceOnEveryBufferKind) {
               std::string::npos)
         << axon::toString(r);
   }
-  // On more GPUs a reduce this large runs chained (any buffers), unless this run moved the bound.
+  // On more GPUs a reduce runs chained (any buffers) from 128 MiB, unless this run moved the bound
+  // (the chained reduce at every size: the gpu_coll_chain tests).
   if (np() > 2 && direct != "always" && !std::getenv("AXON_COLL_GPU_CHAIN_MIN")) {
-    const auto r = axon::explain(Collective::Reduce, world, count, DataType::Float32);
+    const auto r = axon::explain(Collective::Reduce, world, std::size_t{32} << 20, DataType::Float32);
     EXPECT_EQ(r.algorithm, "chain") << axon::toString(r);
+    EXPECT_EQ(axon::explain(Collective::Reduce, world, count, DataType::Float32).algorithm, "oneshot");
   }
   struct Kind {
     Where src, dst;

@@ -356,7 +356,8 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_NE(over.reason.find("one-shot allreduce to 256 KiB is faster on Simple"), std::string::npos) << over.reason;
   EXPECT_TRUE(plan(Collective::Allreduce, 16 * 1024 + 1, 4, Algo::TwoShot).direct);
   EXPECT_TRUE(plan(Collective::Allreduce, 1 << 20, 4, Algo::OneShot).direct);  // a forced 4 MiB one-shot: one pass
-  // reduce on 2 GPUs: Simple at every size; on more, Direct below the chained reduce's 32 MiB.
+  // reduce on 2 GPUs: Simple at every size; on more, Simple to 1 MiB, then Direct below the
+  // chained reduce's 128 MiB.
   EXPECT_FALSE(plan(Collective::Reduce, 8u << 20, 2).direct);  // 32 MiB
   EXPECT_NE(plan(Collective::Reduce, 8u << 20, 2).reason.find("reduce on 2 GPUs is faster on Simple"),
             std::string::npos) << plan(Collective::Reduce, 8u << 20, 2).reason;
@@ -388,9 +389,16 @@ TEST(GpuCollMath, PlanPicksTheProtocol) {
   EXPECT_FALSE(plan(Collective::Broadcast, 64 * 1024, 4).direct);          // 256 KiB: one-shot
   EXPECT_TRUE(plan(Collective::Broadcast, 1 << 20, 4).direct);             // 4 MiB: two-shot
   EXPECT_FALSE(plan(Collective::Allgather, 1 << 20, 2).direct);            // 4 MiB on 2 GPUs
-  // reduce_scatter blocks from 2 MiB: Simple (pushes) beat Direct (loads).
-  EXPECT_TRUE(plan(Collective::ReduceScatter, (1 << 19) - 1, 4).direct);
+  // reduce_scatter at every size: Simple (pushes) beat Direct (loads); reduce to 1 MiB the same.
+  EXPECT_FALSE(plan(Collective::ReduceScatter, 1 << 16, 4).direct);  // 256 KiB blocks
   EXPECT_FALSE(plan(Collective::ReduceScatter, 1 << 19, 4).direct);
+  EXPECT_TRUE(makeGpuPlan({Collective::ReduceScatter, 1 << 16, 4, 4, 16, 64 * 1024, 64 * 1024, 8 * 1024, std::nullopt,
+                           false, DirectMode::Always, 0})
+                  .direct);
+  EXPECT_FALSE(plan(Collective::Reduce, 1 << 18, 4).direct);  // 1 MiB
+  EXPECT_NE(plan(Collective::Reduce, 1 << 18, 4).reason.find("a reduce to 1 MiB is faster on Simple"),
+            std::string::npos) << plan(Collective::Reduce, 1 << 18, 4).reason;
+  EXPECT_TRUE(plan(Collective::Reduce, (1 << 18) + 4, 4).direct);
   EXPECT_NE(plan(Collective::ReduceScatter, 1 << 19, 4).reason.find("faster on Simple (pushes)"), std::string::npos)
       << plan(Collective::ReduceScatter, 1 << 19, 4).reason;
   EXPECT_NE(plan(Collective::Allgather, 1 << 20, 2).reason.find("on 2 GPUs Direct pays from 32 MiB"),
@@ -449,7 +457,7 @@ TEST(GpuCollMath, PlanPushesLargeAllreduces) {
   EXPECT_EQ(plan(Collective::Allreduce, 8u << 20, 2, DirectMode::Off).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::ReduceScatter, 8u << 20, 4).algo, Algo::OneShot);  // not reduce_scatter
   EXPECT_EQ(plan(Collective::Allgather, 8u << 20, 4).algo, Algo::OneShot);
-  // Allreduce only: broadcast keeps its Direct form, reduce its own (chained from 32 MiB).
+  // Allreduce only: broadcast keeps its Direct form, reduce its own (chained from 128 MiB).
   EXPECT_EQ(plan(Collective::Reduce, (8u << 20) - 4, 4).algo, Algo::OneShot);
   EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 4).algo, Algo::TwoShot);
   EXPECT_EQ(plan(Collective::Broadcast, 8u << 20, 4).rounds, 2u * 2);  // 512 KiB a channel: 2 x (3 x 128 KiB)
@@ -498,24 +506,25 @@ TEST(GpuCollMath, PlanChainsLargeReducesOnMoreThanTwoGpus) {
     in.chainMinBytes = chainMin;
     return makeGpuPlan(in);
   };
-  const auto big = plan(64u << 20, 4, std::nullopt);  // unset: from 32 MiB
+  const auto big = plan(256u << 20, 4, std::nullopt);  // unset: from 128 MiB
   EXPECT_EQ(big.algo, Algo::Chain);
   EXPECT_FALSE(big.direct);  // on the Simple protocol's slots: any buffers
   EXPECT_FALSE(big.ll);
   EXPECT_EQ(big.channels, 64);
   EXPECT_EQ(big.threads, 512);
-  EXPECT_EQ(big.rounds, 1u + 16);  // 1 MiB a channel: 16 pieces of 64 KiB
-  EXPECT_NE(big.reason.find("from 32 MiB (AXON_COLL_GPU_CHAIN_MIN): chained"), std::string::npos) << big.reason;
+  EXPECT_EQ(big.rounds, 1u + 32);  // 4 MiB a channel: 32 pieces of 128 KiB (a slot)
+  EXPECT_NE(big.reason.find("from 128 MiB (AXON_COLL_GPU_CHAIN_MIN): chained"), std::string::npos) << big.reason;
   EXPECT_NE(big.reason.find("Simple protocol's slots"), std::string::npos) << big.reason;
-  EXPECT_EQ(plan(32u << 20, 3, std::nullopt).algo, Algo::Chain);
-  EXPECT_EQ(plan((32u << 20) - 4, 4, std::nullopt).algo, Algo::OneShot);
+  EXPECT_EQ(plan(128u << 20, 3, std::nullopt).algo, Algo::Chain);
+  EXPECT_EQ(plan((128u << 20) - 4, 4, std::nullopt).algo, Algo::OneShot);
+  EXPECT_EQ(plan(64u << 20, 4, 32u << 20).rounds, 1u + 16);  // 1 MiB a channel: 16 pieces of 64 KiB
   EXPECT_EQ(plan(1u << 30, 4, std::nullopt).rounds, 1u + 128);  // 16 MiB a channel: 128 KiB pieces
   EXPECT_EQ(plan(64u << 20, 2, std::nullopt).algo, Algo::OneShot);  // 2 GPUs: the peer pushes (Simple)
   EXPECT_EQ(plan(64u << 20, 4, 0).algo, Algo::OneShot);             // 0: never
   EXPECT_EQ(plan(256u << 10, 4, 256u << 10).algo, Algo::Chain);
   EXPECT_EQ(plan(64u << 10, 4, 1).ll, true);                       // LL sizes stay on LL
-  EXPECT_EQ(plan(64u << 20, 4, std::nullopt, DirectMode::Always).algo, Algo::OneShot);  // Direct kept
-  EXPECT_EQ(plan(64u << 20, 4, std::nullopt, DirectMode::Off).algo, Algo::Chain);
+  EXPECT_EQ(plan(256u << 20, 4, std::nullopt, DirectMode::Always).algo, Algo::OneShot);  // Direct kept
+  EXPECT_EQ(plan(256u << 20, 4, std::nullopt, DirectMode::Off).algo, Algo::Chain);
   const Env d = Env::fromVars({});
   EXPECT_FALSE(d.collGpuChainMin);
   EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_CHAIN_MIN", "0"}}).collGpuChainMin, 0u);

@@ -14,11 +14,16 @@
 // - Round r0 + 1 opens the call: every member but the head sends its predecessor its call record
 //   and the round; the predecessor pushes nothing before it, as it means that this member is done
 //   with its earlier calls on the channel (their slots and records), and compares the record.
-// - Round r0 + 1 + i carries piece i: the predecessor pushes it into half r % 2 of the slot, then
+// - Round r0 + 1 + i carries piece i: the predecessor pushes it into buffer i % 4 (below), then
 //   writes its record and releases the round; the member acquires it, compares the record,
 //   reduces, and acknowledges: the round into the predecessor's ready word for it. A member writes
-//   round r into a half after its successor acknowledged round r - 2 (for the first two pieces,
+//   round r into a buffer after its successor acknowledged round r - 4 (for the first four pieces,
 //   opened the call).
+// - The four buffers: both halves of the slot that the predecessor fills in the other algorithms,
+//   and both halves of the member's own slot, which no algorithm else writes (a member never
+//   pushes to itself). Four pieces in flight, not two: a member's round then waits for its
+//   successor's acknowledgement of a piece three rounds back, not one, so the signals' latency
+//   overlaps the work of the rounds between.
 // - A member's call ends once its successor acknowledged the last piece (the root's, once it
 //   reduced it). Then every member has entered the call and no slot holds anything of it, so the
 //   next call on the channel, of any algorithm, finds every slot and record line free.
@@ -49,15 +54,21 @@ AXON_DEVICE_INLINE void collChainSignal(const CollHandle& h, const CollJob& job,
   storeReleaseSys(collReady(h, to, job.channel, h.myIndex), r);
 }
 
+// Pieces in flight between two members (the buffers, rules at the top).
+constexpr unsigned long long kChainBuffers = 4;
+
 // Waits (one thread) for member `from`'s round r and, where it sent its record with it, compares
-// that with this PE's call. False when the wait failed or the calls differ (reported).
+// that with this PE's call. False when the wait failed or the calls differ (reported). The record
+// line of round r may hold that of round r + 2 already (a predecessor runs up to four pieces
+// ahead), but only ever one of this call: a member starts its next call after its successor
+// acknowledged the last piece.
 AXON_DEVICE_INLINE bool collChainAwait(const CollHandle& h, const CollJob& job, int from,
                                        unsigned long long r, bool withRecord) {
   if (!collWait(h, job, from, r)) return false;
   if (!withRecord) return true;
   const CollSlotRecord* rec = collRecordAt(h, h.myIndex, job.channel, static_cast<int>(r & 1ull), from);
   const CollRecord theirs = rec->call;
-  if (!collSameCall(job.record, theirs) || rec->round != r) {
+  if (!collSameCall(job.record, theirs) || rec->round < r) {
     collMismatch(h, job, from, theirs, r, rec->round);
     return false;
   }
@@ -75,6 +86,10 @@ AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& j
   const unsigned roomWaiter = blockThreadCount() > 32 ? 32 : 0;
   const SizeT e = sizeof(T), len = job.hi - job.lo;
   const SizeT piece = collChainPiece(len, e, h.chunkBytes, collUnitOf<T>());
+  // Piece i's buffer in member m's workspace: half i % 2 of its predecessor's slot, then of its own.
+  auto buffer = [&](int m, unsigned long long i) {
+    return collSlot(h, m, c, static_cast<int>(i & 1ull), (i & 2ull) ? m : (m + n - 1) % n);
+  };
   const unsigned long long r0 = collLoadRounds(h, c), opened = r0 + 1;
   const unsigned long long last = r0 + collChainRounds(len, piece);
   const T* src = reinterpret_cast<const T*>(job.src);
@@ -94,22 +109,22 @@ AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& j
       ok = __syncthreads_or(failed) == 0;
       continue;
     }
-    const int half = static_cast<int>(r & 1ull);
+    const unsigned long long i = r - opened - 1;  // the piece
     if (consumes && rank == 0 && !collChainAwait(h, job, prev, r, true)) failed = 1;
-    // Round r reuses the half of round r - 2; the successor's opening covers the first two pieces.
-    if (produces && rank == roomWaiter && r >= opened + 3 && !collChainAwait(h, job, next, r - 2, false)) {
+    // Piece i reuses the buffer of piece i - 4; the successor's opening covers the first four.
+    if (produces && rank == roomWaiter && i >= kChainBuffers && !collChainAwait(h, job, next, r - kChainBuffers, false)) {
       failed = 1;
     }
     if (!(ok = __syncthreads_or(failed) == 0)) break;
-    const SizeT off = static_cast<SizeT>(r - opened - 1) * piece;
+    const SizeT off = static_cast<SizeT>(i) * piece;
     const SizeT m = collMin(piece, len - collMin(off, len)), at = job.lo + collMin(off, len);
-    const char* in = collSlot(h, me, c, half, prev);
+    const char* in = buffer(me, i);
     if (!produces) {
       collReduceFrom<T, Op>(dst + at, src + at, in, 0, 2, 1, m);
     } else if (consumes) {
-      collReduceFrom<T, Op>(reinterpret_cast<T*>(collSlot(h, next, c, half, me)), src + at, in, 0, 2, 1, m);
+      collReduceFrom<T, Op>(reinterpret_cast<T*>(buffer(next, i)), src + at, in, 0, 2, 1, m);
     } else {
-      collCopy(collSlot(h, next, c, half, me), src + at, m * e);
+      collCopy(buffer(next, i), src + at, m * e);
     }
     __syncthreads();  // the block's reads of the slot and pushes are done before the signals
     if (rank == 0) {
