@@ -481,11 +481,11 @@ TEST(GpuCollMath, PlanPushesLargeAllreduces) {
 }
 
 TEST(GpuCollMath, ChainPiecesCoverAChannelInAlignedRounds) {
-  // A sixteenth of the channel, 16-byte aligned, from 16 KiB to a slot (128 KiB here).
+  // A quarter of the channel, 16-byte aligned, from 16 KiB to a slot (128 KiB here).
   // Elements in, elements out.
-  EXPECT_EQ(device::collChainPiece(1u << 18, 4, 128 * 1024, 4), (1u << 18) / 16);  // 1 MiB of floats: 64 KiB pieces
-  EXPECT_EQ(device::collChainPiece(1u << 20, 4, 128 * 1024, 4), 32u * 1024);       // 4 MiB: capped at the 128 KiB slot
-  EXPECT_EQ(device::collChainPiece(1000, 4, 128 * 1024, 4), 4u * 1024);            // at least 16 KiB
+  EXPECT_EQ(device::collChainPiece(1u << 16, 4, 128 * 1024, 4), (1u << 16) / 4);  // 256 KiB of floats: 64 KiB pieces
+  EXPECT_EQ(device::collChainPiece(1u << 18, 4, 128 * 1024, 4), 32u * 1024);      // 1 MiB: capped at the 128 KiB slot
+  EXPECT_EQ(device::collChainPiece(1000, 4, 128 * 1024, 4), 4u * 1024);           // at least 16 KiB
   EXPECT_EQ(device::collChainPiece(1000, 2, 4 * 1024, 8), 2u * 1024);              // a 4 KiB slot caps that too
   EXPECT_EQ(device::collChainPiece(16 * 1001, 1, 1u << 20, 16) % 16, 0u);           // whole vectors
   for (std::size_t len : {0ul, 1ul, 4095ul, 4096ul, 4097ul, 1ul << 20, (1ul << 20) + 3}) {
@@ -517,7 +517,8 @@ TEST(GpuCollMath, PlanChainsLargeReducesOnMoreThanTwoGpus) {
   EXPECT_NE(big.reason.find("Simple protocol's slots"), std::string::npos) << big.reason;
   EXPECT_EQ(plan(128u << 20, 3, std::nullopt).algo, Algo::Chain);
   EXPECT_EQ(plan((128u << 20) - 4, 4, std::nullopt).algo, Algo::OneShot);
-  EXPECT_EQ(plan(64u << 20, 4, 32u << 20).rounds, 1u + 16);  // 1 MiB a channel: 16 pieces of 64 KiB
+  EXPECT_EQ(plan(64u << 20, 4, 32u << 20).rounds, 1u + 8);   // 1 MiB a channel: 8 pieces of 128 KiB
+  EXPECT_EQ(plan(16u << 20, 4, 1).rounds, 1u + 4);           // 256 KiB a channel: 4 pieces of 64 KiB
   EXPECT_EQ(plan(1u << 30, 4, std::nullopt).rounds, 1u + 128);  // 16 MiB a channel: 128 KiB pieces
   EXPECT_EQ(plan(64u << 20, 2, std::nullopt).algo, Algo::OneShot);  // 2 GPUs: the peer pushes (Simple)
   EXPECT_EQ(plan(64u << 20, 4, 0).algo, Algo::OneShot);             // 0: never
