@@ -51,7 +51,7 @@ class GpuHeap final : public HeapSpace {
   // Whether PE pe's heap is mapped for load/store here (its first chunk could be mapped).
   bool reachable(int pe) const { return reachable_[pe]; }
   // Bytes of PE pe's heap mapped here, from offset 0 (this PE's own: mapped()).
-  std::size_t mappedOf(int pe) const {
+  std::size_t mappedOf(int pe) const override {
     return pe == myPe_ ? mappedOwn_ : reachable_[pe] ? peerMapped_[pe] : 0;
   }
   // Why a PE is not reachable, for messages.

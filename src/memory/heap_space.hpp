@@ -28,6 +28,16 @@ class HeapSpace {
   virtual std::size_t mapped() const = 0;  // bytes of this PE's heap backed by memory
   // Where this process sees `offset` of PE `pe`, or nullptr when that heap is not mapped here.
   virtual void* peerAddress(int pe, std::size_t offset) const = 0;
+  // Bytes of PE `pe`'s heap mapped here from offset 0 (0: not mapped here).
+  virtual std::size_t mappedOf(int pe) const = 0;
+  // Where this process sees [offset, offset + bytes) of PE `pe`'s heap, or nullptr unless all of
+  // it is mapped here: an offset another process wrote (a node peer's offered receive or send) is
+  // followed only into memory this process has mapped, whatever its value.
+  void* peerRange(int pe, std::size_t offset, std::size_t bytes) const {
+    const std::size_t have = mappedOf(pe);
+    if (offset > have || bytes > have - offset) return nullptr;
+    return peerAddress(pe, offset);
+  }
   // Grows this PE's heap to cover [0, end); returns the new mapped size. Throws OutOfMemory.
   virtual std::size_t growLocal(std::size_t end) = 0;
   // After an allocation's exchange, with every PE's mapped size: maps what the peers have grown.

@@ -383,17 +383,17 @@ void LocalChannel::recount(int local) {
       "the receive offered to PE " + std::to_string(peOf_[local]) + " was taken while a message of that PE was in flight");
 }
 
-void* LocalChannel::peerHeapAt(int pe, HeapKind kind, std::uint64_t offset) const {
-  if (kind == HeapKind::Gpu && !(rt_.gpu() && rt_.gpu()->peerReachable(pe))) return nullptr;
-  return rt_.heapOf(kind).peerAddress(pe, offset);
-}
-
-void* LocalChannel::offeredBuffer(int pe, PostedRecord& r, bool& onDevice) const {
-  const auto kindValue = std::atomic_ref<std::uint32_t>(r.heapKind).load(std::memory_order_relaxed);
+void* LocalChannel::peerHeapAt(int pe, std::uint32_t kindValue, std::uint64_t offset, std::uint64_t bytes) const {
   if (kindValue > static_cast<std::uint32_t>(HeapKind::Gpu)) return nullptr;
   const auto kind = static_cast<HeapKind>(kindValue);
-  onDevice = kind == HeapKind::Gpu;
-  return peerHeapAt(pe, kind, std::atomic_ref<std::uint64_t>(r.heapOffset).load(std::memory_order_relaxed));
+  if (kind == HeapKind::Gpu && !(rt_.gpu() && rt_.gpu()->peerReachable(pe))) return nullptr;
+  return rt_.heapOf(kind).peerRange(pe, offset, bytes);
+}
+
+void* LocalChannel::offeredBuffer(int pe, PostedRecord& r, std::uint64_t bytes, bool& onDevice) const {
+  const auto kindValue = std::atomic_ref<std::uint32_t>(r.heapKind).load(std::memory_order_relaxed);
+  onDevice = kindValue == static_cast<std::uint32_t>(HeapKind::Gpu);
+  return peerHeapAt(pe, kindValue, std::atomic_ref<std::uint64_t>(r.heapOffset).load(std::memory_order_relaxed), bytes);
 }
 
 bool LocalChannel::sendIntoPosted(int pe, const Header& h, const std::shared_ptr<Operation>& send) {
@@ -414,7 +414,7 @@ bool LocalChannel::sendIntoPosted(int pe, const Header& h, const std::shared_ptr
       std::atomic_ref<std::uint64_t>(control(local, me_).consumed).load(std::memory_order_acquire);
   if (!layout_.hasRoom(written_[local], consumed)) return false;  // room for the Delivered slot
   bool dstOnDevice = false;
-  void* dst = offeredBuffer(pe, r, dstOnDevice);
+  void* dst = offeredBuffer(pe, r, h.bytes, dstOnDevice);
   if (!dst && h.bytes) return false;
   // Take it: fails if the receiver withdrew it or offered another meanwhile (the fields read
   // above may then be torn; they are not used).
@@ -457,7 +457,7 @@ bool LocalChannel::copyDirect(int pe, const Offer& o, Operation& recv, std::uint
     return true;
   }
   if (o.inHeap) {
-    if (void* mapped = peerHeapAt(pe, static_cast<HeapKind>(o.inHeap - 1), o.heapOffset)) {
+    if (void* mapped = peerHeapAt(pe, static_cast<std::uint32_t>(o.inHeap - 1), o.heapOffset, bytes)) {
       copy(recv.buffer, recv.onDevice, mapped, srcOnDevice, bytes);
       return true;
     }

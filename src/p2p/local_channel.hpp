@@ -104,11 +104,13 @@ class LocalChannel final : public Channel {
   void copy(void* dst, bool dstOnDevice, const void* src, bool srcOnDevice, std::uint64_t bytes);
   // Writes one slot that carries a message (counted: carriesMessage()).
   bool writeMessage(int local, const SlotHeader& h, const void* payload, std::uint64_t bytes, bool payloadOnDevice);
-  // Where this process sees `offset` of node-local PE `pe`'s heap of `kind`, or nullptr where it
-  // cannot reach it (not mapped; a GPU heap this GPU has no peer access to).
-  void* peerHeapAt(int pe, HeapKind kind, std::uint64_t offset) const;
-  // Where this process sees the receive buffer `r` offers, or nullptr where it cannot copy into it.
-  void* offeredBuffer(int pe, PostedRecord& r, bool& onDevice) const;
+  // Where this process sees [offset, offset + bytes) of node-local PE `pe`'s heap of kind
+  // `kindValue` (a HeapKind, as the peer wrote it), or nullptr where it cannot reach all of it (no
+  // such kind; not mapped here, or not that far; a GPU heap this GPU has no peer access to).
+  void* peerHeapAt(int pe, std::uint32_t kindValue, std::uint64_t offset, std::uint64_t bytes) const;
+  // Where this process sees the first `bytes` of the receive buffer `r` offers, or nullptr where it
+  // cannot copy them there.
+  void* offeredBuffer(int pe, PostedRecord& r, std::uint64_t bytes, bool& onDevice) const;
   // A message (not a Delivered one) from node-local PE `local` was taken in: an offer to it that
   // still stands now counts that message as consumed.
   void recount(int local);
