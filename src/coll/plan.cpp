@@ -64,11 +64,12 @@ constexpr std::size_t kGpuChainMinBytes = 128u << 20;
 
 std::size_t chainMinBytes(const GpuPlanInput& in) { return in.chainMinBytes ? *in.chainMinBytes : kGpuChainMinBytes; }
 
-// Whether a reduce runs chained. AXON_COLL_GPU_DIRECT=always keeps the Direct reduce at every size.
+// Whether a reduce runs chained. AXON_COLL_GPU_DIRECT=always keeps the Direct reduce at every size,
+// AXON_ALGO_REDUCE=oneshot the one-shot forms.
 bool chains(const GpuPlanInput& in, std::size_t block) {
   const std::size_t least = chainMinBytes(in);
   return in.collective == Collective::Reduce && in.members > 2 && least != 0 && block >= least &&
-         in.direct != DirectMode::Always;
+         in.direct != DirectMode::Always && !in.forced;
 }
 
 // Why a call above LL runs faster on Simple than on Direct (nullopt: Direct pays), as measured:

@@ -526,6 +526,9 @@ TEST(GpuCollMath, PlanChainsLargeReducesOnMoreThanTwoGpus) {
   EXPECT_EQ(plan(64u << 10, 4, 1).ll, true);                       // LL sizes stay on LL
   EXPECT_EQ(plan(256u << 20, 4, std::nullopt, DirectMode::Always).algo, Algo::OneShot);  // Direct kept
   EXPECT_EQ(plan(256u << 20, 4, std::nullopt, DirectMode::Off).algo, Algo::Chain);
+  GpuPlanInput forced{Collective::Reduce, 64u << 20, 4, 4, 64, 128 * 1024, 128 * 1024, 1024, Algo::OneShot, false,
+                      DirectMode::Auto, std::nullopt};
+  EXPECT_EQ(makeGpuPlan(forced).algo, Algo::OneShot);  // AXON_ALGO_REDUCE=oneshot
   const Env d = Env::fromVars({});
   EXPECT_FALSE(d.collGpuChainMin);
   EXPECT_EQ(Env::fromVars({{"AXON_COLL_GPU_CHAIN_MIN", "0"}}).collGpuChainMin, 0u);

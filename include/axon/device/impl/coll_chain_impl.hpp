@@ -11,13 +11,16 @@
 //
 // A member signals its two neighbours only, so the engine's rule that keeps the halves of the
 // slots safe (every member signals every other in every round) does not hold here. Instead:
-// - Round r0 + 1 opens the call: every member but the head sends its predecessor its call record
-//   and the round; the predecessor pushes nothing before it, as it means that this member is done
-//   with its earlier calls on the channel (their slots and records), and compares the record.
-// - Round r0 + 1 + i carries piece i: the predecessor pushes it into buffer i % 4 (below), then
-//   writes its record and releases the round; the member acquires it, compares the record,
+// - Round r0 + 1 opens the call, back along the chain from the root: every member but the head
+//   sends its predecessor its call record and the round, the root at once, every other member once
+//   its successor's opening arrived (and matched its record). A member's opening means that it and
+//   every member after it are done with their earlier calls on the channel (their slots, records
+//   and LL slots); a member pushes nothing before its successor's, and the head learns from it that
+//   every member has entered the call.
+// - Round r0 + 2 + i carries piece i (from 0): the predecessor pushes it into buffer i % 4 (below),
+//   then writes its record and releases the round; the member acquires it, compares the record,
 //   reduces, and acknowledges: the round into the predecessor's ready word for it. A member writes
-//   round r into a buffer after its successor acknowledged round r - 4 (for the first four pieces,
+//   piece i into a buffer after its successor acknowledged piece i - 4 (for the first four pieces,
 //   opened the call).
 // - The four buffers: both halves of the slot that the predecessor fills in the other algorithms,
 //   and both halves of the member's own slot, which no algorithm else writes (a member never
@@ -25,8 +28,14 @@
 //   successor's acknowledgement of a piece three rounds back, not one, so the signals' latency
 //   overlaps the work of the rounds between.
 // - A member's call ends once its successor acknowledged the last piece (the root's, once it
-//   reduced it). Then every member has entered the call and no slot holds anything of it, so the
-//   next call on the channel, of any algorithm, finds every slot and record line free.
+//   reduced it). By then every member has entered the call (the openings passed back to the head,
+//   and every piece came from it), and none is still reading a slot, record line or LL slot that
+//   this member's next call writes: a member it pushed to acknowledged every piece, and the others
+//   read nothing of this member's. So the next call on the channel, of any algorithm, may begin.
+// - LL flags are a round's low 32 bits, and a round whose flag is 0 clears the member's LL slots
+//   first (collExchange). Here that is done at the opening, before the member tells its
+//   predecessor, for any round of the call whose flag is 0: no member's next call (whose LL
+//   messages a later clear could erase) can begin before then.
 // Ready words only grow and every member counts the same rounds, so the words of pairs that do not
 // signal each other in this call are passed by the next call's signals.
 #pragma once
@@ -98,15 +107,16 @@ AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& j
   unsigned long long r = r0;
   while (ok && r < last) {
     ++r;
-    if (llFlag(r) == 0) {  // as collExchange: LL flags of rounds 2^32 back must not look current
-      collClearLl(h, c);
-      __syncthreads();
-    }
     int failed = 0;
     if (r == opened) {
-      if (consumes && rank == 0) collChainSignal(h, job, prev, r, true);
+      // As collExchange: LL flags of rounds 2^32 back must not look current (rules at the top).
+      if (llFlag(opened) == 0 || llFlag(last) < llFlag(opened)) {
+        collClearLl(h, c);
+        __syncthreads();
+      }
       if (produces && rank == roomWaiter && !collChainAwait(h, job, next, r, true)) failed = 1;
       ok = __syncthreads_or(failed) == 0;
+      if (ok && consumes && rank == 0) collChainSignal(h, job, prev, r, true);
       continue;
     }
     const unsigned long long i = r - opened - 1;  // the piece
