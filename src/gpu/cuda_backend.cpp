@@ -310,7 +310,7 @@ class CudaBackend final : public GpuBackend {
     const std::size_t offset = heap_->offsetOf(p);
     if (bytes > heap_->capacity() - offset) return device::kCollNoOffset;
     for (int pe : pes) {
-      if (heap_->mappedOf(pe) < offset + bytes) return device::kCollNoOffset;
+      if (!heap_->peerRange(pe, offset, bytes)) return device::kCollNoOffset;
     }
     return offset;
   }

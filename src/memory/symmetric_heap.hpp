@@ -29,8 +29,7 @@ class SymmetricHeap final : public HeapSpace {
   void* peerAddress(int pe, std::size_t offset) const override {
     return segments_[pe] ? segments_[pe]->base() + offset : nullptr;
   }
-  std::size_t peerMapped(int pe) const { return segments_[pe] ? segments_[pe]->mapped() : 0; }
-  std::size_t mappedOf(int pe) const override { return peerMapped(pe); }
+  std::size_t mappedOf(int pe) const override { return segments_[pe] ? segments_[pe]->mapped() : 0; }
 
   std::size_t growLocal(std::size_t end) override;
   void mapPeers(const std::vector<std::size_t>& peerMapped, const std::function<void()>& checkPeers = {}) override;

@@ -231,7 +231,7 @@ void Runtime::startGpu() {
 void Runtime::pinHostHeap() {
   if (!gpu_) return;
   for (int pe = 0; pe < nPes(); ++pe) {
-    std::size_t mapped = heap_->peerMapped(pe);
+    std::size_t mapped = heap_->mappedOf(pe);
     if (mapped <= pinned_[pe]) continue;
     char* start = static_cast<char*>(heap_->peerAddress(pe, 0)) + pinned_[pe];
     gpu_->pinHost(start, mapped - pinned_[pe]);
