@@ -107,6 +107,8 @@ class ProgressEngine {
    private:
     ProgressEngine& e_;
   };
+  // How many threads of this PE are in a wait now.
+  int waiters() const { return waiters_.load(std::memory_order_relaxed); }
   void stop();
 
  private:

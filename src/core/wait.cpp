@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -47,14 +48,28 @@ constexpr auto kBusySpinShared = std::chrono::microseconds(0);
 // sandbox) on the latency path: no time bound on the first spin, no yield within 200 us of a message.
 constexpr auto kBusySpinOwnCore = std::chrono::microseconds(200);
 constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and timeout checks
+// Past the yield phase a wait naps for a sixteenth of the time it has been quiet (125 us when that
+// phase ends, at most 1 ms): it sees its word at most about 6% later than it could have, and a long
+// wait leaves the cores to the threads it waits for. Naps of 20 us without end starved them: 4 threads of each of
+// 2 PEs waiting on each other on 2 cores (make tsan-test's mp_threads_2pe), each PE in its own
+// session (so its own scheduler group, where a yield helps only its own threads), once in 5 to 20
+// runs stopped one PE for 30 s to 2 minutes while the other's naps (a timer every ~70 us per
+// thread) held both cores. With naps growing so, 1 stall in 140 runs, held by the test's own
+// threads yielding in a loop; with those napping too, none in 200 (2026-11-28, the 2-core VM).
+constexpr auto kMaxNap = std::chrono::microseconds(1000);
+
+std::chrono::microseconds napAfter(std::chrono::steady_clock::duration quiet) {
+  return std::min(std::chrono::duration_cast<std::chrono::microseconds>(quiet) / 16, kMaxNap);
+}
 
 std::string expectedText(Cmp cmp, std::uint64_t value) {
   return std::string(cmpName(cmp)) + " " + std::to_string(value);
 }
 
-// Do the PEs of this machine outnumber the cores this process may run on? The cores are counted
-// once (a job does not change its affinity). The PEs: AXON_HOST_PES, which `axon run` sets (its
-// emulated nodes share one machine), else the PEs of this node.
+// Do the waiting threads of this machine outnumber the cores this process may run on? The cores
+// are counted once (a job does not change its affinity). The PEs: AXON_HOST_PES, which `axon run`
+// sets (its emulated nodes share one machine), else the PEs of this node; each is taken to have as
+// many threads waiting as this one has now.
 bool sharesCores(PeContext& rt) {
   static const int cores = [] {
     cpu_set_t set;
@@ -62,7 +77,7 @@ bool sharesCores(PeContext& rt) {
     return ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   }();
   const int pes = rt.env().hostPes > 0 ? rt.env().hostPes : rt.env().launch.localSize;
-  return pes > cores;
+  return pes * std::max(1, rt.progressEngine().waiters()) > cores;
 }
 
 template <class Read>
@@ -113,7 +128,7 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
     // Within busySpin of a handled message keep spinning: a peer working with this PE sends the
     // next one within microseconds, and a yield is a system call (microseconds in a sandbox).
     const auto quiet = now - lastActivity;
-    if (quiet >= kYieldPhase) rt.progressEngine().idle(std::chrono::microseconds(20));  // woken early by a network message
+    if (quiet >= kYieldPhase) rt.progressEngine().idle(napAfter(quiet));  // woken early by a network message
     else if (quiet >= busySpin) ::sched_yield();
     if (now < nextCheck) continue;
     nextCheck = now + kCheckEvery;

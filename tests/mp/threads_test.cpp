@@ -8,6 +8,7 @@
 #include <axon/axon.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -143,7 +144,10 @@ TEST(Threads, SignalsKeepTheirPutsFirstWhileOtherThreadsFence) {
         while (sendersLeft.load() > 0) {
           if (f == 0) axon::fence();
           else axon::quiet();
-          std::this_thread::yield();
+          // A nap, not a yield: each PE runs in its own session, so its own scheduler group, and
+          // two threads yielding in a loop there held both cores of a 2-core machine for tens of
+          // seconds while the other PE's threads, ready to run, waited (make tsan-test).
+          std::this_thread::sleep_for(std::chrono::microseconds(10));
         }
       } catch (const axon::Error& e) {
         errors[2 * kSenders + f] = e.what();
