@@ -58,10 +58,6 @@ constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and time
 // threads yielding in a loop; with those napping too, none in 200 (2026-11-28, the 2-core VM).
 constexpr auto kMaxNap = std::chrono::microseconds(1000);
 
-std::chrono::microseconds napAfter(std::chrono::steady_clock::duration quiet) {
-  return std::min(std::chrono::duration_cast<std::chrono::microseconds>(quiet) / 16, kMaxNap);
-}
-
 std::string expectedText(Cmp cmp, std::uint64_t value) {
   return std::string(cmpName(cmp)) + " " + std::to_string(value);
 }
@@ -162,6 +158,10 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
 }
 
 }  // namespace
+
+std::chrono::microseconds napAfter(std::chrono::steady_clock::duration quiet) {
+  return std::min(std::chrono::duration_cast<std::chrono::microseconds>(quiet) / 16, kMaxNap);
+}
 
 double waitBound(PeContext& rt, double teamSec) { return teamSec > 0 ? teamSec : rt.env().timeoutSec; }
 

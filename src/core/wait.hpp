@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,6 +42,10 @@ struct WaitSite {
   // AXON_TIMEOUT.
   double timeoutSec = 0;
 };
+
+// How long a wait that has seen nothing for `quiet` (past its yield phase) naps before it looks
+// again: a sixteenth of that, at most 1 ms (wait.cpp says why).
+std::chrono::microseconds napAfter(std::chrono::steady_clock::duration quiet);
 
 // The bound of a wait: `teamSec` when a team set its own (> 0), else AXON_TIMEOUT.
 double waitBound(PeContext& rt, double teamSec);
