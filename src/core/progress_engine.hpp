@@ -107,7 +107,8 @@ class ProgressEngine {
    private:
     ProgressEngine& e_;
   };
-  // How many threads of this PE are in a wait now.
+  // How many threads of this PE are in a waitUntil now (holding Waiting; a UCX request's wait,
+  // PolledHere, is not counted).
   int waiters() const { return waiters_.load(std::memory_order_relaxed); }
   void stop();
 

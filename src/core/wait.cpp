@@ -27,8 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kSpinIterations = 4096;                       // ~10-50 us of pure spinning
-constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yield the core
+constexpr int kSpinIterations = 4096;                           // ~10-50 us of pure spinning
+constexpr auto kWaitYieldPhase = std::chrono::milliseconds(2);  // then yield the core, then nap
 // With more PEs on the node than cores to run them, a waiting PE gives its core away at once: the
 // PE it waits for may need it. So no pure spin past the first few polls, and a yield after every
 // 64 polls, however recent the last message. Each step down measured faster: 200 us of spinning
@@ -48,14 +48,16 @@ constexpr auto kBusySpinShared = std::chrono::microseconds(0);
 // sandbox) on the latency path: no time bound on the first spin, no yield within 200 us of a message.
 constexpr auto kBusySpinOwnCore = std::chrono::microseconds(200);
 constexpr auto kCheckEvery = std::chrono::milliseconds(50); // liveness and timeout checks
-// Past the yield phase a wait naps for a sixteenth of the time it has been quiet (125 us when that
-// phase ends, at most 1 ms): it sees its word at most about 6% later than it could have, and a long
-// wait leaves the cores to the threads it waits for. Naps of 20 us without end starved them: 4 threads of each of
-// 2 PEs waiting on each other on 2 cores (make tsan-test's mp_threads_2pe), each PE in its own
-// session (so its own scheduler group, where a yield helps only its own threads), once in 5 to 20
-// runs stopped one PE for 30 s to 2 minutes while the other's naps (a timer every ~70 us per
-// thread) held both cores. With naps growing so, 1 stall in 140 runs, held by the test's own
-// threads yielding in a loop; with those napping too, none in 200 (2026-11-28, the 2-core VM).
+// Past the yield phase (kWaitYieldPhase) a wait naps between looks, woken early by a network
+// message. With a core for each waiting thread it naps 20 us. Where the waiting threads outnumber
+// the cores it naps a sixteenth of the time it has been quiet (125 us when the yield phase ends, at
+// most 1 ms), so it sees its word at most about 6% later than it could, and a long wait leaves the
+// cores to the threads it waits for: with 20 us naps, 4 threads of each of 2 PEs waiting on each
+// other on 2 cores (make tsan-test's mp_threads_2pe) once in 5 to 20 runs saw one PE get no CPU for
+// 30 s to 2 minutes while the other's threads held both cores (docs/performance.md has the counts).
+// Each PE that `axon run` starts is in its own session, so its own scheduler group, where a yield
+// hands the core only to the same PE's threads.
+constexpr auto kOwnCoreNap = std::chrono::microseconds(20);
 constexpr auto kMaxNap = std::chrono::microseconds(1000);
 
 std::string expectedText(Cmp cmp, std::uint64_t value) {
@@ -108,8 +110,8 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
   const double bound = waitBound(rt, site.timeoutSec);
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bound));
   auto nextCheck = start + kCheckEvery;
-  // The yield phase lasts kYieldPhase past the last message this PE's polls handled, so a PE that
-  // serves its peers' gets and atomics (which over TCP need its CPU) answers them at once.
+  // The yield phase lasts kWaitYieldPhase past the last message this PE's polls handled, so a PE
+  // that serves its peers' gets and atomics (which over TCP need its CPU) answers them at once.
   auto lastActivity = start;
   while (true) {
     bool active = false;
@@ -124,7 +126,7 @@ std::uint64_t waitLoop(PeContext& rt, const std::uint64_t* word, Cmp cmp, std::u
     // Within busySpin of a handled message keep spinning: a peer working with this PE sends the
     // next one within microseconds, and a yield is a system call (microseconds in a sandbox).
     const auto quiet = now - lastActivity;
-    if (quiet >= kYieldPhase) rt.progressEngine().idle(napAfter(quiet));  // woken early by a network message
+    if (quiet >= kWaitYieldPhase) rt.progressEngine().idle(shared ? napAfter(quiet) : kOwnCoreNap);
     else if (quiet >= busySpin) ::sched_yield();
     if (now < nextCheck) continue;
     nextCheck = now + kCheckEvery;

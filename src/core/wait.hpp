@@ -43,8 +43,8 @@ struct WaitSite {
   double timeoutSec = 0;
 };
 
-// How long a wait that has seen nothing for `quiet` (past its yield phase) naps before it looks
-// again: a sixteenth of that, at most 1 ms (wait.cpp says why).
+// How long a wait past its yield phase naps where the threads that wait outnumber the cores: a
+// sixteenth of the time `quiet` since it last handled something, at most 1 ms (wait.cpp says why).
 std::chrono::microseconds napAfter(std::chrono::steady_clock::duration quiet);
 
 // The bound of a wait: `teamSec` when a team set its own (> 0), else AXON_TIMEOUT.

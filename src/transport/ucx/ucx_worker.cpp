@@ -5,15 +5,12 @@
 #include <thread>
 #include <utility>
 
-#include "core/wait.hpp"
-
 namespace axon::ucx {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kCheckEvery = std::chrono::milliseconds(50);
 constexpr int kSpinPolls = 4096;  // empty polls before a wait starts yielding the core
-constexpr auto kYieldPhase = std::chrono::milliseconds(2);  // then yields, before it naps
 // After an endpoint is closed by force its requests complete (cancelled) within a few progress
 // calls; this bounds that wait in case UCX misbehaves. Short, because it comes on top of
 // AXON_TIMEOUT: across a link that went down, a forced close over TCP does not complete (endpoints
@@ -195,23 +192,14 @@ void UcxWorker::pollUntil(const std::function<bool()>& done, int pe, const std::
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(setup_.timeoutSec));
   auto nextCheck = start + kCheckEvery;
   int polls = 0;
-  auto lastProgress = start;
   while (!done()) {
-    if (api_.ucp_worker_progress(worker_) != 0) {
-      if (polls >= kSpinPolls) lastProgress = Clock::now();
-      continue;
-    }
+    if (api_.ucp_worker_progress(worker_) != 0) continue;
     // Spin first: most requests complete within microseconds, and a yield is a system call (one
     // costs microseconds under a sandboxing kernel such as gVisor).
     if (++polls < kSpinPolls) continue;
     const auto now = Clock::now();
     if (now < nextCheck) {
-      // Then yield, and past kYieldPhase with nothing done nap as a wait does (core/wait.hpp): a
-      // yield gives the core only to this PE's own threads, and the peer this request needs may
-      // be waiting for one.
-      const auto quiet = now - lastProgress;
-      if (quiet < kYieldPhase) std::this_thread::yield();
-      else std::this_thread::sleep_for(napAfter(quiet));
+      std::this_thread::yield();
       continue;
     }
     nextCheck = now + kCheckEvery;
