@@ -67,7 +67,7 @@ std::string expectedText(Cmp cmp, std::uint64_t value) {
 // Do the waiting threads of this machine outnumber the cores this process may run on? The cores
 // are counted once (a job does not change its affinity). The PEs: AXON_HOST_PES, which `axon run`
 // sets (its emulated nodes share one machine), else the PEs of this node; each is taken to have as
-// many threads waiting as this one has now.
+// many threads waiting as this one has now (the caller's wait among them: it holds a Waiting).
 bool sharesCores(PeContext& rt) {
   static const int cores = [] {
     cpu_set_t set;
@@ -75,7 +75,7 @@ bool sharesCores(PeContext& rt) {
     return ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   }();
   const int pes = rt.env().hostPes > 0 ? rt.env().hostPes : rt.env().launch.localSize;
-  return pes * std::max(1, rt.progressEngine().waiters()) > cores;
+  return pes * rt.progressEngine().waiters() > cores;
 }
 
 template <class Read>
