@@ -934,6 +934,16 @@ TEST(GpuColl, MismatchedRootsAndCollectivesFailOnEveryPe) {
       if (s) axon::reduceOnStream(t, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum, root, s);
       else axon::reduce(t, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum, root);
     }, onStream);
+    // The last PE names root 0, the others the last PE. Chained (gpu_coll_chain), the last PE's
+    // successor, PE 0, thinks itself the head and never opens to it: only the posted records
+    // tell the mismatch there.
+    const int last = np() - 1;
+    expectGpuMismatch("reduce roots, the last PE's against the others'" + form, {r0, "root " + std::to_string(last)},
+                      [&](const axon::Team& t, cudaStream_t s) {
+                        const int root = me() == last ? 0 : last;
+                        if (s) axon::reduceOnStream(t, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum, root, s);
+                        else axon::reduce(t, src.ptr, dst.ptr, 64, DataType::Float32, ReduceOp::Sum, root);
+                      }, onStream);
   }
 }
 

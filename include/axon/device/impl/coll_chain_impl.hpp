@@ -17,6 +17,12 @@
 //   every member after it are done with their earlier calls on the channel (their slots, records
 //   and LL slots); a member pushes nothing before its successor's, and the head learns from it that
 //   every member has entered the call.
+// - Members that disagree on the call can wait on each other in a ring (say, each half of the
+//   members names another root, so some member's successor thinks itself the head and never
+//   opens to it). So every member first posts its record in its own record line of the opening
+//   round's half (collChainPost; no signal writes a member's line for itself), and every wait of
+//   the call also compares the successor's posted record (collPostedDiffers): a difference is
+//   reported as a mismatch instead of ending in a timeout.
 // - Round r0 + 2 + i carries piece i (from 0): the predecessor pushes it into buffer i % 4 (below),
 //   then writes its record and releases the round; the member acquires it, compares the record,
 //   reduces, and acknowledges: the round into the predecessor's ready word for it. A member writes
@@ -66,14 +72,27 @@ AXON_DEVICE_INLINE void collChainSignal(const CollHandle& h, const CollJob& job,
 // Pieces in flight between two members (the buffers, rules at the top).
 constexpr unsigned long long kChainBuffers = 4;
 
+// Posts this PE's call record for its predecessor to compare while it waits (collPostedDiffers),
+// before this PE waits for anything: the record in its own line of the opening round's half, the
+// round written 0 first and last with release (a sequence lock; rules at the top).
+AXON_DEVICE_INLINE void collChainPost(const CollHandle& h, const CollJob& job, unsigned long long opened) {
+  CollSlotRecord* rec = collRecordAt(h, h.myIndex, job.channel, static_cast<int>(opened & 1ull), h.myIndex);
+  *reinterpret_cast<volatile unsigned long long*>(&rec->round) = 0;
+  fenceSys();
+  const unsigned* from = reinterpret_cast<const unsigned*>(&job.record);
+  volatile unsigned* to = reinterpret_cast<volatile unsigned*>(&rec->call);
+  for (unsigned i = 0; i < sizeof(CollRecord) / sizeof(unsigned); ++i) to[i] = from[i];
+  storeReleaseSys(&rec->round, opened);
+}
+
 // Waits (one thread) for member `from`'s round r and, where it sent its record with it, compares
-// that with this PE's call. False when the wait failed or the calls differ (reported). The record
-// line of round r may hold that of round r + 2 already (a predecessor runs up to four pieces
-// ahead), but only ever one of this call: a member starts its next call after its successor
-// acknowledged the last piece.
+// that with this PE's call; while it waits, it compares the successor's posted record (`posted`).
+// False when the wait failed or the calls differ (reported). The record line of round r may hold
+// that of round r + 2 already (a predecessor runs up to four pieces ahead), but only ever one of
+// this call: a member starts its next call after its successor acknowledged the last piece.
 AXON_DEVICE_INLINE bool collChainAwait(const CollHandle& h, const CollJob& job, int from,
-                                       unsigned long long r, bool withRecord) {
-  if (!collWait(h, job, from, r)) return false;
+                                       unsigned long long r, bool withRecord, const CollPosted& posted) {
+  if (!collWait(h, job, from, r, &posted)) return false;
   if (!withRecord) return true;
   const CollSlotRecord* rec = collRecordAt(h, h.myIndex, job.channel, static_cast<int>(r & 1ull), from);
   const CollRecord theirs = rec->call;
@@ -101,6 +120,7 @@ AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& j
   };
   const unsigned long long r0 = collLoadRounds(h, c), opened = r0 + 1;
   const unsigned long long last = r0 + collChainRounds(len, piece);
+  const CollPosted successor{next, opened};
   const T* src = reinterpret_cast<const T*>(job.src);
   T* dst = reinterpret_cast<T*>(job.dst);
   bool ok = collStart(h);
@@ -109,20 +129,21 @@ AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& j
     ++r;
     int failed = 0;
     if (r == opened) {
+      if (rank == 0) collChainPost(h, job, opened);
       // As collExchange: LL flags of rounds 2^32 back must not look current (rules at the top).
       if (llFlag(opened) == 0 || llFlag(last) < llFlag(opened)) {
         collClearLl(h, c);
         __syncthreads();
       }
-      if (produces && rank == roomWaiter && !collChainAwait(h, job, next, r, true)) failed = 1;
+      if (produces && rank == roomWaiter && !collChainAwait(h, job, next, r, true, successor)) failed = 1;
       ok = __syncthreads_or(failed) == 0;
       if (ok && consumes && rank == 0) collChainSignal(h, job, prev, r, true);
       continue;
     }
     const unsigned long long i = r - opened - 1;  // the piece
-    if (consumes && rank == 0 && !collChainAwait(h, job, prev, r, true)) failed = 1;
+    if (consumes && rank == 0 && !collChainAwait(h, job, prev, r, true, successor)) failed = 1;
     // Piece i reuses the buffer of piece i - 4; the successor's opening covers the first four.
-    if (produces && rank == roomWaiter && i >= kChainBuffers && !collChainAwait(h, job, next, r - kChainBuffers, false)) {
+    if (produces && rank == roomWaiter && i >= kChainBuffers && !collChainAwait(h, job, next, r - kChainBuffers, false, successor)) {
       failed = 1;
     }
     if (!(ok = __syncthreads_or(failed) == 0)) break;
@@ -145,7 +166,7 @@ AXON_DEVICE_INLINE bool collRunReduceChain(const CollHandle& h, const CollJob& j
   // The successor has reduced the last piece: nothing of this call is left in its slots.
   if (ok && produces) {
     int failed = 0;
-    if (rank == roomWaiter && !collChainAwait(h, job, next, last, false)) failed = 1;
+    if (rank == roomWaiter && !collChainAwait(h, job, next, last, false, successor)) failed = 1;
     ok = __syncthreads_or(failed) == 0;
   }
   collStoreRounds(h, c, r);

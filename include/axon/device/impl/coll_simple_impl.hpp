@@ -13,11 +13,37 @@ namespace detail {
 
 // ── The round's exchange ──────────────────────────────────────────────────────────────────────
 
+// A call record that a member posts when it enters a call, before any signal (the chained
+// reduce's, coll_chain_impl.hpp): member `from`'s record of round `round`, in its own record line
+// of that round's half for itself (a line that no signal writes: a member never signals itself).
+struct CollPosted {
+  int from;
+  unsigned long long round;
+};
+
+// Member `posted.from`'s posted record, where it is there and names another call than this PE's:
+// then copied to `theirs`. Read like a sequence lock (collChainPost writes the round 0 first, then
+// the record, then the round with release): a record read while its member posts its next call's
+// is ignored, never taken for this call's.
+AXON_DEVICE_INLINE bool collPostedDiffers(const CollHandle& h, const CollJob& job, const CollPosted& posted,
+                                          CollRecord* theirs) {
+  const CollSlotRecord* rec =
+      collRecordAt(h, posted.from, job.channel, static_cast<int>(posted.round & 1ull), posted.from);
+  if (loadAcquireSys(&rec->round) != posted.round) return false;
+  const volatile unsigned* from = reinterpret_cast<const volatile unsigned*>(&rec->call);
+  unsigned* to = reinterpret_cast<unsigned*>(theirs);
+  for (unsigned i = 0; i < sizeof(CollRecord) / sizeof(unsigned); ++i) to[i] = from[i];
+  fenceSys();  // the record's loads before the round's second
+  if (loadAcquireSys(&rec->round) != posted.round) return false;
+  return !collSameCall(job.record, *theirs);
+}
+
 // Waits (one thread) until member `from` signalled round `r` on the job's channel. False when the
-// wait timed out, a member aborted the team's collectives, or `from` sent an LL message in this
-// round instead (a different call: reported as a mismatch); the report is then written.
+// wait timed out, a member aborted the team's collectives, `from` sent an LL message in this
+// round instead, or (where `posted` is given) that member posted a record of another call (both
+// a different call: reported as a mismatch); the report is then written.
 inline AXON_DEVICE_NOINLINE bool collWait(const CollHandle& h, const CollJob& job, int from,
-                                          unsigned long long r) {
+                                          unsigned long long r, const CollPosted* posted = nullptr) {
   const unsigned long long* word = collReady(h, h.myIndex, job.channel, from);
   for (PollPacer pace;;) {
     const unsigned long long seen = loadRelaxedSys(word);
@@ -34,6 +60,10 @@ inline AXON_DEVICE_NOINLINE bool collWait(const CollHandle& h, const CollJob& jo
       if (llFlag(r) != 0 && llPeekRecord(h, job.channel, static_cast<int>(r & 1ull), from,
                                          llFlag(r), &theirs)) {
         collMismatch(h, job, from, theirs, r, r);
+        return false;
+      }
+      if (posted && collPostedDiffers(h, job, *posted, &theirs)) {
+        collMismatch(h, job, posted->from, theirs, posted->round, posted->round);
         return false;
       }
       if (pace.expired(h.timeoutNs)) {
