@@ -3,7 +3,7 @@
 //
 //   axon run -n N axon_bench allreduce|broadcast|reduce|allgather|reduce_scatter|alltoall
 //       [-b MIN -e MAX -f FACTOR | -m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TYPE] [-o OP] [-r ROOT]
-//       [-d D|H] [--no-validate] [--nccl LIBNCCL]
+//       [-d D|H] [--no-validate] [--nccl LIBNCCL] [--trials T]
 //
 // With -d D (the default where the GPU backend is on) the calls are the stream-ordered forms:
 // `iters` calls enqueued back to back, then one wait for the stream, as nccl-tests does. With --nccl, NCCL runs the same sizes on the same
@@ -11,7 +11,9 @@
 //
 // As in nccl-tests: size is the bytes of the largest buffer of a PE (allgather: the output;
 // reduce_scatter: the input; alltoall: either), count its elements; time is the slowest PE's
-// average per call (microseconds); algbw = size / time; busbw = algbw * factor, with factor
+// average per call (microseconds; with --trials T, the median of T such averages, each over `iters`
+// calls after a barrier: a stall of a few milliseconds that hits one trial, as either library
+// meets now and then on a shared machine, then moves no row); algbw = size / time; busbw = algbw * factor, with factor
 // 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce_scatter, alltoall), 1 (broadcast, reduce).
 // #wrong counts elements of the validated call that differ from the exact expected values.
 #include "coll_bench.hpp"
@@ -39,6 +41,7 @@ struct CollOptions {
   Collective coll = Collective::Allreduce;
   std::size_t minBytes = 8, maxBytes = std::size_t{4} << 20, factor = 2;
   long iters = -1, warmup = -1;
+  long trials = 1;  // timed runs of `iters` calls per size and side; the median is reported
   DataType type = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
@@ -71,6 +74,7 @@ CollOptions parseColl(int argc, char** argv) {
     else if (a == "-f" || a == "--stepfactor") o.factor = static_cast<std::size_t>(parseCount(value(), "-f", 2));
     else if (a == "-i" || a == "--iterations") o.iters = parseCount(value(), "-i", 1);
     else if (a == "-x" || a == "--warmup") o.warmup = parseCount(value(), "-x", 0);
+    else if (a == "--trials") o.trials = parseCount(value(), "--trials", 1);
     else if (a == "-t" || a == "--dtype") o.type = pickByName<DataType>(value(), "-t", kTypes, dataTypeName);
     else if (a == "-o" || a == "--op") o.op = pickByName<ReduceOp>(value(), "-o", kOps, reduceOpName);
     else if (a == "-r" || a == "--root") o.root = static_cast<int>(parseCount(value(), "-r", 0));
@@ -161,12 +165,17 @@ Measured measure(const CollOptions& o, const Impl& impl, const Team& team, const
   }
   for (long i = 0; i < warmup; ++i) impl.call(o, team, src, dst, s);
   impl.sync();
-  barrier(team);
-  const auto t0 = Clock::now();
-  for (long i = 0; i < iters; ++i) impl.call(o, team, src, dst, s);
-  impl.sync();
-  double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / static_cast<double>(iters);
-  allreduce(team, &us, &us, 1, DataType::Float64, ReduceOp::Max);  // the slowest PE's
+  std::vector<double> trials;
+  for (long t = 0; t < o.trials; ++t) {
+    barrier(team);
+    const auto t0 = Clock::now();
+    for (long i = 0; i < iters; ++i) impl.call(o, team, src, dst, s);
+    impl.sync();
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / static_cast<double>(iters);
+    allreduce(team, &us, &us, 1, DataType::Float64, ReduceOp::Max);  // the slowest PE's
+    trials.push_back(us);
+  }
+  const double us = median(trials);
   if (!o.validate) return {us, -1};
   // One validated call on fresh, exactly representable inputs.
   std::vector<char> in(s.src * e), out;
@@ -260,7 +269,8 @@ int runCollectiveBench(int argc, char** argv) {
              jsonString(gpuEnabled() ? "gpu" : "host") + ", \"dtype\": " + jsonString(dataTypeName(o.type)) +
              ", \"redop\": " + jsonString(reduceOpName(o.op)) + ", \"root\": " + std::to_string(o.root) +
              ", \"placement\": " + jsonString(o.device ? "D" : "H") + ", \"bus_factor\": " + jsonNumber(factor) +
-             ", \"validate\": " + (o.validate ? "true" : "false") + ", \"sizes\": [" + list + "]}");
+             ", \"validate\": " + (o.validate ? "true" : "false") + ", \"trials\": " + std::to_string(o.trials) +
+             ", \"sizes\": [" + list + "]}");
   }
   // Idle (virtual) CPUs wake up slowly: a fixed number of barriers first (time-based would let
   // the PEs disagree on how many), so that the first size is not measured cold.

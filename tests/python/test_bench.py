@@ -80,6 +80,8 @@ def test_size_label():
     (["latency", "-d", "H", "X"], "-d takes two of D (GPU memory) and H (host memory)"),
     (["latency", "--pes", "1"], "--pes must be an integer >= 2"),
     (["latency", "--settle-ms", "-5"], "--settle-ms must be an integer >= 0"),
+    (["allreduce", "--trials", "0"], "--trials must be an integer >= 1"),
+    (["latency", "--trials", "3"], "--trials is an option of the collectives"),
     (["latency", "--bogus"], "unrecognized arguments: --bogus"),
     (["allreduce", "--dtype", "complex64"], "--dtype 'complex64' is not one of int8"),
     (["allreduce", "--op", "mean"], "--op 'mean' is not one of sum, prod, min, max"),
@@ -477,6 +479,27 @@ def test_collective_table_with_nccl_prints_both_and_the_ratio():
     lines = bench.table_lines("allreduce", header, rows, [{"impl": "nccl", "version": "2.28.3"}])
     assert any("(axon)" in x for x in lines) and any("(NCCL 2.28.3)" in x for x in lines)
     assert any(x.split() == ["8", "2.50x", "2.00x"] for x in lines), lines
+
+
+def test_trials_are_claimed_for_the_rows_the_driver_times_only():
+    header = {"pes": 2, "backend": "gpu", "placement": "D", "validate": True, "trials": 5}
+    side = lambda t: {"time_us": t, "algbw_gbs": 1.0, "busbw_gbs": 1.0, "wrong": 0}
+    row = lambda impl: {"impl": impl, "size": 8, "count": 2, "dtype": "float32", "redop": "sum", "root": 0,
+                        "algorithm": impl, "out_of_place": side(4.0), "in_place": side(5.0)}
+    lines = bench.table_lines("allreduce", header, [row("axon"), row("nccl"), row("pytorch-nccl")],
+                              [{"impl": "nccl", "version": "2.28.3"}])
+    heads = [x for x in lines if x.startswith("# 2 PEs")]
+    assert len(heads) == 3, lines
+    # axon's and the driver's NCCL rows are medians of the trials; PyTorch times its own way.
+    assert [x.endswith("the median of 5 trials") for x in heads] == [True, True, False], heads
+
+
+def test_trials_run_every_size_that_many_times(tmp_path, capsys):
+    doc, out = _run("allreduce", tmp_path, capsys, ("--trials", "3", "-m", "8:64"))
+    assert doc["config"]["trials"] == 3
+    assert [r["size"] for r in doc["results"]] == [8, 16, 32, 64]
+    assert all(r["wrong"] == 0 and r["out_of_place"]["time_us"] > 0 for r in doc["results"])
+    assert "time: the slowest PE's average per call, the median of 3 trials" in out
 
 
 def test_collective_row_says_what_the_kernel_occupies():

@@ -33,6 +33,7 @@ class Request:
     via_host: bool = False   # pingping: GPU data staged through host memory by hand
     peers: frozenset[str] | None = None  # --peers: the --compare peers to run (None: all found)
     emulate_nodes: int | None = None  # --emulate-nodes: the PEs on this many emulated nodes
+    trials: int = 1  # --trials: timed runs per size of a collective, the median reported
 
     @property
     def collective(self) -> bool:
@@ -67,6 +68,8 @@ class Request:
             args.append("--via-host")
         if self.nccl:
             args += ["--nccl", self.nccl]
+        if self.collective and self.trials > 1:
+            args += ["--trials", str(self.trials)]
         if self.settle_ms is not None and not self.collective:
             args += ["--settle-ms", str(self.settle_ms)]
         return args
@@ -143,8 +146,12 @@ def validate(args: argparse.Namespace) -> Request:
                              + ("-d H" if test in COLLECTIVES else "-d H H"))
     if test not in COLLECTIVES and (given_dtype is not None or getattr(args, "op", None) is not None):
         raise UsageError(f"--dtype and --op (-o) are options of the collectives; {test} moves bytes")
+    trials = _count(getattr(args, "trials", None), "--trials", 1) or 1
+    if trials > 1 and test not in COLLECTIVES:
+        raise UsageError(f"--trials is an option of the collectives; {test} reports its own statistics")
     return Request(test, mn, mx, factor, iters, warmup, placement, validate_data, pes, settle, dtype, op,
-                   root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes)
+                   root, via_host=via_host, peers=parse_peers(getattr(args, "peers", None)), emulate_nodes=nodes,
+                   trials=trials)
 
 
 def parse_peers(text: str | None) -> frozenset[str] | None:

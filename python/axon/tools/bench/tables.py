@@ -53,7 +53,9 @@ def collective_tail_lines(test: str, header: dict | None, results: list[dict],
     lines = _collective_summary(mine, (header or {}).get("validate", True))
     for impl, rows in impls.items():
         name = IMPL_NAMES.get(impl, impl)
-        lines += [""] + _one_collective_table(test, header, rows, _impl_title(impl, peers))
+        # The driver times its NCCL rows as axon's (--trials too); the program peers time their own.
+        peer_header = header if impl == "nccl" else {**(header or {}), "trials": 1}
+        lines += [""] + _one_collective_table(test, peer_header, rows, _impl_title(impl, peers))
         lines += ["", f"# axon vs {name}, same run, same sizes: {name} time / axon time (> 1: axon faster)",
                   "#" + "size (B)".rjust(11) + "out-of-place".rjust(14) + "in-place".rjust(11)]
         by_size = {r.get("size"): r for r in rows}
@@ -86,9 +88,11 @@ def collective_head_lines(test: str, header: dict | None, impl: str) -> list[str
     """The lines above a collective table's rows: what ran, then nccl-tests' three heading lines,
     its columns in its order and axon's extra ones (the algorithm) after them."""
     h = header or {}
+    trials = h.get("trials", 1)
+    time = "the slowest PE's average per call" + (f", the median of {trials} trials" if trials > 1 else "")
     return [f"# axon bench {test} ({impl}): {COLLECTIVES[test]}",
             f"# {h.get('pes', '?')} PEs, {h.get('backend', '?')} backend, buffers {h.get('placement', '?')}, "
-            f"validation {'on' if h.get('validate', True) else 'off'}; time: the slowest PE's average per call",
+            f"validation {'on' if h.get('validate', True) else 'off'}; time: {time}",
             "#" + " " * 51 + "out-of-place".center(36) + "in-place".center(36),
             "#" + "".join(x.rjust(w) for x, w in _COLLECTIVE_KEYS) + _SIDE_HEAD * 2 + "  algo",
             "#" + "(B)".rjust(11) + "(elements)".rjust(14) + " " * 26 + _SIDE_UNITS * 2]
