@@ -127,9 +127,6 @@ void Call::agreeWithAll() {
 void Call::finish() {
   sendRecords();
   agreeWithAll();
-  if (readSomething_ || lastPublished_ == 0) return;
-  const ProtocolState::HalfUse& use = state_.halfUse[lastPublished_ % state_.depth()];
-  for (int reader : use.readers) waitWord(ackWord(reader), use.round, reader, state_.ackNames[reader]);
 }
 
 std::uint64_t Call::waitWord(std::uint64_t* word, std::uint64_t value, int member, const std::string& name) {

@@ -62,8 +62,11 @@ class Call {
   // Ends the call: waits for the record of every member whose record it has not compared yet (no
   // data came from it) and compares it, so that no PE returns from a call that some member made
   // differently (a broadcast reader whose root agrees while another member names another root).
-  // A PE that read nothing in it (a broadcast root, a reduce leaf) also waits for the acks of its
-  // last round before its half is reused.
+  // It does not wait for the acks of the rounds it published (a broadcast root, a reduce leaf
+  // returns once every record is in, while its readers may still read): the half is reused only
+  // after them (beginPublish, in this call or a later one), and a team is destroyed or finalized
+  // only after a synchronization that every reader enters once it has read. On 2 cores a
+  // broadcast of 8 bytes on 4 PEs took 23-38 us with that wait, 14-18 us without.
   void finish();
   // Waits for the record of every member not compared yet and compares it (finish() starts so).
   void agreeWithAll();
