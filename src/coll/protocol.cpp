@@ -112,7 +112,6 @@ void Call::published(std::uint64_t r, std::span<const int> readers) {
   ProtocolState::HalfUse& use = state_.halfUse[r % state_.depth()];
   use.round = r;
   use.readers.assign(readers.begin(), readers.end());
-  lastPublished_ = r;
 }
 
 void Call::agreeWithAll() {
@@ -204,7 +203,6 @@ void ShmCall::publish(std::uint64_t r, std::span<const int> readers, std::size_t
 const char* ShmCall::await(int p, std::uint64_t r) {
   waitWord(ws_.readyWord(me(), p), r, p, ws_.readyNames[p]);
   checkRecord(ws_.header(p).half[r % 2], p, r);
-  readSomething();
   return ws_.half(p, r);
 }
 

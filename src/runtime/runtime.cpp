@@ -266,6 +266,10 @@ void Runtime::finalize() {
   // Every PE must be done touching every heap before any heap is unmapped.
   try {
     if (gpu_) gpu_->synchronize("finalize");
+    // This PE's own writes into others' memory land first: a collective's last acks (a broadcast
+    // root returns without them, coll/protocol.hpp) may still be in flight into a team's region
+    // on a PE that unmaps it right after the barrier.
+    quietAll();
     teamBarrier(*this, *world_.state(), "finalize");
   } catch (...) {
     boot_->finalize();

@@ -296,6 +296,9 @@ void Team::destroy() {
   // first, on every member: a member's stream barrier may still be about to increment our counters,
   // and zeroing them under it would lose the increment (its kernel then times out).
   if (rt.gpu()) rt.gpu()->synchronize("team_destroy");
+  // And this PE's writes into the members' team regions (a collective's last acks, which its
+  // publisher did not wait for) have landed before it enters the barrier.
+  rt.quietAll();
   // After this barrier no member will increment our counters for this team again (each
   // increment of it was waited for), so the row can be zeroed for the next team in the slot.
   teamBarrier(rt, s, "team_destroy");

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "joined by a bridge, UCX over TCP between them; needs root); --pes must be "
                              "a multiple of K, PE 0 and PE 1 then sit on different nodes when K = --pes")
     parser.add_argument("--trials", metavar="T",
-                        help="collectives: time each size T times (ITERS calls each, after one warmup) and "
+                        help="collectives: time each size T times (ITERS calls each, after the -x warmup calls) and "
                              "report the median, for axon and the NCCL rows the driver runs beside it "
                              "(default 1, as nccl-tests; the program peers keep their own conventions)")
     parser.add_argument("--settle-ms", metavar="MS",
