@@ -73,8 +73,9 @@ AXON_DEVICE_INLINE void collChainSignal(const CollHandle& h, const CollJob& job,
 constexpr unsigned long long kChainBuffers = 4;
 
 // Posts this PE's call record for its predecessor to compare while it waits (collPostedDiffers),
-// first thing at the opening (nothing waits for it, so another thread may already wait): the record in its own line of the opening round's half, the
-// round written 0 first and last with release (a sequence lock; rules at the top).
+// first thing at the opening (nothing waits for it, so another thread may already wait): the
+// record in its own line of the opening round's half, the round written 0 first and last with
+// release (a sequence lock; rules at the top).
 AXON_DEVICE_INLINE void collChainPost(const CollHandle& h, const CollJob& job, unsigned long long opened) {
   CollSlotRecord* rec = collRecordAt(h, h.myIndex, job.channel, static_cast<int>(opened & 1ull), h.myIndex);
   *reinterpret_cast<volatile unsigned long long*>(&rec->round) = 0;
